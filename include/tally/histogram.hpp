@@ -1,0 +1,108 @@
+// The histogram: axes x storage, filled chunk by chunk on a backend, read at the end.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tally/axis.hpp"
+#include "tally/dtype.hpp"
+#include "tally/error.hpp"
+#include "tally/plan.hpp"
+
+namespace tally {
+
+struct options {
+  tally::backend backend = tally::backend::automatic;
+  tally::strategy strategy = tally::strategy::automatic;
+  /// Storage of unweighted counts. u64 by default (numpy returns int64); u32 on request.
+  /// Either way a count never overflows silently: a fill that would overflow throws.
+  tally::count_type counts = tally::count_type::u64;
+  /// Store sums of weights (f64) instead of counts. An unweighted fill adds 1 per sample.
+  /// Sums are accumulated in blocks of policy::block samples in input order, blocks added in
+  /// order, so the bits are the same on every run and for any number of threads (for
+  /// regular axes this is numpy.histogram's order, so the sums equal numpy's bit for bit).
+  bool weighted = false;
+  /// Count underflow, overflow and NaN samples (dropped from the bins either way).
+  bool flow = false;
+  /// CPU threads; 0 means all hardware threads.
+  int threads = 0;
+};
+
+/// Samples dropped from the bins. For N-D, a dropped sample is counted once, under the
+/// reason of the first axis (in axis order) that rejects it.
+struct flow_counts {
+  std::uint64_t underflow = 0;
+  std::uint64_t overflow = 0;
+  std::uint64_t nan = 0;
+  std::uint64_t total() const { return underflow + overflow + nan; }
+};
+
+class histogram {
+ public:
+  /// A 1-D histogram.
+  explicit histogram(axis a, options opts = {});
+  /// An N-D histogram over axes.size() >= 1 axes; cells flattened row-major (the last axis
+  /// varies fastest), as numpy.histogramdd.
+  explicit histogram(std::vector<axis> axes, options opts = {});
+
+  /// 1-D fill; `samples` holds any sample type.
+  void fill(const view& samples);
+  /// 1-D weighted fill; `weights` (f32 or f64) has one weight per sample.
+  void fill(const view& samples, const view& weights);
+  /// N-D fill: one column per axis, all of the same length.
+  void fill(const std::vector<view>& columns);
+  void fill(const std::vector<view>& columns, const view& weights);
+  /// Zero all cells and flow counters.
+  void reset();
+
+  const std::vector<axis>& axes() const { return axes_; }
+  const options& opts() const { return opts_; }
+  /// Bins per axis.
+  std::vector<std::int64_t> shape() const;
+  /// Number of cells (product of the shape).
+  std::int64_t size() const { return cells_; }
+  bool weighted() const { return opts_.weighted; }
+
+  /// Counts widened to 64 bits (throws for a weighted histogram).
+  std::vector<std::uint64_t> counts() const;
+  /// Direct access to the storage: the pointer for the storage type in use, else nullptr.
+  const std::uint64_t* counts_u64() const;
+  const std::uint32_t* counts_u32() const;
+  /// Sums of weights (throws for an unweighted histogram).
+  const std::vector<double>& sums() const;
+  /// Counts or sums as doubles.
+  std::vector<double> values() const;
+  /// numpy's density: values / bin volume / total, dividing by each axis' widths in axis
+  /// order and then by the total, as numpy.histogramdd does (and numpy.histogram for 1-D).
+  std::vector<double> density() const;
+  /// Dropped samples by reason (throws unless options::flow).
+  flow_counts flow() const;
+  /// Samples passed to fill since construction or reset, in bins or not.
+  std::uint64_t samples() const { return samples_; }
+
+  /// The policy the planner picks for a fill of n samples of type t.
+  policy plan_for(dtype t, std::int64_t n) const;
+
+ private:
+  plan_request request(backend where, dtype t, std::int64_t n) const;
+  void fill_impl(const std::vector<view>& columns, const view* weights);
+
+  std::vector<axis> axes_;
+  options opts_;
+  std::int64_t cells_ = 0;
+  std::vector<std::uint64_t> counts64_;
+  std::vector<std::uint32_t> counts32_;
+  std::vector<double> sums_;
+  flow_counts flow_;
+  std::uint64_t samples_ = 0;
+};
+
+/// Interleaved samples with `channels` values per pixel (RGB: 3, RGBA: 4, any C >= 1):
+/// channel c fills per_channel[c]; per_channel may hold fewer histograms than channels (the
+/// first ones are active, as CUB's active channels). samples.size must be a multiple of C.
+void fill_channels(std::vector<histogram>& per_channel, const view& samples, int channels);
+
+/// The D column views of a row-major n x D sample matrix held in `matrix` (n * D elements).
+std::vector<view> columns_of(const view& matrix, int dims);
+
+}  // namespace tally

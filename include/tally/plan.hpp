@@ -1,0 +1,73 @@
+// Strategy choice as data: one planner function from the job's parameters to a plain policy.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tally/axis.hpp"
+#include "tally/dtype.hpp"
+
+namespace tally {
+
+/// Where a histogram is computed. automatic: where the data live (device memory -> cuda).
+enum class backend : std::uint8_t { automatic, cpu, cuda };
+
+/// Named strategies. automatic lets the planner choose.
+///  - cpu_private: each thread fills private histograms (several replicas for few bins, so
+///    that equal neighbouring samples do not serialise on one counter) merged at the end.
+enum class strategy : std::uint8_t { automatic, cpu_private };
+
+enum class count_type : std::uint8_t { u64, u32 };
+
+std::string_view name_of(backend b);
+std::string_view name_of(strategy s);
+std::string_view name_of(count_type c);
+backend backend_from_name(std::string_view name);
+strategy strategy_from_name(std::string_view name);
+
+/// What the planner looks at.
+struct plan_request {
+  backend where = backend::cpu;  // resolved backend (not automatic)
+  strategy wanted = strategy::automatic;
+  axis_kind kind = axis_kind::regular;  // of the first axis
+  std::int64_t cells = 0;               // bins, or the product of bins over N-D axes
+  int dims = 1;
+  int channels = 1;
+  dtype sample = dtype::f64;
+  bool weighted = false;
+  count_type counts = count_type::u64;
+  std::int64_t n = 0;  // samples per column
+  int threads = 0;     // 0: all hardware threads
+};
+
+/// The planner's answer.
+struct policy {
+  backend where = backend::cpu;
+  strategy chosen = strategy::cpu_private;
+  int threads = 1;
+  int replicas = 1;                 // private sub-histograms per thread
+  bool edge_table = false;          // regular axis: look edges up instead of computing them
+  std::int64_t block = 65536;       // samples per block; weights sum in this block order
+  std::vector<std::string> reasons; // the measured reason behind each choice
+};
+
+/// The one planner. Pure: no allocation on devices, no synchronisation.
+policy plan(const plan_request& request);
+/// A human-readable, multi-line description (what `tally plan` prints).
+std::string describe(const policy& p);
+
+/// What is compiled in and usable on this machine.
+struct backend_info {
+  backend which;
+  bool compiled = false;
+  bool usable = false;
+  std::string detail;  // devices found, or why it is not usable
+};
+std::vector<backend_info> backends();
+
+/// "0.1.0"
+std::string_view version();
+
+}  // namespace tally

@@ -1,0 +1,8 @@
+// tally: GPU and CPU histograms with numpy's exact semantics. Include this header.
+#pragma once
+
+#include "tally/axis.hpp"
+#include "tally/dtype.hpp"
+#include "tally/error.hpp"
+#include "tally/histogram.hpp"
+#include "tally/plan.hpp"

@@ -1,0 +1,183 @@
+// Axis construction and validation; edges exactly as the bin rule sees them.
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include "core/rules.hpp"
+#include "tally/axis.hpp"
+#include "tally/error.hpp"
+
+namespace tally {
+namespace detail {
+
+edge_rounding rounding_of(dtype edge_type) {
+  switch (edge_type) {
+    case dtype::f64: return edge_rounding::f64;
+    case dtype::f32: return edge_rounding::f32;
+    case dtype::f16: return edge_rounding::f16;
+    case dtype::bf16: return edge_rounding::bf16;
+    default:
+      throw error("regular axis: edge type must be f64, f32, f16 or bf16, got " +
+                  std::string(name_of(edge_type)));
+  }
+}
+
+regular_rule make_regular_rule(const axis& a, const double* table) {
+  regular_rule r;
+  r.lo = a.regular_lo();
+  r.hi = a.regular_hi();
+  r.bins = a.bins();
+  r.rounding = rounding_of(a.edge_type());
+  r.step = (r.hi - r.lo) / static_cast<double>(r.bins);
+  r.step_is_zero = r.step == 0.0;
+  r.first = r.computed_edge(0);
+  r.last = round_edge(r.hi, r.rounding);
+  r.scale = static_cast<double>(r.bins) / (r.last - r.first);
+  r.table = table;
+  return r;
+}
+
+variable_rule make_variable_rule(const axis& a) {
+  return variable_rule{a.variable_edges().data(), a.bins()};
+}
+
+integer_rule make_integer_rule(const axis& a) { return integer_rule{a.integer_lo(), a.bins()}; }
+
+}  // namespace detail
+
+namespace {
+
+std::string str(double v) {
+  std::ostringstream s;
+  s.precision(17);
+  s << v;
+  return s.str();
+}
+
+double ulp(double x) {
+  x = std::fabs(x);
+  return std::nextafter(x, HUGE_VAL) - x;
+}
+
+/// Spacing of the edge type near magnitude x.
+double edge_ulp(double x, dtype edge_type) {
+  switch (edge_type) {
+    case dtype::f32: { float f = static_cast<float>(std::fabs(x)); return std::nextafter(f, HUGE_VALF) - f; }
+    case dtype::f16: return std::ldexp(1.0, std::max(std::ilogb(std::fabs(x)), -14) - 10);
+    case dtype::bf16: return std::ldexp(1.0, std::max(std::ilogb(std::fabs(x)), -126) - 7);
+    default: return ulp(x);
+  }
+}
+
+}  // namespace
+
+axis axis::regular(std::int64_t bins, double lo, double hi, dtype edge_type) {
+  if (bins < 1) throw error("regular axis: bins must be >= 1, got " + std::to_string(bins));
+  if (!std::isfinite(lo) || !std::isfinite(hi))
+    throw error("regular axis: range must be finite, got [" + str(lo) + ", " + str(hi) + "]");
+  if (!(lo < hi))
+    throw error("regular axis: lo must be < hi, got [" + str(lo) + ", " + str(hi) + "]");
+  axis a;
+  a.kind_ = axis_kind::regular;
+  a.bins_ = bins;
+  a.lo_ = lo;
+  a.hi_ = hi;
+  a.edge_type_ = edge_type;
+  const auto rule = detail::make_regular_rule(a);  // validates edge_type
+  if (!std::isfinite(rule.first) || !std::isfinite(rule.last) || !std::isfinite(rule.step))
+    throw error("regular axis: the range [" + str(lo) + ", " + str(hi) +
+                "] overflows the edge type " + std::string(name_of(edge_type)));
+  // Edges must be strictly increasing after rounding (numpy: "Too many bins for data range").
+  // When the step exceeds every rounding error by far this holds without looking at each edge.
+  const double magnitude = std::max(std::fabs(lo), std::fabs(hi));
+  const double slack = ulp(hi - lo) + ulp(magnitude) + edge_ulp(magnitude, edge_type);
+  if (!(rule.step > 4 * slack)) {
+    double previous = rule.edge(0);
+    for (std::int64_t k = 1; k <= bins; ++k) {
+      const double e = rule.edge(k);
+      if (!(e > previous)) {
+        throw error("regular axis: too many bins for the range: " + std::to_string(bins) +
+                    " bins over [" + str(lo) + ", " + str(hi) + "] give equal " +
+                    std::string(name_of(edge_type)) + " edges at bin " + std::to_string(k) +
+                    "; use fewer bins, a wider range or a wider edge type");
+      }
+      previous = e;
+    }
+  }
+  return a;
+}
+
+axis axis::variable(std::vector<double> edges) {
+  if (edges.size() < 2)
+    throw error("variable axis: needs at least 2 edges, got " + std::to_string(edges.size()));
+  for (std::size_t i = 0; i < edges.size(); ++i) {
+    if (!std::isfinite(edges[i]))
+      throw error("variable axis: edge " + std::to_string(i) + " is " + str(edges[i]) +
+                  ", edges must be finite");
+    if (i > 0 && !(edges[i - 1] < edges[i]))
+      throw error("variable axis: edges must be strictly increasing, but edge " +
+                  std::to_string(i - 1) + " = " + str(edges[i - 1]) + " and edge " +
+                  std::to_string(i) + " = " + str(edges[i]));
+  }
+  axis a;
+  a.kind_ = axis_kind::variable;
+  a.bins_ = static_cast<std::int64_t>(edges.size()) - 1;
+  a.edges_ = std::move(edges);
+  return a;
+}
+
+axis axis::integer(std::int64_t lo, std::int64_t hi) {
+  if (!(lo < hi))
+    throw error("integer axis: lo must be < hi, got [" + std::to_string(lo) + ", " +
+                std::to_string(hi) + ")");
+  const auto span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
+  if (span > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    throw error("integer axis: [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                ") has more bins than fit in memory");
+  axis a;
+  a.kind_ = axis_kind::integer;
+  a.bins_ = static_cast<std::int64_t>(span);
+  a.int_lo_ = lo;
+  return a;
+}
+
+double axis::edge(std::int64_t k) const {
+  if (k < 0 || k > bins_)
+    throw error("axis edge index " + std::to_string(k) + " out of [0, " + std::to_string(bins_) + "]");
+  switch (kind_) {
+    case axis_kind::regular: return detail::make_regular_rule(*this).edge(k);
+    case axis_kind::variable: return edges_[static_cast<std::size_t>(k)];
+    default: return static_cast<double>(int_lo_ + k);
+  }
+}
+
+double axis::lo() const { return edge(0); }
+double axis::hi() const { return edge(bins_); }
+
+std::vector<double> axis::edges() const {
+  if (kind_ == axis_kind::variable) return edges_;
+  std::vector<double> out(static_cast<std::size_t>(bins_) + 1);
+  if (kind_ == axis_kind::regular) {
+    const auto rule = detail::make_regular_rule(*this);
+    for (std::int64_t k = 0; k <= bins_; ++k) out[static_cast<std::size_t>(k)] = rule.edge(k);
+  } else {
+    for (std::int64_t k = 0; k <= bins_; ++k)
+      out[static_cast<std::size_t>(k)] = static_cast<double>(int_lo_ + k);
+  }
+  return out;
+}
+
+std::vector<double> axis::widths() const {
+  const auto e = edges();
+  std::vector<double> w(e.size() - 1);
+  for (std::size_t k = 0; k < w.size(); ++k) w[k] = e[k + 1] - e[k];
+  return w;
+}
+
+bool operator==(const axis& a, const axis& b) {
+  return a.kind_ == b.kind_ && a.bins_ == b.bins_ && a.edge_type_ == b.edge_type_ &&
+         a.lo_ == b.lo_ && a.hi_ == b.hi_ && a.edges_ == b.edges_ && a.int_lo_ == b.int_lo_;
+}
+
+}  // namespace tally

@@ -1,0 +1,46 @@
+// The backend table: what every backend implements, and the validated job it is handed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tally/histogram.hpp"
+
+namespace tally::detail {
+
+/// A validated fill: columns.size() == axes.size(), all of length n. The backend adds into
+/// the destination storage (exactly one of counts64 / counts32 / sums is set) and into flow
+/// (if set). It throws tally::error without writing anything when a count would overflow.
+struct fill_job {
+  const std::vector<axis>* axes = nullptr;
+  std::vector<view> columns;
+  const view* weights = nullptr;  // weighted storage only; null there means weight 1
+  std::int64_t n = 0;
+  std::int64_t cells = 0;
+  std::uint64_t* counts64 = nullptr;
+  std::uint32_t* counts32 = nullptr;
+  double* sums = nullptr;
+  flow_counts* flow = nullptr;
+  policy plan;
+};
+
+struct backend_ops {
+  backend which;
+  /// Compiled in and able to run here; `detail` says what was found or what is missing.
+  bool (*usable)(std::string& detail);
+  /// Whether p points into memory this backend reads directly (used by backend::automatic).
+  bool (*owns)(const void* p);
+  void (*fill)(const fill_job& job);
+};
+
+/// The compiled-in backends, CPU first.
+const std::vector<backend_ops>& backend_table();
+const backend_ops* find_backend(backend which);
+
+const backend_ops& cpu_backend();
+#if defined(TALLY_HAVE_CUDA)
+const backend_ops& cuda_backend();
+#endif
+
+}  // namespace tally::detail

@@ -1,0 +1,145 @@
+// The one bin rule: maps a sample to a bin index, for every axis kind, on host and device.
+//
+// Edges e_0 < ... < e_B; bin k holds e_k <= x < e_(k+1); the last bin also holds x == e_B.
+// x < e_0 -> underflow, x > e_B -> overflow, NaN -> nan. Hot loop: measure changes.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "core/float_format.hpp"
+#include "core/hd.hpp"
+#include "tally/dtype.hpp"
+
+namespace tally::detail {
+
+/// Negative indices say why a sample is dropped.
+enum : std::int64_t { bin_underflow = -1, bin_overflow = -2, bin_nan = -3 };
+
+enum class edge_rounding : std::uint8_t { f64, f32, f16, bf16 };
+
+TALLY_HD double round_edge(double e, edge_rounding r) {
+  switch (r) {
+    case edge_rounding::f32: return static_cast<double>(static_cast<float>(e));
+    case edge_rounding::f16: return round_to_format(e, f16_format);
+    case edge_rounding::bf16: return round_to_format(e, bf16_format);
+    default: return e;
+  }
+}
+
+/// numpy.linspace(lo, hi, bins + 1) rounded to the edge type, and the index rule over it.
+/// The index is first estimated arithmetically and then corrected against the edges, so the
+/// answer is exactly "the bin whose edges hold x", as numpy.histogram's correction step.
+struct regular_rule {
+  double lo = 0, hi = 0;       // the range as given (linspace's start and stop)
+  double step = 0;             // (hi - lo) / bins, as linspace computes it
+  double first = 0, last = 0;  // e_0 and e_B after rounding
+  double scale = 0;            // bins / (last - first): the estimate only
+  std::int64_t bins = 0;
+  edge_rounding rounding = edge_rounding::f64;
+  bool step_is_zero = false;      // linspace's fallback for a step that underflows
+  const double* table = nullptr;  // optional precomputed edges (bins + 1), same values
+
+  TALLY_HD double computed_edge(std::int64_t k) const {
+    if (k == bins) return last;
+    const double kd = static_cast<double>(k);
+    // Two separate roundings, as numpy: y = arange * step; y += start. Never contracted.
+    const double y = step_is_zero ? (kd / static_cast<double>(bins)) * (hi - lo) : kd * step;
+    return round_edge(y + lo, rounding);
+  }
+  TALLY_HD double edge(std::int64_t k) const { return table ? table[k] : computed_edge(k); }
+
+  TALLY_HD std::int64_t index(double x) const {
+    if (x != x) return bin_nan;
+    if (x < first) return bin_underflow;
+    if (x > last) return bin_overflow;
+    const double f = (x - first) * scale;
+    std::int64_t i = f < static_cast<double>(bins) ? static_cast<std::int64_t>(f) : bins - 1;
+    while (i > 0 && x < edge(i)) --i;
+    while (i < bins - 1 && x >= edge(i + 1)) ++i;
+    return i;
+  }
+};
+
+/// Arbitrary strictly increasing edges: binary search.
+struct variable_rule {
+  const double* edges = nullptr;  // bins + 1
+  std::int64_t bins = 0;
+
+  TALLY_HD std::int64_t index(double x) const {
+    if (x != x) return bin_nan;
+    if (x < edges[0]) return bin_underflow;
+    if (x > edges[bins]) return bin_overflow;
+    if (x == edges[bins]) return bins - 1;
+    std::int64_t lo = 0, hi = bins;  // edges[lo] <= x < edges[hi]
+    while (hi - lo > 1) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      if (x >= edges[mid]) lo = mid; else hi = mid;
+    }
+    return lo;
+  }
+};
+
+/// One bin per integer in [lo, lo + bins). Integers compare exactly; floats by floor(x).
+struct integer_rule {
+  std::int64_t lo = 0;
+  std::int64_t bins = 0;
+
+  TALLY_HD std::int64_t index_signed(std::int64_t v) const {
+    if (v < lo) return bin_underflow;
+    // v - lo cannot overflow when v >= lo >= 0; otherwise compare without subtracting.
+    if (lo >= 0 ? v - lo >= bins : static_cast<std::uint64_t>(v) - static_cast<std::uint64_t>(lo) >=
+                                       static_cast<std::uint64_t>(bins))
+      return bin_overflow;
+    return v - lo;
+  }
+  TALLY_HD std::int64_t index_unsigned(std::uint64_t v) const {
+    if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      return bin_overflow;
+    return index_signed(static_cast<std::int64_t>(v));
+  }
+  TALLY_HD std::int64_t index_floating(double x) const {
+    if (x != x) return bin_nan;
+    const double f = std::floor(x);
+    const double lo_d = static_cast<double>(lo);
+    if (f < lo_d) return bin_underflow;
+    if (f - lo_d >= static_cast<double>(bins)) return bin_overflow;
+    return static_cast<std::int64_t>(f - lo_d);
+  }
+};
+
+/// A sample as the rules see it: every type as a double (i64/u64 rounded, as numpy does).
+template <class T> struct sample_traits {
+  static constexpr bool is_integer = true;
+  TALLY_HD static double to_value(T v) { return static_cast<double>(v); }
+};
+template <> struct sample_traits<float> {
+  static constexpr bool is_integer = false;
+  TALLY_HD static double to_value(float v) { return v; }
+};
+template <> struct sample_traits<double> {
+  static constexpr bool is_integer = false;
+  TALLY_HD static double to_value(double v) { return v; }
+};
+template <> struct sample_traits<half> {
+  static constexpr bool is_integer = false;
+  TALLY_HD static double to_value(half v) { return half_bits_to_double(v.bits); }
+};
+template <> struct sample_traits<bfloat16> {
+  static constexpr bool is_integer = false;
+  TALLY_HD static double to_value(bfloat16 v) { return bfloat16_bits_to_double(v.bits); }
+};
+
+/// The index of sample v on an integer axis, exact for every sample type.
+template <class T> TALLY_HD std::int64_t integer_index(const integer_rule& r, T v) {
+  if constexpr (!sample_traits<T>::is_integer) {
+    return r.index_floating(sample_traits<T>::to_value(v));
+  } else if constexpr (std::numeric_limits<T>::is_signed) {
+    return r.index_signed(static_cast<std::int64_t>(v));
+  } else {
+    return r.index_unsigned(static_cast<std::uint64_t>(v));
+  }
+}
+
+}  // namespace tally::detail

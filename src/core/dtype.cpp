@@ -1,0 +1,84 @@
+// Sample type names, sizes and the 16-bit float conversions of the public API.
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "core/float_format.hpp"
+#include "tally/dtype.hpp"
+#include "tally/error.hpp"
+
+namespace tally {
+namespace {
+
+struct dtype_entry {
+  dtype type;
+  std::size_t size;
+  std::string_view name;
+  std::string_view numpy_name;
+};
+
+constexpr std::array<dtype_entry, 12> kTypes{{
+    {dtype::u8, 1, "u8", "uint8"},       {dtype::i8, 1, "i8", "int8"},
+    {dtype::u16, 2, "u16", "uint16"},    {dtype::i16, 2, "i16", "int16"},
+    {dtype::u32, 4, "u32", "uint32"},    {dtype::i32, 4, "i32", "int32"},
+    {dtype::u64, 8, "u64", "uint64"},    {dtype::i64, 8, "i64", "int64"},
+    {dtype::f16, 2, "f16", "float16"},   {dtype::bf16, 2, "bf16", "bfloat16"},
+    {dtype::f32, 4, "f32", "float32"},   {dtype::f64, 8, "f64", "float64"},
+}};
+
+const dtype_entry& entry(dtype t) {
+  auto i = static_cast<std::size_t>(t);
+  if (i >= kTypes.size()) throw error("unsupported sample type code " + std::to_string(i));
+  return kTypes[i];
+}
+
+}  // namespace
+
+std::size_t size_of(dtype t) { return entry(t).size; }
+std::string_view name_of(dtype t) { return entry(t).name; }
+
+dtype dtype_from_name(std::string_view name) {
+  for (const auto& e : kTypes) {
+    if (name == e.name || name == e.numpy_name) return e.type;
+  }
+  throw error("unknown dtype '" + std::string(name) +
+              "': expected one of u8 i8 u16 i16 u32 i32 u64 i64 f16 bf16 f32 f64");
+}
+
+bool is_floating(dtype t) {
+  return t == dtype::f16 || t == dtype::bf16 || t == dtype::f32 || t == dtype::f64;
+}
+bool is_signed_integer(dtype t) {
+  return t == dtype::i8 || t == dtype::i16 || t == dtype::i32 || t == dtype::i64;
+}
+
+double to_double(half h) { return detail::half_bits_to_double(h.bits); }
+double to_double(bfloat16 b) { return detail::bfloat16_bits_to_double(b.bits); }
+
+half to_half(double x) {
+  if (std::isnan(x)) return half{static_cast<std::uint16_t>(std::signbit(x) ? 0xfe00 : 0x7e00)};
+  double r = detail::round_to_format(x, detail::f16_format);
+  std::uint16_t sign = std::signbit(r) ? 0x8000 : 0;
+  double a = std::fabs(r);
+  if (std::isinf(a)) return half{static_cast<std::uint16_t>(sign | 0x7c00)};
+  if (a < std::ldexp(1.0, -14)) {  // subnormal or zero: a multiple of 2^-24
+    return half{static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(std::ldexp(a, 24)))};
+  }
+  int e = 0;
+  double m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  auto fraction = static_cast<std::uint16_t>(std::ldexp(m, 11)) & 0x3ff;
+  auto biased = static_cast<std::uint16_t>(e - 1 + 15);
+  return half{static_cast<std::uint16_t>(sign | (biased << 10) | fraction)};
+}
+
+bfloat16 to_bfloat16(double x) {
+  if (std::isnan(x)) return bfloat16{static_cast<std::uint16_t>(std::signbit(x) ? 0xffc0 : 0x7fc0)};
+  // The rounded value is exactly representable as a float, whose upper half are the bits.
+  auto f = static_cast<float>(detail::round_to_format(x, detail::bf16_format));
+  std::uint32_t word;
+  std::memcpy(&word, &f, sizeof word);
+  return bfloat16{static_cast<std::uint16_t>(word >> 16)};
+}
+
+}  // namespace tally

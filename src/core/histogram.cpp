@@ -1,0 +1,259 @@
+// The histogram object: validates every argument, owns the storage, hands fills to a backend.
+#include <unistd.h>
+
+#include <algorithm>
+#include <limits>
+#include <new>
+#include <string>
+
+#include "core/backend.hpp"
+#include "tally/histogram.hpp"
+
+namespace tally {
+namespace {
+
+std::uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return std::numeric_limits<std::uint64_t>::max();
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+}
+
+std::int64_t checked_cells(const std::vector<axis>& axes, std::size_t cell_bytes) {
+  if (axes.empty()) throw error("histogram: needs at least one axis");
+  std::int64_t cells = 1;
+  for (const auto& a : axes) {
+    if (a.bins() > std::numeric_limits<std::int64_t>::max() / cells)
+      throw error("histogram: the number of cells (product of the bins of " +
+                  std::to_string(axes.size()) + " axes) overflows 64 bits");
+    cells *= a.bins();
+  }
+  const std::uint64_t limit = physical_memory_bytes();
+  if (static_cast<std::uint64_t>(cells) > limit / cell_bytes)
+    throw error("histogram: " + std::to_string(cells) + " cells of " + std::to_string(cell_bytes) +
+                " bytes exceed this machine's memory (" + std::to_string(limit >> 20) + " MiB)");
+  return cells;
+}
+
+void check_view(const view& v, const std::string& what) {
+  size_of(v.type);  // throws for an unknown type code
+  if (v.size < 0) throw error(what + ": size must be >= 0, got " + std::to_string(v.size));
+  if (v.size > 0 && v.data == nullptr)
+    throw error(what + ": null data pointer with " + std::to_string(v.size) + " elements");
+  if (v.stride < 1) throw error(what + ": stride must be >= 1 element, got " + std::to_string(v.stride));
+}
+
+/// backend::automatic: the first non-CPU backend that owns the memory, else the CPU.
+const detail::backend_ops& resolve_backend(backend wanted, const std::vector<view>& columns) {
+  if (wanted == backend::automatic) {
+    for (const auto& b : detail::backend_table()) {
+      if (b.which == backend::cpu) continue;
+      for (const auto& c : columns)
+        if (c.data && b.owns(c.data)) return b;
+    }
+    return detail::cpu_backend();
+  }
+  const auto* ops = detail::find_backend(wanted);
+  if (!ops)
+    throw error("backend " + std::string(name_of(wanted)) +
+                " is not compiled into this build of tally");
+  std::string detail;
+  if (!ops->usable(detail))
+    throw error("backend " + std::string(name_of(wanted)) + " is not usable here: " + detail);
+  if (wanted == backend::cpu) {
+    for (const auto& b : detail::backend_table())
+      for (const auto& c : columns)
+        if (b.which != backend::cpu && c.data && b.owns(c.data))
+          throw error("backend cpu: the samples are in " + std::string(name_of(b.which)) +
+                      " memory; use that backend or copy them to the host");
+  }
+  return *ops;
+}
+
+}  // namespace
+
+histogram::histogram(axis a, options opts) : histogram(std::vector<axis>{std::move(a)}, opts) {}
+
+histogram::histogram(std::vector<axis> axes, options opts) : axes_(std::move(axes)), opts_(opts) {
+  if (opts_.threads < 0)
+    throw error("histogram: threads must be >= 0 (0: all), got " + std::to_string(opts_.threads));
+  const std::size_t cell_bytes =
+      opts_.weighted ? sizeof(double)
+                     : (opts_.counts == count_type::u32 ? sizeof(std::uint32_t) : sizeof(std::uint64_t));
+  cells_ = checked_cells(axes_, cell_bytes);
+  try {
+    const auto n = static_cast<std::size_t>(cells_);
+    if (opts_.weighted) sums_.assign(n, 0.0);
+    else if (opts_.counts == count_type::u32) counts32_.assign(n, 0);
+    else counts64_.assign(n, 0);
+  } catch (const std::bad_alloc&) {
+    throw error("histogram: could not allocate " + std::to_string(cells_) + " cells");
+  }
+}
+
+void histogram::fill(const view& samples) { fill_impl({samples}, nullptr); }
+void histogram::fill(const view& samples, const view& weights) { fill_impl({samples}, &weights); }
+void histogram::fill(const std::vector<view>& columns) { fill_impl(columns, nullptr); }
+void histogram::fill(const std::vector<view>& columns, const view& weights) {
+  fill_impl(columns, &weights);
+}
+
+plan_request histogram::request(backend where, dtype t, std::int64_t n) const {
+  plan_request r;
+  r.where = where;
+  r.wanted = opts_.strategy;
+  r.kind = axes_.front().kind();
+  r.cells = cells_;
+  r.dims = static_cast<int>(axes_.size());
+  r.sample = t;
+  r.weighted = opts_.weighted;
+  r.counts = opts_.counts;
+  r.n = n;
+  r.threads = opts_.threads;
+  return r;
+}
+
+policy histogram::plan_for(dtype t, std::int64_t n) const {
+  return plan(request(opts_.backend == backend::automatic ? backend::cpu : opts_.backend, t, n));
+}
+
+void histogram::fill_impl(const std::vector<view>& columns, const view* weights) {
+  if (columns.size() != axes_.size())
+    throw error("fill: " + std::to_string(axes_.size()) + " axes need " +
+                std::to_string(axes_.size()) + " sample columns, got " + std::to_string(columns.size()));
+  for (std::size_t d = 0; d < columns.size(); ++d) {
+    check_view(columns[d], "fill: column " + std::to_string(d));
+    if (columns[d].size != columns[0].size)
+      throw error("fill: columns differ in length: column 0 has " + std::to_string(columns[0].size) +
+                  " samples, column " + std::to_string(d) + " has " + std::to_string(columns[d].size));
+  }
+  const std::int64_t n = columns[0].size;
+  if (weights) {
+    if (!opts_.weighted)
+      throw error("fill: weights given to an unweighted histogram; construct it with options.weighted = true");
+    check_view(*weights, "fill: weights");
+    if (weights->type != dtype::f32 && weights->type != dtype::f64)
+      throw error("fill: weights must be f32 or f64, got " + std::string(name_of(weights->type)));
+    if (weights->size != n)
+      throw error("fill: " + std::to_string(n) + " samples need " + std::to_string(n) +
+                  " weights, got " + std::to_string(weights->size));
+  }
+  const auto& backend = resolve_backend(opts_.backend, columns);
+
+  detail::fill_job job;
+  job.axes = &axes_;
+  job.columns = columns;
+  job.weights = weights;
+  job.n = n;
+  job.cells = cells_;
+  job.counts64 = counts64_.empty() ? nullptr : counts64_.data();
+  job.counts32 = counts32_.empty() ? nullptr : counts32_.data();
+  job.sums = sums_.empty() ? nullptr : sums_.data();
+  job.flow = opts_.flow ? &flow_ : nullptr;
+  job.plan = plan(request(backend.which, columns[0].type, n));
+  if (n == 0) return;
+  backend.fill(job);
+  samples_ += static_cast<std::uint64_t>(n);
+}
+
+void histogram::reset() {
+  std::fill(counts64_.begin(), counts64_.end(), 0);
+  std::fill(counts32_.begin(), counts32_.end(), 0);
+  std::fill(sums_.begin(), sums_.end(), 0.0);
+  flow_ = {};
+  samples_ = 0;
+}
+
+std::vector<std::int64_t> histogram::shape() const {
+  std::vector<std::int64_t> s;
+  for (const auto& a : axes_) s.push_back(a.bins());
+  return s;
+}
+
+std::vector<std::uint64_t> histogram::counts() const {
+  if (opts_.weighted) throw error("counts: this histogram holds weighted sums; use sums()");
+  if (!counts64_.empty()) return counts64_;
+  return std::vector<std::uint64_t>(counts32_.begin(), counts32_.end());
+}
+
+const std::uint64_t* histogram::counts_u64() const {
+  return counts64_.empty() ? nullptr : counts64_.data();
+}
+const std::uint32_t* histogram::counts_u32() const {
+  return counts32_.empty() ? nullptr : counts32_.data();
+}
+
+const std::vector<double>& histogram::sums() const {
+  if (!opts_.weighted) throw error("sums: this histogram holds counts; use counts()");
+  return sums_;
+}
+
+std::vector<double> histogram::values() const {
+  if (opts_.weighted) return sums_;
+  std::vector<double> v(static_cast<std::size_t>(cells_));
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = counts64_.empty() ? static_cast<double>(counts32_[i]) : static_cast<double>(counts64_[i]);
+  return v;
+}
+
+std::vector<double> histogram::density() const {
+  auto v = values();
+  double total = 0;
+  for (double x : v) total += x;
+  // Divide by each axis' widths, broadcast along that axis, then by the total (numpy's order).
+  std::int64_t inner = cells_;
+  for (const auto& a : axes_) {
+    const auto w = a.widths();
+    inner /= a.bins();
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] /= w[static_cast<std::size_t>((static_cast<std::int64_t>(i) / inner) % a.bins())];
+  }
+  for (double& x : v) x /= total;
+  return v;
+}
+
+flow_counts histogram::flow() const {
+  if (!opts_.flow) throw error("flow: flow counters are off; construct with options.flow = true");
+  return flow_;
+}
+
+void fill_channels(std::vector<histogram>& per_channel, const view& samples, int channels) {
+  if (channels < 1) throw error("fill_channels: channels must be >= 1, got " + std::to_string(channels));
+  if (per_channel.size() > static_cast<std::size_t>(channels))
+    throw error("fill_channels: " + std::to_string(per_channel.size()) + " histograms for " +
+                std::to_string(channels) + " channels; at most one per channel");
+  check_view(samples, "fill_channels: samples");
+  if (samples.size % channels != 0)
+    throw error("fill_channels: " + std::to_string(samples.size) +
+                " samples are not a whole number of " + std::to_string(channels) + "-channel pixels");
+  for (const auto& h : per_channel)
+    if (h.axes().size() != 1) throw error("fill_channels: every channel histogram must be 1-D");
+  for (std::size_t c = 0; c < per_channel.size(); ++c) {
+    view v = samples;
+    v.data = static_cast<const char*>(samples.data) +
+             static_cast<std::int64_t>(c) * samples.stride * static_cast<std::int64_t>(size_of(samples.type));
+    v.size = samples.size / channels;
+    v.stride = samples.stride * channels;
+    per_channel[c].fill(v);
+  }
+}
+
+std::vector<view> columns_of(const view& matrix, int dims) {
+  if (dims < 1) throw error("columns_of: dims must be >= 1, got " + std::to_string(dims));
+  check_view(matrix, "columns_of: matrix");
+  if (matrix.size % dims != 0)
+    throw error("columns_of: " + std::to_string(matrix.size) + " elements are not a whole number of " +
+                std::to_string(dims) + "-column rows");
+  std::vector<view> cols;
+  for (int d = 0; d < dims; ++d) {
+    view v = matrix;
+    v.data = static_cast<const char*>(matrix.data) +
+             static_cast<std::int64_t>(d) * matrix.stride * static_cast<std::int64_t>(size_of(matrix.type));
+    v.size = matrix.size / dims;
+    v.stride = matrix.stride * dims;
+    cols.push_back(v);
+  }
+  return cols;
+}
+
+}  // namespace tally

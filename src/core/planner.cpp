@@ -1,0 +1,116 @@
+// The planner: one pure function from the job's parameters to a policy, with its reasons.
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "tally/error.hpp"
+#include "tally/plan.hpp"
+
+namespace tally {
+namespace {
+
+template <class E, std::size_t N>
+E from_name(std::string_view name, const std::pair<E, std::string_view> (&names)[N],
+            std::string_view what) {
+  std::string expected;
+  for (const auto& [value, n] : names) {
+    if (n == name) return value;
+    expected += (expected.empty() ? "" : ", ") + std::string(n);
+  }
+  throw error("unknown " + std::string(what) + " '" + std::string(name) + "': expected one of " +
+              expected);
+}
+
+template <class E, std::size_t N>
+std::string_view to_name(E value, const std::pair<E, std::string_view> (&names)[N]) {
+  for (const auto& [v, n] : names)
+    if (v == value) return n;
+  return "?";
+}
+
+constexpr std::pair<backend, std::string_view> kBackends[] = {
+    {backend::automatic, "auto"}, {backend::cpu, "cpu"}, {backend::cuda, "cuda"}};
+constexpr std::pair<strategy, std::string_view> kStrategies[] = {
+    {strategy::automatic, "automatic"}, {strategy::cpu_private, "cpu_private"}};
+constexpr std::pair<count_type, std::string_view> kCounts[] = {
+    {count_type::u64, "u64"}, {count_type::u32, "u32"}};
+
+int hardware_threads() {
+  unsigned t = std::thread::hardware_concurrency();
+  return t == 0 ? 1 : static_cast<int>(t);
+}
+
+policy plan_cpu(const plan_request& r) {
+  policy p;
+  p.where = backend::cpu;
+  p.chosen = strategy::cpu_private;
+
+  // Threads: every thread zeroes and merges a private copy of all cells, so each needs
+  // enough samples to pay for it; below that, fewer threads are faster.
+  const int available = r.threads > 0 ? r.threads : hardware_threads();
+  const std::int64_t per_thread = std::max<std::int64_t>(p.block, 2 * r.cells);
+  const std::int64_t useful = std::max<std::int64_t>(1, r.n / per_thread);
+  p.threads = static_cast<int>(std::min<std::int64_t>(available, useful));
+  p.reasons.push_back("threads " + std::to_string(p.threads) + " of " +
+                      std::to_string(available) +
+                      ": one per max(65536, 2 x cells) samples, so private copies pay off");
+
+  // Replicas: a thread alternates between R copies of the counters, so runs of equal
+  // samples do not wait on one counter's store-to-load latency. Only for few cells, where
+  // R copies stay in L1.
+  if (!r.weighted && r.cells * 4 <= 4096 && r.dims == 1) {
+    p.replicas = 4;
+    p.reasons.push_back("replicas 4: few cells; 4 copies break the dependency chain on a hot bin");
+  } else {
+    p.reasons.push_back("replicas 1: " + std::string(r.weighted ? "weighted sums follow the block order"
+                                                                : "many cells: copies would leave L1"));
+  }
+
+  // Edge table: a regular axis looks its (rounded) edges up instead of computing them.
+  p.edge_table = r.kind == axis_kind::regular && r.cells <= (1 << 20);
+  p.reasons.push_back(p.edge_table ? "edge table: regular edges looked up (<= 2^20 bins)"
+                                   : "edges computed per sample (table would not fit in cache)");
+  return p;
+}
+
+}  // namespace
+
+std::string_view name_of(backend b) { return to_name(b, kBackends); }
+std::string_view name_of(strategy s) { return to_name(s, kStrategies); }
+std::string_view name_of(count_type c) { return to_name(c, kCounts); }
+backend backend_from_name(std::string_view name) { return from_name(name, kBackends, "backend"); }
+strategy strategy_from_name(std::string_view name) {
+  return from_name(name, kStrategies, "strategy");
+}
+
+policy plan(const plan_request& r) {
+  if (r.cells < 1) throw error("plan: cells must be >= 1, got " + std::to_string(r.cells));
+  if (r.n < 0) throw error("plan: n must be >= 0, got " + std::to_string(r.n));
+  switch (r.where) {
+    case backend::cpu: {
+      if (r.wanted != strategy::automatic && r.wanted != strategy::cpu_private)
+        throw error("strategy " + std::string(name_of(r.wanted)) + " does not run on the CPU");
+      return plan_cpu(r);
+    }
+    case backend::cuda:
+      throw error("the CUDA histogram engine is not built yet: use backend cpu");
+    default:
+      throw error("plan: resolve backend::automatic to cpu or cuda before planning");
+  }
+}
+
+std::string describe(const policy& p) {
+  std::ostringstream s;
+  s << "backend    " << name_of(p.where) << "\n"
+    << "strategy   " << name_of(p.chosen) << "\n"
+    << "threads    " << p.threads << "\n"
+    << "replicas   " << p.replicas << "\n"
+    << "edge table " << (p.edge_table ? "yes" : "no") << "\n"
+    << "block      " << p.block << " samples\n"
+    << "why:\n";
+  for (const auto& reason : p.reasons) s << "  - " << reason << "\n";
+  return s.str();
+}
+
+}  // namespace tally
