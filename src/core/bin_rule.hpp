@@ -48,9 +48,9 @@ struct regular_rule {
     const double y = step_is_zero ? (kd / static_cast<double>(bins)) * (hi - lo) : kd * step;
     return round_edge(y + lo, rounding);
   }
-  TALLY_HD double edge(std::int64_t k) const { return table ? table[k] : computed_edge(k); }
+  TALLY_HD_HOT double edge(std::int64_t k) const { return table ? table[k] : computed_edge(k); }
 
-  TALLY_HD std::int64_t index(double x) const {
+  TALLY_HD_HOT std::int64_t index(double x) const {
     if (x != x) return bin_nan;
     if (x < first) return bin_underflow;
     if (x > last) return bin_overflow;
@@ -67,7 +67,7 @@ struct variable_rule {
   const double* edges = nullptr;  // bins + 1
   std::int64_t bins = 0;
 
-  TALLY_HD std::int64_t index(double x) const {
+  TALLY_HD_HOT std::int64_t index(double x) const {
     if (x != x) return bin_nan;
     if (x < edges[0]) return bin_underflow;
     if (x > edges[bins]) return bin_overflow;
@@ -86,20 +86,19 @@ struct integer_rule {
   std::int64_t lo = 0;
   std::int64_t bins = 0;
 
-  TALLY_HD std::int64_t index_signed(std::int64_t v) const {
+  TALLY_HD_HOT std::int64_t index_signed(std::int64_t v) const {
     if (v < lo) return bin_underflow;
-    // v - lo cannot overflow when v >= lo >= 0; otherwise compare without subtracting.
-    if (lo >= 0 ? v - lo >= bins : static_cast<std::uint64_t>(v) - static_cast<std::uint64_t>(lo) >=
-                                       static_cast<std::uint64_t>(bins))
-      return bin_overflow;
-    return v - lo;
+    // The unsigned difference is exact for v >= lo, even where v - lo overflows int64.
+    const std::uint64_t d = static_cast<std::uint64_t>(v) - static_cast<std::uint64_t>(lo);
+    if (d >= static_cast<std::uint64_t>(bins)) return bin_overflow;
+    return static_cast<std::int64_t>(d);
   }
-  TALLY_HD std::int64_t index_unsigned(std::uint64_t v) const {
+  TALLY_HD_HOT std::int64_t index_unsigned(std::uint64_t v) const {
     if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
       return bin_overflow;
     return index_signed(static_cast<std::int64_t>(v));
   }
-  TALLY_HD std::int64_t index_floating(double x) const {
+  TALLY_HD_HOT std::int64_t index_floating(double x) const {
     if (x != x) return bin_nan;
     const double f = std::floor(x);
     const double lo_d = static_cast<double>(lo);
@@ -112,27 +111,27 @@ struct integer_rule {
 /// A sample as the rules see it: every type as a double (i64/u64 rounded, as numpy does).
 template <class T> struct sample_traits {
   static constexpr bool is_integer = true;
-  TALLY_HD static double to_value(T v) { return static_cast<double>(v); }
+  TALLY_HD_HOT static double to_value(T v) { return static_cast<double>(v); }
 };
 template <> struct sample_traits<float> {
   static constexpr bool is_integer = false;
-  TALLY_HD static double to_value(float v) { return v; }
+  TALLY_HD_HOT static double to_value(float v) { return v; }
 };
 template <> struct sample_traits<double> {
   static constexpr bool is_integer = false;
-  TALLY_HD static double to_value(double v) { return v; }
+  TALLY_HD_HOT static double to_value(double v) { return v; }
 };
 template <> struct sample_traits<half> {
   static constexpr bool is_integer = false;
-  TALLY_HD static double to_value(half v) { return half_bits_to_double(v.bits); }
+  TALLY_HD_HOT static double to_value(half v) { return half_bits_to_double(v.bits); }
 };
 template <> struct sample_traits<bfloat16> {
   static constexpr bool is_integer = false;
-  TALLY_HD static double to_value(bfloat16 v) { return bfloat16_bits_to_double(v.bits); }
+  TALLY_HD_HOT static double to_value(bfloat16 v) { return bfloat16_bits_to_double(v.bits); }
 };
 
 /// The index of sample v on an integer axis, exact for every sample type.
-template <class T> TALLY_HD std::int64_t integer_index(const integer_rule& r, T v) {
+template <class T> TALLY_HD_HOT std::int64_t integer_index(const integer_rule& r, T v) {
   if constexpr (!sample_traits<T>::is_integer) {
     return r.index_floating(sample_traits<T>::to_value(v));
   } else if constexpr (std::numeric_limits<T>::is_signed) {

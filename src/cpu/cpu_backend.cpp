@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,7 +19,6 @@
 namespace tally::detail {
 namespace {
 
-constexpr std::int64_t kTile = 2048;
 /// Private counters are 32-bit; a thread takes at most this many samples between merges.
 constexpr std::int64_t kMaxSamplesPerMerge = std::int64_t{1} << 31;
 
@@ -43,55 +43,141 @@ template <class F> void with_sample_type(dtype t, F&& f) {
 
 struct regular_binner {
   regular_rule rule;
-  template <class T> std::int64_t operator()(T v) const {
+  template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const {
     return rule.index(sample_traits<T>::to_value(v));
   }
 };
 struct variable_binner {
   variable_rule rule;
-  template <class T> std::int64_t operator()(T v) const {
+  template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const {
     return rule.index(sample_traits<T>::to_value(v));
   }
 };
 struct integer_binner {
   integer_rule rule;
-  template <class T> std::int64_t operator()(T v) const { return integer_index(rule, v); }
+  template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const { return integer_index(rule, v); }
 };
 
-/// Folds axis `binner`'s index of samples [begin, begin + count) into flat row-major cells.
-/// A negative entry is a dropped sample and keeps the reason of the first axis that dropped it.
-template <class T, class Binner>
-void index_tile(const Binner& binner, const view& column, std::int64_t bins, bool first_axis,
-                std::int64_t begin, std::int64_t count, std::int64_t* flat) {
-  const std::int64_t step = column.stride * static_cast<std::int64_t>(sizeof(T));
-  const char* p = static_cast<const char*>(column.data) + begin * step;
-  for (std::int64_t j = 0; j < count; ++j, p += step) {
-    T v;
-    std::memcpy(&v, p, sizeof v);
-    const std::int64_t k = binner(v);
-    if (first_axis) flat[j] = k;
-    else if (flat[j] >= 0) flat[j] = k < 0 ? k : flat[j] * bins + k;
+struct local_flow {
+  std::uint64_t counts[3] = {0, 0, 0};  // underflow, overflow, nan (indexed by -code - 1)
+  void add(std::int64_t code) { ++counts[-code - 1]; }
+  void add_to(flow_counts& f) const {
+    f.underflow += counts[0];
+    f.overflow += counts[1];
+    f.nan += counts[2];
+  }
+};
+
+/// Counts cells into 2^replica_shift interleaved private copies: sample i uses copy
+/// i mod 2^shift, so runs of equal samples touch different addresses and do not wait on
+/// each other's store-to-load latency.
+struct count_sink {
+  std::uint32_t* counters;
+  int replica_shift;
+  local_flow flow;
+  TALLY_HD_HOT void operator()(std::int64_t k, std::int64_t i) {
+    if (k >= 0) ++counters[(k << replica_shift) + (i & ((1 << replica_shift) - 1))];
+    else flow.add(k);
+  }
+};
+
+/// Sums weights into a block partial, in sample order; with `touched`, records each cell's
+/// first touch so that merging and clearing skip the untouched cells.
+struct sum_sink {
+  double* partial;
+  const view* weights;  // null: weight 1
+  char* seen;           // sparse mode only
+  std::vector<std::int64_t>* touched;
+  local_flow flow;
+  TALLY_HD_HOT void operator()(std::int64_t k, std::int64_t i) {
+    if (k < 0) {
+      flow.add(k);
+      return;
+    }
+    if (seen && !seen[k]) {
+      seen[k] = 1;
+      touched->push_back(k);
+    }
+    partial[k] += weight(i);
+  }
+  TALLY_HD_HOT double weight(std::int64_t i) const {
+    if (!weights) return 1.0;
+    const char* p = static_cast<const char*>(weights->data) +
+                    i * weights->stride * static_cast<std::int64_t>(size_of(weights->type));
+    if (weights->type == dtype::f32) {
+      float f;
+      std::memcpy(&f, p, sizeof f);
+      return f;
+    }
+    double d;
+    std::memcpy(&d, p, sizeof d);
+    return d;
+  }
+};
+
+/// Calls f(value, i) for samples [begin, end) of a column of T; contiguous columns get a
+/// loop with a constant step.
+template <class T, class F>
+void for_each_sample(const view& column, std::int64_t begin, std::int64_t end, F&& f) {
+  const char* base = static_cast<const char*>(column.data);
+  T v;
+  if (column.stride == 1) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      std::memcpy(&v, base + i * static_cast<std::int64_t>(sizeof(T)), sizeof v);
+      f(v, i);
+    }
+  } else {
+    const std::int64_t step = column.stride * static_cast<std::int64_t>(sizeof(T));
+    for (std::int64_t i = begin; i < end; ++i) {
+      std::memcpy(&v, base + i * step, sizeof v);
+      f(v, i);
+    }
   }
 }
 
+/// 1-D: bins samples [begin, end) and hands each cell straight to the sink. The binner and
+/// the sink are copied to locals so that the compiler keeps them in registers (a counter
+/// store could otherwise alias their fields and force reloads every sample).
+template <class T, class Binner, class Sink>
+void run_1d(const void* binner, const view& column, std::int64_t begin, std::int64_t end,
+            Sink& sink) {
+  const Binner b = *static_cast<const Binner*>(binner);
+  Sink local = sink;
+  for_each_sample<T>(column, begin, end, [&](T v, std::int64_t i) { local(b(v), i); });
+  sink = local;
+}
+
+/// N-D: folds this axis' index of samples [begin, begin + count) into flat row-major cells.
+/// A negative entry is a dropped sample and keeps the reason of the first axis that dropped it.
+template <class T, class Binner>
+void index_tile(const void* binner, const view& column, std::int64_t bins, bool first_axis,
+                std::int64_t begin, std::int64_t count, std::int64_t* flat) {
+  const auto& b = *static_cast<const Binner*>(binner);
+  for_each_sample<T>(column, begin, begin + count, [&](T v, std::int64_t i) {
+    const std::int64_t k = b(v);
+    std::int64_t& f = flat[i - begin];
+    if (first_axis) f = k;
+    else if (f >= 0) f = k < 0 ? k : f * bins + k;
+  });
+}
+
+template <class Sink>
+using run_fn = void (*)(const void* binner, const view& column, std::int64_t begin,
+                        std::int64_t end, Sink& sink);
 using index_tile_fn = void (*)(const void* binner, const view& column, std::int64_t bins,
                                bool first_axis, std::int64_t begin, std::int64_t count,
                                std::int64_t* flat);
 
-template <class T, class Binner>
-void index_tile_erased(const void* binner, const view& column, std::int64_t bins, bool first_axis,
-                       std::int64_t begin, std::int64_t count, std::int64_t* flat) {
-  index_tile<T>(*static_cast<const Binner*>(binner), column, bins, first_axis, begin, count, flat);
-}
-
-/// One axis, ready to index tiles of its column: the rule, its edge table, the typed loop.
+/// One axis, ready to bin its column: the rule, its edge table and the typed loops.
 struct axis_indexer {
   regular_binner regular;
   variable_binner variable;
   integer_binner integer;
   std::vector<double> edge_table;
   const void* binner = nullptr;
-  index_tile_fn fn = nullptr;
+  index_tile_fn index_fn = nullptr;
+  run_fn<count_sink> count_fn = nullptr;
+  run_fn<sum_sink> sum_fn = nullptr;
   std::int64_t bins = 0;
 
   axis_indexer(const axis& a, dtype sample, bool use_edge_table) : bins(a.bins()) {
@@ -117,57 +203,44 @@ struct axis_indexer {
   template <class Binner> void bind(const Binner& b, dtype sample) {
     binner = &b;
     with_sample_type(sample, [&](auto tag) {
-      fn = &index_tile_erased<typename decltype(tag)::type, Binner>;
+      using T = typename decltype(tag)::type;
+      index_fn = &index_tile<T, Binner>;
+      count_fn = &run_1d<T, Binner, count_sink>;
+      sum_fn = &run_1d<T, Binner, sum_sink>;
     });
   }
 };
 
-/// All axes of a job; indexes a tile of samples into flat cells.
-class tile_indexer {
+constexpr std::int64_t kTile = 2048;
+
+/// All axes of a job: bins samples [begin, end) and feeds their cells to a sink.
+class job_binner {
  public:
-  explicit tile_indexer(const fill_job& job) : columns_(job.columns) {
+  explicit job_binner(const fill_job& job) : columns_(job.columns) {
     for (std::size_t d = 0; d < job.axes->size(); ++d)
       axes_.emplace_back(new axis_indexer((*job.axes)[d], job.columns[d].type, job.plan.edge_table));
   }
-  void operator()(std::int64_t begin, std::int64_t count, std::int64_t* flat) const {
-    for (std::size_t d = 0; d < axes_.size(); ++d)
-      axes_[d]->fn(axes_[d]->binner, columns_[d], axes_[d]->bins, d == 0, begin, count, flat);
+
+  template <class Sink> void run(std::int64_t begin, std::int64_t end, Sink& sink) const {
+    if (axes_.size() == 1) {
+      const auto& a = *axes_.front();
+      if constexpr (std::is_same_v<Sink, count_sink>) a.count_fn(a.binner, columns_[0], begin, end, sink);
+      else a.sum_fn(a.binner, columns_[0], begin, end, sink);
+      return;
+    }
+    std::int64_t flat[kTile];
+    for (std::int64_t i = begin; i < end; i += kTile) {
+      const std::int64_t count = std::min(kTile, end - i);
+      for (std::size_t d = 0; d < axes_.size(); ++d)
+        axes_[d]->index_fn(axes_[d]->binner, columns_[d], axes_[d]->bins, d == 0, i, count, flat);
+      for (std::int64_t j = 0; j < count; ++j) sink(flat[j], i + j);
+    }
   }
 
  private:
   std::vector<std::unique_ptr<axis_indexer>> axes_;
   const std::vector<view>& columns_;
 };
-
-struct local_flow {
-  std::uint64_t counts[3] = {0, 0, 0};  // underflow, overflow, nan (indexed by -code - 1)
-  void add_to(flow_counts& f) const {
-    f.underflow += counts[0];
-    f.overflow += counts[1];
-    f.nan += counts[2];
-  }
-};
-
-/// Counts flat cells into `replicas` interleaved copies: sample j uses copy j % replicas, so
-/// equal neighbours touch different addresses.
-void count_tile(const std::int64_t* flat, std::int64_t count, std::uint32_t* counters,
-                int replicas, local_flow& flow) {
-  std::int64_t j = 0;
-  if (replicas == 4) {
-    for (; j + 4 <= count; j += 4) {
-      for (int r = 0; r < 4; ++r) {
-        const std::int64_t k = flat[j + r];
-        if (k >= 0) ++counters[k * 4 + r];
-        else ++flow.counts[-k - 1];
-      }
-    }
-  }
-  for (; j < count; ++j) {
-    const std::int64_t k = flat[j];
-    if (k >= 0) ++counters[k * replicas];
-    else ++flow.counts[-k - 1];
-  }
-}
 
 int thread_count(const policy& p, std::int64_t work_items) {
   return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(p.threads, work_items)));
@@ -188,8 +261,8 @@ void add_counts(C* destination, const std::vector<std::uint64_t>& add) {
 }
 
 void fill_counts(const fill_job& job) {
-  const tile_indexer index(job);
-  const int replicas = job.plan.replicas;
+  const job_binner binner(job);
+  const int shift = job.plan.replicas == 4 ? 2 : 0;
   const auto cells = static_cast<std::size_t>(job.cells);
   const int threads = thread_count(job.plan, (job.n + kTile - 1) / kTile);
   std::vector<std::vector<std::uint32_t>> privates(static_cast<std::size_t>(threads));
@@ -203,21 +276,16 @@ void fill_counts(const fill_job& job) {
     {
       const int t = omp_get_thread_num();
       auto& counters = privates[static_cast<std::size_t>(t)];
-      counters.assign(cells * static_cast<std::size_t>(replicas), 0);
-      const std::int64_t begin = pass + pass_n * t / threads;
-      const std::int64_t end = pass + pass_n * (t + 1) / threads;
-      std::int64_t flat[kTile];
-      for (std::int64_t i = begin; i < end; i += kTile) {
-        const std::int64_t count = std::min(kTile, end - i);
-        index(i, count, flat);
-        count_tile(flat, count, counters.data(), replicas, flows[static_cast<std::size_t>(t)]);
-      }
+      counters.assign(cells << shift, 0);
+      count_sink sink{counters.data(), shift, {}};
+      binner.run(pass + pass_n * t / threads, pass + pass_n * (t + 1) / threads, sink);
+      flows[static_cast<std::size_t>(t)] = sink.flow;
 #pragma omp barrier
 #pragma omp for schedule(static)
       for (std::int64_t k = 0; k < job.cells; ++k) {
         std::uint64_t sum = 0;
         for (const auto& c : privates)
-          for (int r = 0; r < replicas; ++r) sum += c[static_cast<std::size_t>(k) * replicas + r];
+          for (std::int64_t r = 0; r < (1 << shift); ++r) sum += c[static_cast<std::size_t>((k << shift) + r)];
         total[static_cast<std::size_t>(k)] += sum;
       }
     }
@@ -233,7 +301,7 @@ void fill_counts(const fill_job& job) {
 /// Threads compute consecutive blocks' partials in parallel and merge them cell-parallel, so
 /// every cell sees the same additions in the same order whatever the thread count.
 void fill_sums(const fill_job& job) {
-  const tile_indexer index(job);
+  const job_binner binner(job);
   const std::int64_t block = job.plan.block;
   const std::int64_t blocks = (job.n + block - 1) / block;
   const int threads = thread_count(job.plan, blocks);
@@ -244,70 +312,43 @@ void fill_sums(const fill_job& job) {
   std::vector<std::vector<std::int64_t>> touched(static_cast<std::size_t>(threads));
   std::vector<std::vector<char>> seen(static_cast<std::size_t>(threads));
   std::vector<local_flow> flows(static_cast<std::size_t>(threads));
-  const view* w = job.weights;
-  const std::int64_t w_step = w ? w->stride * static_cast<std::int64_t>(size_of(w->type)) : 0;
-  const bool w_f32 = w && w->type == dtype::f32;
 
 #pragma omp parallel num_threads(threads)
   {
-    const int t = omp_get_thread_num();
-    auto& partial = partials[static_cast<std::size_t>(t)];
-    auto& mine = touched[static_cast<std::size_t>(t)];
-    auto& flow = flows[static_cast<std::size_t>(t)];
-    auto& is_touched = seen[static_cast<std::size_t>(t)];
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    auto& partial = partials[t];
+    auto& mine = touched[t];
     partial.assign(cells, 0.0);
-    if (sparse) is_touched.assign(cells, 0);
-    const std::int64_t cell_begin = job.cells * t / threads;
-    const std::int64_t cell_end = job.cells * (t + 1) / threads;
-    std::int64_t flat[kTile];
+    if (sparse) seen[t].assign(cells, 0);
+    sum_sink sink{partial.data(), job.weights, sparse ? seen[t].data() : nullptr, &mine, {}};
+    const std::int64_t cell_begin = job.cells * static_cast<std::int64_t>(t) / threads;
+    const std::int64_t cell_end = job.cells * static_cast<std::int64_t>(t + 1) / threads;
     for (std::int64_t round = 0; round * threads < blocks; ++round) {
-      const std::int64_t b = round * threads + t;
-      if (b < blocks) {
-        const std::int64_t end = std::min(job.n, (b + 1) * block);
-        for (std::int64_t i = b * block; i < end; i += kTile) {
-          const std::int64_t count = std::min(kTile, end - i);
-          index(i, count, flat);
-          const char* wp = w ? static_cast<const char*>(w->data) + i * w_step : nullptr;
-          for (std::int64_t j = 0; j < count; ++j, wp += w_step) {
-            const std::int64_t k = flat[j];
-            if (k < 0) {
-              ++flow.counts[-k - 1];
-              continue;
-            }
-            double weight = 1.0;
-            if (w_f32) { float f; std::memcpy(&f, wp, sizeof f); weight = f; }
-            else if (w) std::memcpy(&weight, wp, sizeof weight);
-            if (sparse && !is_touched[static_cast<std::size_t>(k)]) {
-              is_touched[static_cast<std::size_t>(k)] = 1;
-              mine.push_back(k);
-            }
-            partial[static_cast<std::size_t>(k)] += weight;
-          }
-        }
-      }
+      const std::int64_t b = round * threads + static_cast<std::int64_t>(t);
+      if (b < blocks) binner.run(b * block, std::min(job.n, (b + 1) * block), sink);
 #pragma omp barrier
-      const std::int64_t first_block = round * threads;
-      const int ready = static_cast<int>(std::min<std::int64_t>(threads, blocks - first_block));
-      for (int u = 0; u < ready; ++u) {
-        const auto& p = partials[static_cast<std::size_t>(u)];
+      const auto ready = static_cast<std::size_t>(std::min<std::int64_t>(threads, blocks - round * threads));
+      for (std::size_t u = 0; u < ready; ++u) {
+        const double* p = partials[u].data();
         if (sparse) {
-          for (std::int64_t k : touched[static_cast<std::size_t>(u)])
-            if (k >= cell_begin && k < cell_end) job.sums[k] += p[static_cast<std::size_t>(k)];
+          for (std::int64_t k : touched[u])
+            if (k >= cell_begin && k < cell_end) job.sums[k] += p[k];
         } else {
-          for (std::int64_t k = cell_begin; k < cell_end; ++k) job.sums[k] += p[static_cast<std::size_t>(k)];
+          for (std::int64_t k = cell_begin; k < cell_end; ++k) job.sums[k] += p[k];
         }
       }
 #pragma omp barrier
       if (sparse) {
         for (std::int64_t k : mine) {
           partial[static_cast<std::size_t>(k)] = 0.0;
-          is_touched[static_cast<std::size_t>(k)] = 0;
+          seen[t][static_cast<std::size_t>(k)] = 0;
         }
         mine.clear();
       } else {
         std::fill(partial.begin(), partial.end(), 0.0);
       }
     }
+    flows[t] = sink.flow;
   }
   if (job.flow)
     for (const auto& f : flows) f.add_to(*job.flow);
