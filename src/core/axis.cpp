@@ -1,4 +1,5 @@
 // Axis construction and validation; edges exactly as the bin rule sees them.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -38,8 +39,28 @@ regular_rule make_regular_rule(const axis& a, const double* table) {
   return r;
 }
 
-variable_rule make_variable_rule(const axis& a) {
-  return variable_rule{a.variable_edges().data(), a.bins()};
+variable_rule make_variable_rule(const axis& a, const std::vector<std::int64_t>* buckets) {
+  variable_rule r;
+  r.edges = a.variable_edges().data();
+  r.bins = a.bins();
+  if (buckets) {
+    r.buckets = buckets->data();
+    r.bucket_count = static_cast<std::int64_t>(buckets->size()) - 1;
+    r.bucket_scale = static_cast<double>(r.bucket_count) / (r.edges[r.bins] - r.edges[0]);
+  }
+  return r;
+}
+
+std::vector<std::int64_t> variable_buckets(const axis& a) {
+  const variable_rule exact = make_variable_rule(a);
+  const std::int64_t count = std::min<std::int64_t>(std::max<std::int64_t>(4 * a.bins(), 64), 1 << 16);
+  const double lo = exact.edges[0], hi = exact.edges[exact.bins];
+  std::vector<std::int64_t> buckets(static_cast<std::size_t>(count) + 1);
+  for (std::int64_t j = 0; j <= count; ++j) {
+    const double boundary = std::min(hi, lo + (hi - lo) * (static_cast<double>(j) / static_cast<double>(count)));
+    buckets[static_cast<std::size_t>(j)] = exact.index(boundary);
+  }
+  return buckets;
 }
 
 integer_rule make_integer_rule(const axis& a) { return integer_rule{a.integer_lo(), a.bins()}; }

@@ -50,34 +50,55 @@ struct regular_rule {
   }
   TALLY_HD_HOT double edge(std::int64_t k) const { return table ? table[k] : computed_edge(k); }
 
-  TALLY_HD_HOT std::int64_t index(double x) const {
-    if (x != x) return bin_nan;
-    if (x < first) return bin_underflow;
+  /// The bin of x, given an accessor for the edges (a table lookup or computed_edge).
+  template <class Edges> TALLY_HD_HOT std::int64_t locate(double x, const Edges& edge_at) const {
+    if (!(x >= first)) return x != x ? bin_nan : bin_underflow;
     if (x > last) return bin_overflow;
-    const double f = (x - first) * scale;
-    std::int64_t i = f < static_cast<double>(bins) ? static_cast<std::int64_t>(f) : bins - 1;
-    while (i > 0 && x < edge(i)) --i;
-    while (i < bins - 1 && x >= edge(i + 1)) ++i;
+    std::int64_t i = static_cast<std::int64_t>((x - first) * scale);  // estimate, >= 0
+    if (i > bins - 1) i = bins - 1;
+    while (x < edge_at(i)) --i;  // stops at 0: edge 0 is `first` <= x
+    while (i < bins - 1 && x >= edge_at(i + 1)) ++i;
     return i;
+  }
+  TALLY_HD_HOT std::int64_t index_with_table(double x) const {
+    return locate(x, [this](std::int64_t k) { return table[k]; });
+  }
+  TALLY_HD_HOT std::int64_t index(double x) const {
+    if (table) return index_with_table(x);
+    return locate(x, [this](std::int64_t k) { return computed_edge(k); });
   }
 };
 
-/// Arbitrary strictly increasing edges: binary search.
+/// Arbitrary strictly increasing edges: binary search, narrowed first by an optional bucket
+/// table over [e_0, e_B] (bucket j holds the bins of values near e_0 + j / bucket_scale).
 struct variable_rule {
   const double* edges = nullptr;  // bins + 1
   std::int64_t bins = 0;
+  const std::int64_t* buckets = nullptr;  // bucket_count + 1 entries: the bin of each boundary
+  std::int64_t bucket_count = 0;
+  double bucket_scale = 0;  // bucket_count / (e_B - e_0)
 
   TALLY_HD_HOT std::int64_t index(double x) const {
-    if (x != x) return bin_nan;
-    if (x < edges[0]) return bin_underflow;
-    if (x > edges[bins]) return bin_overflow;
-    if (x == edges[bins]) return bins - 1;
-    std::int64_t lo = 0, hi = bins;  // edges[lo] <= x < edges[hi]
-    while (hi - lo > 1) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      if (x >= edges[mid]) lo = mid; else hi = mid;
+    if (!(x >= edges[0])) return x != x ? bin_nan : bin_underflow;
+    if (x >= edges[bins]) return x == edges[bins] ? bins - 1 : bin_overflow;
+    std::int64_t lo = 0, hi = bins;  // invariant: edges[lo] <= x < edges[hi]
+    if (buckets) {
+      std::int64_t j = static_cast<std::int64_t>((x - edges[0]) * bucket_scale);
+      if (j > bucket_count - 1) j = bucket_count - 1;
+      lo = buckets[j];
+      hi = buckets[j + 1] + 1;
+      // The bucket estimate is rounded arithmetic: widen where it missed.
+      if (x < edges[lo]) lo = 0;
+      if (x >= edges[hi]) hi = bins;
     }
-    return lo;
+    // Branch-free halving: the comparison picks the half without a jump to mispredict.
+    const double* base = edges + lo;
+    for (std::int64_t n = hi - lo; n > 1;) {
+      const std::int64_t half = n / 2;
+      base = x >= base[half] ? base + half : base;
+      n -= half;
+    }
+    return base - edges;
   }
 };
 

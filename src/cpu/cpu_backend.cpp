@@ -47,6 +47,13 @@ struct regular_binner {
     return rule.index(sample_traits<T>::to_value(v));
   }
 };
+/// The same rule with its edges looked up in a table (rule.table set): no branch per sample.
+struct regular_table_binner {
+  regular_rule rule;
+  template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const {
+    return rule.index_with_table(sample_traits<T>::to_value(v));
+  }
+};
 struct variable_binner {
   variable_rule rule;
   template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const {
@@ -171,9 +178,11 @@ using index_tile_fn = void (*)(const void* binner, const view& column, std::int6
 /// One axis, ready to bin its column: the rule, its edge table and the typed loops.
 struct axis_indexer {
   regular_binner regular;
+  regular_table_binner regular_table;
   variable_binner variable;
   integer_binner integer;
   std::vector<double> edge_table;
+  std::vector<std::int64_t> buckets;
   const void* binner = nullptr;
   index_tile_fn index_fn = nullptr;
   run_fn<count_sink> count_fn = nullptr;
@@ -183,12 +192,18 @@ struct axis_indexer {
   axis_indexer(const axis& a, dtype sample, bool use_edge_table) : bins(a.bins()) {
     switch (a.kind()) {
       case axis_kind::regular:
-        if (use_edge_table) edge_table = a.edges();
-        regular.rule = make_regular_rule(a, use_edge_table ? edge_table.data() : nullptr);
-        bind(regular, sample);
+        if (use_edge_table) {
+          edge_table = a.edges();
+          regular_table.rule = make_regular_rule(a, edge_table.data());
+          bind(regular_table, sample);
+        } else {
+          regular.rule = make_regular_rule(a);
+          bind(regular, sample);
+        }
         break;
       case axis_kind::variable:
-        variable.rule = make_variable_rule(a);
+        buckets = variable_buckets(a);
+        variable.rule = make_variable_rule(a, &buckets);
         bind(variable, sample);
         break;
       case axis_kind::integer:
