@@ -45,7 +45,7 @@ class axis {
   double edge(std::int64_t k) const;
   /// All bins() + 1 edges.
   std::vector<double> edges() const;
-  /// Bin widths e_(k+1) - e_k, as numpy computes them for density.
+  /// Bin widths e_(k+1) - e_k, rounded to the edge type, as numpy.diff computes them for density.
   std::vector<double> widths() const;
 
   /// The stored parameters, read by the backends.

@@ -191,8 +191,10 @@ std::vector<double> axis::edges() const {
 
 std::vector<double> axis::widths() const {
   const auto e = edges();
+  const auto rounding = detail::rounding_of(edge_type_);
   std::vector<double> w(e.size() - 1);
-  for (std::size_t k = 0; k < w.size(); ++k) w[k] = e[k + 1] - e[k];
+  // numpy.diff of the edges, computed in the edges' own type.
+  for (std::size_t k = 0; k < w.size(); ++k) w[k] = detail::round_edge(e[k + 1] - e[k], rounding);
   return w;
 }
 
