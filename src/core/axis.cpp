@@ -114,6 +114,12 @@ axis axis::regular(std::int64_t bins, double lo, double hi, dtype edge_type) {
   const double magnitude = std::max(std::fabs(lo), std::fabs(hi));
   const double slack = ulp(hi - lo) + ulp(magnitude) + edge_ulp(magnitude, edge_type);
   if (!(rule.step > 4 * slack)) {
+    // Bins within a few rounding errors of each other: check each edge, unless there are so
+    // many that no storage could hold them (the check alone would take hours).
+    if (bins > (std::int64_t{1} << 32))
+      throw error("regular axis: too many bins for the range: " + std::to_string(bins) +
+                  " bins over [" + str(lo) + ", " + str(hi) + "] are finer than " +
+                  std::string(name_of(edge_type)) + " can tell apart");
     double previous = rule.edge(0);
     for (std::int64_t k = 1; k <= bins; ++k) {
       const double e = rule.edge(k);

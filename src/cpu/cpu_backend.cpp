@@ -68,6 +68,9 @@ struct integer_binner {
 struct local_flow {
   std::uint64_t counts[3] = {0, 0, 0};  // underflow, overflow, nan (indexed by -code - 1)
   void add(std::int64_t code) { ++counts[-code - 1]; }
+  void add(const local_flow& other) {
+    for (int r = 0; r < 3; ++r) counts[r] += other.counts[r];
+  }
   void add_to(flow_counts& f) const {
     f.underflow += counts[0];
     f.overflow += counts[1];
@@ -294,7 +297,7 @@ void fill_counts(const fill_job& job) {
       counters.assign(cells << shift, 0);
       count_sink sink{counters.data(), shift, {}};
       binner.run(pass + pass_n * t / threads, pass + pass_n * (t + 1) / threads, sink);
-      flows[static_cast<std::size_t>(t)] = sink.flow;
+      flows[static_cast<std::size_t>(t)].add(sink.flow);  // one pass of several
 #pragma omp barrier
 #pragma omp for schedule(static)
       for (std::int64_t k = 0; k < job.cells; ++k) {

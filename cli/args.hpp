@@ -1,0 +1,57 @@
+// The parsed command lines of `tally hist` and `tally plan`, as plain values (CLI11 stays in main).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tally/histogram.hpp"
+
+namespace tally_cli {
+
+/// Options every computing command shares.
+struct run_args {
+  std::string backend = "auto";
+  std::string strategy = "auto";
+  int threads = 0;
+  int counts = 64;
+};
+
+struct hist_args {
+  std::string file;   // empty: the bundled sample image
+  std::string dtype;  // raw binary input
+  std::string weights;
+  std::string bins;                // "N" or "N0,N1,..." (one per axis/channel)
+  std::string range;               // "LO,HI" or one pair per axis/channel
+  std::vector<std::string> edges;  // one list for all axes, or one list per axis
+  bool integer = false;
+  bool nd = false;
+  bool gray = false;
+  bool flow = false;
+  bool no_bars = false;
+  int channels = 0;  // 0: as the file says
+  double chunk_mb = 64;
+  std::string out;
+  std::string plot;
+  run_args run;
+};
+
+struct plan_args {
+  std::int64_t bins = 4096;
+  std::string dtype = "f32";
+  std::int64_t n = std::int64_t{1} << 24;
+  bool weights = false;
+  std::string kind = "regular";
+  int channels = 1;
+  int dims = 1;
+  run_args run;
+};
+
+/// The library options the shared flags ask for; throws usage_error for unknown names.
+tally::options to_options(const run_args& run);
+/// Parses "1,2.5,-3" into numbers; `what` names the option in the message of the usage_error.
+std::vector<double> parse_numbers(const std::string& text, const std::string& what);
+/// The dtype named by `name`, as a usage_error when it is unknown.
+tally::dtype parse_dtype(const std::string& name);
+
+}  // namespace tally_cli

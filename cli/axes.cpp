@@ -1,0 +1,152 @@
+// Axis defaults follow numpy.histogram; the one deliberate difference is that NaN values do
+// not poison the autodetected range (numpy raises), they are counted as dropped instead.
+#include "axes.hpp"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "errors.hpp"
+#include "format.hpp"
+
+namespace tally_cli {
+namespace {
+
+constexpr std::int64_t kDefaultBins = 64;
+constexpr std::uint64_t kMaxIntegerSpan = 65536;        // default one-bin-per-integer axes
+constexpr std::uint64_t kMaxAutoIntegerBins = 1 << 24;  // --integer with a data-derived range
+
+/// The one entry of `list` for `column`: the list holds one entry for all columns or one each.
+template <class T>
+const T& pick(const std::vector<T>& list, int column, int columns, const char* option) {
+  if (list.size() == 1) return list[0];
+  if (static_cast<int>(list.size()) == columns) return list[column];
+  throw usage_error(std::string(option) + " gives " + std::to_string(list.size()) + " values for " +
+                    std::to_string(columns) + " axes/channels; give one for all or one for each");
+}
+
+bool whole(double v) { return std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9e18; }
+
+std::vector<std::int64_t> parse_bins(const std::string& text) {
+  std::vector<std::int64_t> out;
+  for (double v : parse_numbers(text, "--bins")) {
+    if (!whole(v) || v < 1) throw usage_error("--bins: " + sig(v) + " is not a whole number >= 1");
+    out.push_back(static_cast<std::int64_t>(v));
+  }
+  return out;
+}
+
+std::vector<std::pair<double, double>> parse_ranges(const std::string& text) {
+  const std::vector<double> v = parse_numbers(text, "--range");
+  if (v.size() % 2) throw usage_error("--range takes LO,HI pairs, one per axis or channel");
+  std::vector<std::pair<double, double>> out;
+  for (std::size_t k = 0; k < v.size(); k += 2) {
+    if (!std::isfinite(v[k]) || !std::isfinite(v[k + 1]) || !(v[k] < v[k + 1]))
+      throw usage_error("--range: " + sig(v[k]) + "," + sig(v[k + 1]) +
+                        " is not a finite range with LO < HI");
+    out.emplace_back(v[k], v[k + 1]);
+  }
+  return out;
+}
+
+/// hi - lo for lo <= hi without signed overflow.
+std::uint64_t span(std::int64_t lo, std::int64_t hi) {
+  return static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
+}
+
+std::int64_t checked_int(double v, const char* what) {
+  if (!whole(v)) throw failure(std::string(what) + ": " + sig(v, 17) + " is not a usable integer");
+  return static_cast<std::int64_t>(v);
+}
+
+tally::axis integer_axis(const axis_spec& spec, const source_info& input, const extrema& data) {
+  if (spec.range)
+    return tally::axis::integer(static_cast<std::int64_t>(spec.range->first),
+                                static_cast<std::int64_t>(spec.range->second));
+  if (input.integer_hi) return tally::axis::integer(0, *input.integer_hi);
+  if (!data.any) return tally::axis::integer(0, 1);
+  const std::int64_t lo = checked_int(std::floor(to_double(data.lo)), "--integer minimum");
+  const std::int64_t hi = checked_int(std::floor(to_double(data.hi)), "--integer maximum");
+  if (span(lo, hi) >= kMaxAutoIntegerBins)
+    throw failure("--integer over the data's range [" + std::to_string(lo) + ", " +
+                  std::to_string(hi) + "] would need " + std::to_string(span(lo, hi) + 1) +
+                  " bins; give --range");
+  return tally::axis::integer(lo, hi + 1);
+}
+
+/// numpy: an empty input gets [0, 1], a constant one [v - 0.5, v + 0.5].
+std::pair<double, double> data_range(const extrema& data) {
+  if (!data.any) return {0.0, 1.0};
+  double lo = to_double(data.lo), hi = to_double(data.hi);
+  if (!std::isfinite(lo) || !std::isfinite(hi))
+    throw failure("the data's range [" + sig(lo) + ", " + sig(hi) +
+                  "] is not finite; give --range");
+  if (lo == hi) lo -= 0.5, hi += 0.5;
+  return {lo, hi};
+}
+
+tally::dtype edge_type_for(tally::dtype sample) {
+  // numpy computes the edges of f16/f32 samples in their own type.
+  switch (sample) {
+    case tally::dtype::f16:
+    case tally::dtype::bf16:
+    case tally::dtype::f32:
+      return sample;
+    default:
+      return tally::dtype::f64;
+  }
+}
+
+}  // namespace
+
+axis_options parse_axis_options(const hist_args& args) {
+  axis_options o;
+  if (!args.bins.empty()) o.bins = parse_bins(args.bins);
+  if (!args.range.empty()) o.ranges = parse_ranges(args.range);
+  for (const std::string& e : args.edges) o.edges.push_back(parse_numbers(e, "--edges"));
+  o.integer = args.integer;
+  if (!o.edges.empty() && (!o.bins.empty() || !o.ranges.empty() || o.integer))
+    throw usage_error("--edges fixes the bins; it does not go with --bins, --range or --integer");
+  if (o.integer && !o.bins.empty())
+    throw usage_error("--integer makes one bin per integer; it does not go with --bins");
+  if (o.integer)
+    for (const auto& [lo, hi] : o.ranges)
+      if (!whole(lo) || !whole(hi))
+        throw usage_error("--integer --range LO,HI needs whole numbers (the integers LO..HI-1)");
+  return o;
+}
+
+std::vector<axis_spec> axis_specs(const axis_options& o, int columns) {
+  std::vector<axis_spec> specs(columns);
+  for (int c = 0; c < columns; ++c) {
+    axis_spec& s = specs[c];
+    s.integer = o.integer;
+    if (!o.bins.empty()) s.bins = pick(o.bins, c, columns, "--bins");
+    if (!o.ranges.empty()) s.range = pick(o.ranges, c, columns, "--range");
+    if (!o.edges.empty()) s.edges = pick(o.edges, c, columns, "--edges");
+  }
+  return specs;
+}
+
+bool needs_extrema(const axis_spec& spec, const source_info& input) {
+  if (spec.edges || spec.range) return false;
+  return !(input.integer_hi && (spec.integer || !spec.bins));
+}
+
+tally::axis make_axis(const axis_spec& spec, const source_info& input, const extrema& data) {
+  if (spec.edges) return tally::axis::variable(*spec.edges);
+  if (spec.integer) return integer_axis(spec, input, data);
+  if (!spec.bins && !spec.range) {
+    if (input.integer_hi) return tally::axis::integer(0, *input.integer_hi);
+    if (!tally::is_floating(input.type) && data.any) {
+      const auto lo = to_int64(data.lo), hi = to_int64(data.hi);
+      if (lo && hi && span(*lo, *hi) <= kMaxIntegerSpan &&
+          *hi < std::numeric_limits<std::int64_t>::max())
+        return tally::axis::integer(*lo, *hi + 1);
+    }
+  }
+  const auto [lo, hi] = spec.range ? *spec.range : data_range(data);
+  return tally::axis::regular(spec.bins.value_or(kDefaultBins), lo, hi, edge_type_for(input.type));
+}
+
+}  // namespace tally_cli

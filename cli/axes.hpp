@@ -1,0 +1,45 @@
+// From --bins/--range/--edges/--integer and the data's extrema to one tally::axis per column.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "args.hpp"
+#include "readers.hpp"
+#include "scan.hpp"
+#include "tally/axis.hpp"
+
+namespace tally_cli {
+
+/// What the options say about one column's axis; unset parts come from defaults and data.
+struct axis_spec {
+  std::optional<std::int64_t> bins;
+  std::optional<std::pair<double, double>> range;
+  std::optional<std::vector<double>> edges;
+  bool integer = false;
+};
+
+/// --bins, --range, --edges and --integer, parsed and checked against each other (usage_error)
+/// before any file is opened.
+struct axis_options {
+  std::vector<std::int64_t> bins;
+  std::vector<std::pair<double, double>> ranges;
+  std::vector<std::vector<double>> edges;
+  bool integer = false;
+};
+axis_options parse_axis_options(const hist_args& args);
+
+/// One spec per column: each option gives one value for all columns or one per column.
+std::vector<axis_spec> axis_specs(const axis_options& options, int columns);
+
+/// Whether building this column's axis needs the data's extrema (a first pass over the file).
+bool needs_extrema(const axis_spec& spec, const source_info& input);
+
+/// numpy's defaults where the spec leaves gaps: the range is the data's [min, max], integer
+/// samples spanning at most 65536 values get one bin per integer, others 64 regular bins with
+/// edges rounded to the sample's float type.
+tally::axis make_axis(const axis_spec& spec, const source_info& input, const extrema& data);
+
+}  // namespace tally_cli

@@ -1,0 +1,220 @@
+// `tally hist`: open the input, find the range if needed (first pass), fill chunk by chunk
+// (second pass), then write the requested files and print the report.
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "axes.hpp"
+#include "commands.hpp"
+#include "errors.hpp"
+#include "output.hpp"
+#include "plot.hpp"
+#include "progress.hpp"
+#include "report.hpp"
+#include "staged_file.hpp"
+
+namespace tally_cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string lower_extension(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return ext;
+}
+
+void check_output_names(const hist_args& a) {
+  if (!a.out.empty() && lower_extension(a.out) != ".csv" && lower_extension(a.out) != ".json")
+    throw usage_error("--out " + a.out + ": the name must end in .csv or .json");
+  if (!a.plot.empty() && lower_extension(a.plot) != ".png" && lower_extension(a.plot) != ".svg")
+    throw usage_error("--plot " + a.plot + ": the name must end in .png or .svg");
+}
+
+/// The sample image: installed beside the executable, else in the source tree it was built from.
+std::string bundled_sample() {
+  std::vector<fs::path> candidates;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    candidates.push_back(exe.parent_path() / ".." / "share" / "tally" / "data" / "sample.png");
+  candidates.push_back(fs::path(TALLY_CLI_DATA_DIR) / "sample.png");
+  for (const fs::path& p : candidates)
+    if (fs::is_regular_file(p, ec)) return p.lexically_normal().string();
+  throw failure("no FILE given and the bundled sample image is missing (looked for " +
+                candidates.back().string() + ")");
+}
+
+struct layout {
+  layout_mode mode = layout_mode::single;
+  std::vector<std::string> names;  // one per column
+  int columns() const { return static_cast<int>(names.size()); }
+};
+
+layout resolve_layout(const hist_args& a, const source& s) {
+  if (a.channels > 0 && s.image)
+    throw usage_error(
+        "--channels is for raw and .npy data; an image's channels come from the file");
+  const int columns = a.channels > 0 ? a.channels : s.columns;
+  if (s.values % columns != 0)
+    throw failure(s.path + ": " + std::to_string(s.values) + " values are not a whole number of " +
+                  std::to_string(columns) + "-value rows");
+  layout l;
+  if (columns == 1)
+    l.mode = layout_mode::single;
+  else if (a.nd || (s.matrix && a.channels == 0))
+    l.mode = layout_mode::nd;
+  else
+    l.mode = layout_mode::channels;
+  for (int c = 0; c < columns; ++c) {
+    if (l.mode == layout_mode::nd)
+      l.names.push_back("axis " + std::to_string(c));
+    else
+      l.names.push_back(s.image ? s.names[c] : std::to_string(c));
+  }
+  return l;
+}
+
+void fill_chunk(std::vector<tally::histogram>& hists, layout_mode mode, int columns,
+                const tally::view& samples, const tally::view* weights) {
+  switch (mode) {
+    case layout_mode::single:
+      weights ? hists[0].fill(samples, *weights) : hists[0].fill(samples);
+      return;
+    case layout_mode::nd: {
+      const std::vector<tally::view> cols = tally::columns_of(samples, columns);
+      weights ? hists[0].fill(cols, *weights) : hists[0].fill(cols);
+      return;
+    }
+    case layout_mode::channels:
+      if (!weights) {
+        tally::fill_channels(hists, samples, columns);
+        return;
+      }
+      // fill_channels takes no weights: each channel is a strided column with the row's weight.
+      for (int c = 0; c < columns; ++c) {
+        const tally::view column{
+            static_cast<const char*>(samples.data) + c * tally::size_of(samples.type),
+            samples.size / columns, columns, samples.type};
+        hists[c].fill(column, *weights);
+      }
+      return;
+  }
+}
+
+/// A chunk buffer for `values` values of type t, aligned for any sample type.
+struct chunk_buffer {
+  chunk_buffer(tally::dtype t, std::int64_t values)
+      : capacity(values), storage((values * tally::size_of(t) + 7) / 8) {}
+  std::int64_t capacity;
+  std::vector<std::uint64_t> storage;
+  void* data() { return storage.data(); }
+};
+
+/// The histograms: one per channel, or one over all axes (1-D or N-D).
+std::vector<tally::histogram> make_histograms(layout_mode mode,
+                                              const std::vector<tally::axis>& axes,
+                                              const tally::options& opts) {
+  std::vector<tally::histogram> hists;
+  if (mode == layout_mode::channels) {
+    for (const tally::axis& ax : axes) hists.emplace_back(ax, opts);
+  } else {
+    hists.emplace_back(axes, opts);
+  }
+  return hists;
+}
+
+void write_outputs(const hist_args& a, const hist_result& r) {
+  // Every file is written in full before any is renamed into place.
+  std::vector<std::unique_ptr<staged_file>> files;
+  if (!a.out.empty())
+    files.push_back(std::make_unique<staged_file>(
+        a.out, lower_extension(a.out) == ".csv" ? to_csv(r) : to_json(r)));
+  if (!a.plot.empty()) {
+    const plot_model model = make_plot_model(r);
+    files.push_back(std::make_unique<staged_file>(
+        a.plot, lower_extension(a.plot) == ".png" ? render_png(model) : render_svg(model)));
+  }
+  for (auto& f : files) f->commit();
+}
+
+}  // namespace
+
+int run_hist(const hist_args& a) {
+  check_output_names(a);
+  const axis_options axis_opts = parse_axis_options(a);
+  tally::options opts = to_options(a.run);
+  const std::optional<tally::dtype> raw =
+      a.dtype.empty() ? std::nullopt : std::optional<tally::dtype>(parse_dtype(a.dtype));
+
+  source src = open_samples(a.file.empty() ? bundled_sample() : a.file, raw, a.gray);
+  const layout lay = resolve_layout(a, src);
+  const int columns = lay.columns();
+  const std::int64_t rows = src.values / columns;
+  std::optional<source> weights;
+  if (!a.weights.empty()) weights = open_weights(a.weights, rows);
+  const std::vector<axis_spec> specs = axis_specs(axis_opts, columns);
+
+  const bool two_passes = std::any_of(specs.begin(), specs.end(),
+                                      [&](const axis_spec& s) { return needs_extrema(s, src); });
+  const std::size_t item = tally::size_of(src.type);
+  // Never more buffer than the data need, never less than one row.
+  const std::int64_t chunk_rows = std::clamp<std::int64_t>(
+      static_cast<std::int64_t>(std::min(a.chunk_mb * 1048576.0 / item, 9e18)) / columns, 1,
+      std::max<std::int64_t>(rows, 1));
+  chunk_buffer samples(src.type, chunk_rows * columns);
+  std::optional<chunk_buffer> weight_buf;
+  if (weights) weight_buf.emplace(weights->type, chunk_rows);
+  const std::uint64_t bytes = static_cast<std::uint64_t>(src.values) * item;
+  progress bar(bytes * (two_passes ? 2 : 1) + (weights ? rows * tally::size_of(weights->type) : 0));
+
+  scanner extrema_of(src.type, columns);
+  if (two_passes) {
+    while (const std::int64_t n = src.reader->read(samples.data(), samples.capacity)) {
+      extrema_of.add(samples.data(), n);
+      bar.advance(n * item);
+    }
+    src.reader->rewind();
+  }
+  // Without a first pass the axes need no extrema; the fill pass collects them for the report.
+  const std::vector<extrema> bounds =
+      two_passes ? extrema_of.result() : std::vector<extrema>(columns);
+
+  opts.flow = true;  // the report always says how many samples were dropped
+  opts.weighted = weights.has_value();
+  std::vector<tally::axis> axes;
+  for (int c = 0; c < columns; ++c) axes.push_back(make_axis(specs[c], src, bounds[c]));
+  std::vector<tally::histogram> hists = make_histograms(lay.mode, axes, opts);
+
+  while (const std::int64_t n = src.reader->read(samples.data(), samples.capacity)) {
+    if (!two_passes) extrema_of.add(samples.data(), n);
+    const tally::view sample_view{samples.data(), n, 1, src.type};
+    std::optional<tally::view> weight_view;
+    if (weights) {
+      const std::int64_t got = weights->reader->read(weight_buf->data(), n / columns);
+      weight_view = tally::view{weight_buf->data(), got, 1, weights->type};
+      bar.advance(got * tally::size_of(weights->type));
+    }
+    fill_chunk(hists, lay.mode, columns, sample_view, weight_view ? &*weight_view : nullptr);
+    bar.advance(n * item);
+  }
+
+  hist_result r;
+  r.input = src;
+  r.weights_path = a.weights;
+  r.mode = lay.mode;
+  r.names = lay.names;
+  r.bounds = extrema_of.result();
+  r.hists = std::move(hists);
+  r.show_flow = a.flow;
+
+  write_outputs(a, r);
+  std::cout << report(r, !a.no_bars) << std::flush;
+  return 0;
+}
+
+}  // namespace tally_cli

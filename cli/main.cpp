@@ -1,0 +1,104 @@
+// The `tally` command line: subcommands hist, info and plan; every error becomes one line on
+// stderr and an exit code (2: usage, 1: anything else).
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <new>
+
+#include "commands.hpp"
+#include "errors.hpp"
+#include "tally/plan.hpp"
+
+namespace {
+
+using namespace tally_cli;
+
+void add_run_options(CLI::App* cmd, run_args& run) {
+  cmd->add_option("--backend", run.backend, "Where to compute: auto, cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd->add_option("--strategy", run.strategy, "A named strategy (see `tally plan`), or auto");
+  cmd->add_option("--threads", run.threads, "CPU threads, 0 for all")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--counts", run.counts, "Count storage: 32 or 64 bits")
+      ->check(CLI::IsMember({32, 64}));
+}
+
+void add_hist(CLI::App& app, hist_args& h) {
+  CLI::App* cmd = app.add_subcommand(
+      "hist",
+      "Histogram a .npy, raw binary, PNG or JPEG file (the bundled sample image if no FILE)");
+  cmd->add_option("FILE", h.file, "Input file; its format is told by its first bytes");
+  cmd->add_option(
+      "--dtype", h.dtype,
+      "Read FILE as raw native-endian values: u8 i8 u16 i16 u32 i32 u64 i64 f16 bf16 f32 f64");
+  cmd->add_option("--weights", h.weights,
+                  "Weights, one per sample (row): .npy of f4/f8 or raw f32/f64");
+  cmd->add_option("--bins", h.bins, "Bins: N, or N0,N1,... one per axis/channel (default 64)");
+  cmd->add_option(
+      "--range", h.range,
+      "LO,HI (closed), or one pair per axis/channel; with --integer the integers LO..HI-1 "
+      "(default: the data's min and max)");
+  cmd->add_option("--edges", h.edges, "Bin edges e0,e1,... (once for all axes, or once per axis)")
+      ->allow_extra_args(false);
+  cmd->add_flag("--integer", h.integer, "One bin per integer (default for narrow integer data)");
+  cmd->add_option("--channels", h.channels, "Values per row, interleaved (one histogram each)")
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_flag("--nd", h.nd, "One N-D histogram over the row's values (default for a 2-D .npy)");
+  cmd->add_flag("--gray", h.gray, "Convert an image to one luminance channel");
+  cmd->add_flag("--flow", h.flow, "Print underflow, overflow and NaN counts");
+  cmd->add_flag("--no-bars", h.no_bars, "No bar chart");
+  cmd->add_option("--out", h.out, "Write the histogram to FILE.csv or FILE.json");
+  cmd->add_option("--plot", h.plot, "Draw the histogram to FILE.png or FILE.svg");
+  cmd->add_option("--chunk-mb", h.chunk_mb, "Read and fill in chunks of this many MiB")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  add_run_options(cmd, h.run);
+}
+
+void add_plan(CLI::App& app, plan_args& p) {
+  CLI::App* cmd = app.add_subcommand("plan", "Show the policy the planner picks for a job");
+  cmd->add_option("--bins", p.bins, "Bins per axis")->check(CLI::PositiveNumber);
+  cmd->add_option("--dtype", p.dtype, "Sample type");
+  cmd->add_option("--n", p.n, "Samples per column")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--weights", p.weights, "A weighted fill");
+  cmd->add_option("--kind", p.kind, "Axis kind")
+      ->check(CLI::IsMember({"regular", "variable", "integer"}));
+  cmd->add_option("--channels", p.channels, "Interleaved channels")->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--dims", p.dims, "Axes of an N-D histogram")->check(CLI::Range(1, 32));
+  add_run_options(cmd, p.run);
+}
+
+int fail(const char* message, int code) {
+  std::cerr << "tally: error: " << message << "\n";
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tally: histograms with numpy's exact semantics, on the CPU or a CUDA GPU", "tally"};
+  app.set_version_flag("--version", std::string(tally::version()));
+  app.require_subcommand(1);
+  hist_args h;
+  plan_args p;
+  add_hist(app, h);
+  CLI::App* info = app.add_subcommand("info", "Version, backends and devices");
+  add_plan(app, p);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    return fail(e.what(), 2);
+  }
+  try {
+    if (info->parsed()) return run_info();
+    if (app.got_subcommand("plan")) return run_plan(p);
+    return run_hist(h);
+  } catch (const usage_error& e) {
+    return fail(e.what(), 2);
+  } catch (const std::bad_alloc&) {
+    return fail("out of memory (try a smaller --chunk-mb or fewer bins)", 1);
+  } catch (const std::exception& e) {  // failure, tally::error, and anything from the system
+    return fail(e.what(), 1);
+  }
+}

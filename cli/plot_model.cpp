@@ -1,0 +1,114 @@
+// From a finished run to what a plot shows: merged bars per channel or a 2-D heat map.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "format.hpp"
+#include "plot.hpp"
+
+namespace tally_cli {
+namespace {
+
+rgb color_for(const std::string& name, int index) {
+  if (name == "R") return {214, 39, 40};
+  if (name == "G") return {44, 160, 44};
+  if (name == "B") return {31, 119, 180};
+  if (name == "A") return {127, 127, 127};
+  if (name == "L" || name == "gray") return {70, 70, 70};
+  static const rgb palette[] = {{31, 119, 180},  {255, 127, 14}, {44, 160, 44},   {214, 39, 40},
+                                {148, 103, 189}, {140, 86, 75},  {227, 119, 194}, {23, 190, 207}};
+  return palette[index % 8];
+}
+
+/// Bars never need to be finer than a pixel.
+constexpr std::int64_t kMaxBars = frame::width - frame::left - frame::right;
+constexpr std::int64_t kMaxHeatCells = 200;
+
+/// The heat map's colour for a cell holding `fraction` of the fullest cell.
+rgb heat_color(double fraction) {
+  // Light to dark blue (empty cells are not drawn): a sequential map that prints well in gray.
+  const double t = std::clamp(fraction, 0.0, 1.0);
+  auto mix = [t](double from, double to) {
+    return static_cast<unsigned char>(from + (to - from) * t);
+  };
+  return {mix(222, 8), mix(235, 48), mix(247, 107)};
+}
+
+}  // namespace
+
+std::vector<double> nice_ticks(double lo, double hi, int target) {
+  const double raw = (hi - lo) / target;
+  if (!(raw > 0) || !std::isfinite(raw)) return {lo};
+  const double power = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = power;
+  for (double m : {2.0, 5.0, 10.0})
+    if (raw > step) step = m * power;
+  std::vector<double> ticks;
+  const double first = std::ceil(lo / step);
+  // A step is 1, 2 or 5 times raw at most, so a few more than `target` ticks at most.
+  for (int i = 0; i <= 2 * target + 1; ++i) {
+    const double t = (first + i) * step;
+    if (t > hi + std::fabs(hi) * 1e-12) break;
+    if (!ticks.empty() && t == ticks.back()) break;  // the step is below lo's resolution
+    ticks.push_back(t == 0 ? 0.0 : t);               // no "-0"
+  }
+  return ticks;
+}
+
+std::vector<heat_cell> heat_cells(const plot_model& m, const frame& f) {
+  std::vector<heat_cell> out;
+  if (!m.heat) return out;
+  const merged_grid& g = *m.heat;
+  const std::size_t ncols = g.cols.values.size();
+  for (std::size_t i = 0; i < g.rows.values.size(); ++i)
+    for (std::size_t j = 0; j < ncols; ++j) {
+      const double v = g.cells[i * ncols + j];
+      if (v > 0)
+        out.push_back({f.px(g.rows.edges[i]), f.py(g.cols.edges[j + 1]), f.px(g.rows.edges[i + 1]),
+                       f.py(g.cols.edges[j]), v, heat_color(v / m.heat_max)});
+    }
+  return out;
+}
+
+plot_model make_plot_model(const hist_result& r) {
+  plot_model m;
+  const std::string file = std::filesystem::path(r.input.path).filename().string();
+  m.title = file + " (" + std::string(tally::name_of(r.input.type)) + ")";
+  const std::string value = r.weighted() ? "sum of weights" : "count";
+
+  if (r.mode == layout_mode::nd) {
+    const tally::histogram& h = r.hists.front();
+    m.heat = merge_2d(h, kMaxHeatCells, kMaxHeatCells);
+    m.heat_max = std::max(0.0, *std::max_element(m.heat->cells.begin(), m.heat->cells.end()));
+    m.x_lo = h.axes()[0].lo();
+    m.x_hi = h.axes()[0].hi();
+    m.y_lo = h.axes()[1].lo();
+    m.y_hi = h.axes()[1].hi();
+    m.x_label = r.names[0];
+    m.y_label = r.names[1];
+    m.title += ", " + value + " per cell, darkest " + value_text(m.heat_max, r.weighted()) +
+               (r.columns() > 2 ? " summed over axes 2.." + std::to_string(r.columns() - 1) : "");
+    return m;
+  }
+
+  m.x_lo = r.axis_of(0).lo();
+  m.x_hi = r.axis_of(0).hi();
+  double top = 0;
+  std::int64_t group = 1;
+  for (int c = 0; c < r.columns(); ++c) {
+    const tally::axis& a = r.axis_of(c);
+    plot_series s{r.names[c], color_for(r.names[c], c), merge(a.edges(), r.values_of(c), kMaxBars)};
+    m.x_lo = std::min(m.x_lo, a.lo());
+    m.x_hi = std::max(m.x_hi, a.hi());
+    for (double v : s.bins.values) top = std::max(top, v);
+    group = std::max(group, s.bins.group);
+    m.series.push_back(std::move(s));
+  }
+  if (group > 1) m.title += ", up to " + std::to_string(group) + " bins per bar";
+  m.y_hi = top > 0 ? top * 1.05 : 1;
+  m.x_label = "value";
+  m.y_label = value;
+  return m;
+}
+
+}  // namespace tally_cli

@@ -1,0 +1,27 @@
+// A one-line progress bar on stderr, shown only on a terminal and only for work past a second.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace tally_cli {
+
+class progress {
+ public:
+  explicit progress(std::uint64_t total);
+  /// Clears the bar if it was drawn.
+  ~progress();
+  progress(const progress&) = delete;
+  progress& operator=(const progress&) = delete;
+
+  void advance(std::uint64_t amount);
+
+ private:
+  using clock = std::chrono::steady_clock;
+  std::uint64_t total_, done_ = 0;
+  bool tty_;
+  bool drawn_ = false;
+  clock::time_point start_, last_draw_;
+};
+
+}  // namespace tally_cli

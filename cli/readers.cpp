@@ -1,0 +1,253 @@
+// Format detection and the chunked readers behind `source`: files (npy, raw) and decoded images.
+#include "readers.hpp"
+
+#include <stb_image.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "errors.hpp"
+#include "npy.hpp"
+
+namespace tally_cli {
+namespace {
+
+struct file_closer {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using file_ptr = std::unique_ptr<std::FILE, file_closer>;
+
+file_ptr open_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw failure(path + ": is a directory");
+  file_ptr f(std::fopen(path.c_str(), "rb"));
+  if (!f) throw failure(path + ": cannot open: " + std::strerror(errno));
+  return f;
+}
+
+std::uint64_t file_size(const std::string& path) {
+  std::error_code ec;
+  const std::uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw failure(path + ": cannot read its size: " + ec.message());
+  return size;
+}
+
+/// Values stored contiguously in a file from `offset` on, byte-swapped when the file's byte
+/// order is not the machine's (big-endian .npy).
+class file_reader final : public chunk_reader {
+ public:
+  file_reader(file_ptr f, std::string path, std::uint64_t offset, std::int64_t count,
+              std::size_t item, bool swap)
+      : f_(std::move(f)),
+        path_(std::move(path)),
+        offset_(offset),
+        count_(count),
+        item_(item),
+        swap_(swap && item > 1) {
+    rewind();
+  }
+  std::int64_t read(void* out, std::int64_t max) override {
+    const std::int64_t n = std::min(max, count_ - pos_);
+    if (n <= 0) return 0;
+    if (std::fread(out, item_, static_cast<std::size_t>(n), f_.get()) !=
+        static_cast<std::size_t>(n))
+      throw failure(path_ + ": read failed (was the file truncated while reading?)");
+    if (swap_) {
+      auto* bytes = static_cast<unsigned char*>(out);
+      for (std::int64_t i = 0; i < n; ++i) std::reverse(bytes + i * item_, bytes + (i + 1) * item_);
+    }
+    pos_ += n;
+    return n;
+  }
+  void rewind() override {
+    if (std::fseek(f_.get(), static_cast<long>(offset_), SEEK_SET) != 0)
+      throw failure(path_ + ": cannot seek: " + std::strerror(errno));
+    pos_ = 0;
+  }
+
+ private:
+  file_ptr f_;
+  std::string path_;
+  std::uint64_t offset_;
+  std::int64_t count_;
+  std::size_t item_;
+  bool swap_;
+  std::int64_t pos_ = 0;
+};
+
+struct stb_deleter {
+  void operator()(void* p) const { stbi_image_free(p); }
+};
+
+/// A decoded image: pixels interleaved channel by channel, already in memory.
+class image_reader final : public chunk_reader {
+ public:
+  image_reader(std::unique_ptr<void, stb_deleter> pixels, std::int64_t count, std::size_t item)
+      : pixels_(std::move(pixels)), count_(count), item_(item) {}
+  std::int64_t read(void* out, std::int64_t max) override {
+    const std::int64_t n = std::min(max, count_ - pos_);
+    if (n <= 0) return 0;
+    std::memcpy(out, static_cast<const char*>(pixels_.get()) + pos_ * item_, n * item_);
+    pos_ += n;
+    return n;
+  }
+  void rewind() override { pos_ = 0; }
+
+ private:
+  std::unique_ptr<void, stb_deleter> pixels_;
+  std::int64_t count_;
+  std::size_t item_;
+  std::int64_t pos_ = 0;
+};
+
+enum class format { npy, png, jpeg, unknown };
+
+format sniff(std::FILE* f) {
+  unsigned char head[8] = {};
+  const std::size_t got = std::fread(head, 1, sizeof head, f);
+  std::rewind(f);
+  if (got >= 6 && std::memcmp(head, "\x93NUMPY", 6) == 0) return format::npy;
+  if (got >= 8 && std::memcmp(head, "\x89PNG\r\n\x1a\n", 8) == 0) return format::png;
+  if (got >= 3 && std::memcmp(head, "\xFF\xD8\xFF", 3) == 0) return format::jpeg;
+  return format::unknown;
+}
+
+source open_npy(file_ptr f, const std::string& path) {
+  const npy_header h = read_npy_header(f.get(), path);
+  const std::int64_t n = h.values();
+  const std::size_t item = tally::size_of(h.type);
+  const std::uint64_t size = file_size(path);
+  const std::uint64_t available = size > h.data_offset ? size - h.data_offset : 0;
+  if (available / item < static_cast<std::uint64_t>(n))
+    throw failure(path + ": truncated .npy: the header promises " + std::to_string(n) +
+                  " values (" + std::to_string(n * item) + " bytes) but " +
+                  std::to_string(available) + " bytes follow it");
+  source s;
+  s.path = path;
+  s.format = "npy " + std::to_string(h.major) + "." + std::to_string(h.minor);
+  s.type = h.type;
+  s.values = n;
+  s.layout = "shape (";
+  for (std::size_t k = 0; k < h.shape.size(); ++k)
+    s.layout += (k ? ", " : "") + std::to_string(h.shape[k]);
+  s.layout += h.shape.size() == 1 ? ",)" : ")";
+  if (h.shape.size() == 2) {
+    s.matrix = true;
+    s.columns = static_cast<int>(h.shape[1]);
+    if (s.columns < 1) throw failure(path + ": a matrix with no columns");
+  }
+  s.reader =
+      std::make_unique<file_reader>(std::move(f), path, h.data_offset, n, item, h.big_endian);
+  return s;
+}
+
+source open_raw(file_ptr f, const std::string& path, tally::dtype type) {
+  const std::uint64_t size = file_size(path);
+  const std::size_t item = tally::size_of(type);
+  if (size % item != 0)
+    throw failure(path + ": " + std::to_string(size) + " bytes is not a multiple of the " +
+                  std::to_string(item) + "-byte " + std::string(tally::name_of(type)));
+  source s;
+  s.path = path;
+  s.format = "raw";
+  s.type = type;
+  s.values = static_cast<std::int64_t>(size / item);
+  s.layout = std::to_string(s.values) + " values";
+  s.reader = std::make_unique<file_reader>(std::move(f), path, 0, s.values, item, false);
+  return s;
+}
+
+std::vector<std::string> channel_names(int channels, bool gray) {
+  switch (channels) {
+    case 1:
+      return {gray ? "gray" : "L"};
+    case 2:
+      return {"L", "A"};
+    case 3:
+      return {"R", "G", "B"};
+    default:
+      return {"R", "G", "B", "A"};
+  }
+}
+
+source open_image(const std::string& path, format fmt, bool gray) {
+  int w = 0, h = 0, channels = 0;
+  if (!stbi_info(path.c_str(), &w, &h, &channels))
+    throw failure(path + ": cannot decode the image: " + stbi_failure_reason());
+  const bool wide = stbi_is_16_bit(path.c_str());
+  const int wanted = gray ? 1 : 0;
+  void* pixels = wide ? static_cast<void*>(stbi_load_16(path.c_str(), &w, &h, &channels, wanted))
+                      : static_cast<void*>(stbi_load(path.c_str(), &w, &h, &channels, wanted));
+  if (!pixels) throw failure(path + ": cannot decode the image: " + stbi_failure_reason());
+  std::unique_ptr<void, stb_deleter> owned(pixels);
+  if (gray) channels = 1;
+
+  source s;
+  s.path = path;
+  s.format = fmt == format::png ? "PNG" : "JPEG";
+  s.image = true;
+  s.type = wide ? tally::dtype::u16 : tally::dtype::u8;
+  s.columns = channels;
+  s.values = std::int64_t{w} * h * channels;
+  s.layout = std::to_string(w) + " x " + std::to_string(h) + " pixels, " +
+             std::to_string(channels) + (channels == 1 ? " channel" : " channels");
+  s.names = channel_names(channels, gray);
+  s.integer_hi = wide ? 65536 : 256;
+  s.reader = std::make_unique<image_reader>(std::move(owned), s.values, tally::size_of(s.type));
+  return s;
+}
+
+}  // namespace
+
+source open_samples(const std::string& path, std::optional<tally::dtype> raw_type, bool gray) {
+  file_ptr f = open_file(path);
+  const format fmt = sniff(f.get());
+  const bool is_image = fmt == format::png || fmt == format::jpeg;
+  if (raw_type && fmt != format::unknown)
+    throw usage_error("--dtype is for raw binary files, but " + path + " is " +
+                      (fmt == format::npy ? "a .npy file" : "an image"));
+  if (gray && !is_image) throw usage_error("--gray is for PNG and JPEG images");
+  switch (fmt) {
+    case format::npy:
+      return open_npy(std::move(f), path);
+    case format::png:
+    case format::jpeg:
+      return open_image(path, fmt, gray);
+    case format::unknown:
+      break;
+  }
+  if (!raw_type)
+    throw usage_error(path +
+                      " is neither .npy, PNG nor JPEG; give --dtype to read it as raw binary");
+  return open_raw(std::move(f), path, *raw_type);
+}
+
+source open_weights(const std::string& path, std::int64_t rows) {
+  file_ptr f = open_file(path);
+  source w;
+  if (sniff(f.get()) == format::npy) {
+    w = open_npy(std::move(f), path);
+    if (w.matrix && w.columns != 1)
+      throw failure(path + ": weights must be a 1-D array, not " + w.layout);
+  } else {
+    // Raw weights carry no type: the size tells f32 from f64.
+    const std::uint64_t size = file_size(path);
+    const std::uint64_t n = static_cast<std::uint64_t>(rows);
+    if (size != n * 4 && size != n * 8)
+      throw failure(path + ": " + std::to_string(size) + " bytes of raw weights; " +
+                    std::to_string(rows) + " samples need " + std::to_string(n * 4) + " (f32) or " +
+                    std::to_string(n * 8) + " (f64)");
+    w = open_raw(std::move(f), path,
+                 size == n * 4 && n > 0 ? tally::dtype::f32 : tally::dtype::f64);
+  }
+  if (w.type != tally::dtype::f32 && w.type != tally::dtype::f64)
+    throw failure(path + ": weights must be f4 or f8, not " + std::string(tally::name_of(w.type)));
+  if (w.values != rows)
+    throw failure(path + ": " + std::to_string(w.values) + " weights for " + std::to_string(rows) +
+                  " samples");
+  return w;
+}
+
+}  // namespace tally_cli

@@ -1,0 +1,50 @@
+// Sample and weight sources: .npy, raw binary and PNG/JPEG files, read chunk by chunk.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tally/dtype.hpp"
+
+namespace tally_cli {
+
+/// Sequential access to a file's values in native byte order, so files larger than memory
+/// can be read twice (range pass, fill pass) in bounded chunks.
+class chunk_reader {
+ public:
+  virtual ~chunk_reader() = default;
+  /// Copies the next values, at most `max`, into `out`; returns how many (0 at the end).
+  virtual std::int64_t read(void* out, std::int64_t max) = 0;
+  virtual void rewind() = 0;
+};
+
+/// What a file holds, as the report shows it.
+struct source_info {
+  std::string path;
+  std::string format;  // "npy 1.0", "raw", "PNG", "JPEG"
+  std::string layout;  // "shape (1000, 2)", "256 x 256 pixels, 3 channels", ...
+  tally::dtype type = tally::dtype::f64;
+  std::int64_t values = 0;  // every value in the file
+  int columns = 1;          // values per row the file declares: n x D matrix, image channels
+  bool matrix = false;      // a 2-D .npy: one N-D histogram unless --channels says otherwise
+  bool image = false;
+  std::vector<std::string> names;          // channel names the format implies (images)
+  std::optional<std::int64_t> integer_hi;  // images: the natural axis is integer [0, hi)
+};
+
+struct source : source_info {
+  std::unique_ptr<chunk_reader> reader;
+};
+
+/// Opens `path` as .npy, PNG or JPEG (told by its first bytes) or, when `raw_type` is given,
+/// as raw native-endian values of that type. `gray` converts an image to one luminance channel.
+/// Throws failure for unreadable or malformed files, usage_error for options that do not fit.
+source open_samples(const std::string& path, std::optional<tally::dtype> raw_type, bool gray);
+
+/// Opens the weights for `rows` samples: a .npy of f4/f8 or raw f32/f64 (told by the size).
+source open_weights(const std::string& path, std::int64_t rows);
+
+}  // namespace tally_cli

@@ -1,0 +1,129 @@
+// GoogleTest assertions shared by the test files: a tally::histogram against the reference
+// (counts exactly, sums bit for bit, flow, samples), and snapshots for "a failed call writes nothing".
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <sstream>
+#include <type_traits>
+#include <vector>
+
+#include "random_data.hpp"
+#include "reference.hpp"
+#include "tally/tally.hpp"
+
+namespace tally_test {
+
+inline std::uint64_t bits_of(double x) {
+  std::uint64_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
+/// Element-wise equality, reporting the size mismatch or the first few differing elements.
+/// Doubles compare by their bits (so -0.0 != 0.0 and NaN == NaN of the same payload).
+template <class T>
+::testing::AssertionResult same_elements(const std::vector<T>& got, const std::vector<T>& want) {
+  if (got.size() != want.size()) {
+    return ::testing::AssertionFailure() << "size " << got.size() << ", expected " << want.size();
+  }
+  std::ostringstream diff;
+  diff.precision(17);
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    bool equal;
+    if constexpr (std::is_same_v<T, double>) {
+      equal = bits_of(got[i]) == bits_of(want[i]);
+    } else {
+      equal = got[i] == want[i];
+    }
+    if (!equal && bad++ < 5) diff << "\n  [" << i << "] got " << got[i] << ", expected " << want[i];
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << bad << " of " << got.size() << " elements differ:" << diff.str();
+}
+
+inline ::testing::AssertionResult same_flow(const tally::flow_counts& got, const tally::flow_counts& want) {
+  if (got.underflow == want.underflow && got.overflow == want.overflow && got.nan == want.nan) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << "flow (underflow, overflow, nan) = (" << got.underflow << ", " << got.overflow << ", " << got.nan
+         << "), expected (" << want.underflow << ", " << want.overflow << ", " << want.nan << ")";
+}
+
+/// The storage the histogram exposes directly, widened (u32 or u64 counts).
+inline std::vector<std::uint64_t> raw_counts(const tally::histogram& h) {
+  const auto n = static_cast<std::size_t>(h.size());
+  if (h.opts().counts == tally::count_type::u32) {
+    const std::uint32_t* p = h.counts_u32();
+    return p ? std::vector<std::uint64_t>(p, p + n) : std::vector<std::uint64_t>{};
+  }
+  const std::uint64_t* p = h.counts_u64();
+  return p ? std::vector<std::uint64_t>(p, p + n) : std::vector<std::uint64_t>{};
+}
+
+/// Everything the histogram reports equals the reference: counts (through counts() and the
+/// raw storage pointer) or sums bit for bit, values(), samples(), and flow when it is on.
+inline void expect_matches(const tally::histogram& h, const ref::result& want) {
+  ASSERT_EQ(h.weighted(), want.weighted);
+  if (want.weighted) {
+    EXPECT_TRUE(same_elements(h.sums(), want.sums)) << "sums";
+  } else {
+    EXPECT_TRUE(same_elements(h.counts(), want.counts)) << "counts()";
+    EXPECT_TRUE(same_elements(raw_counts(h), want.counts)) << "counts_u32()/counts_u64() storage";
+  }
+  EXPECT_TRUE(same_elements(h.values(), want.values())) << "values()";
+  EXPECT_EQ(h.samples(), want.samples);
+  if (h.opts().flow) {
+    EXPECT_TRUE(same_flow(h.flow(), want.flow));
+  }
+}
+
+/// Options for the CPU backend with flow counters on; tests change the fields they vary.
+inline tally::options cpu_options() {
+  tally::options o;
+  o.backend = tally::backend::cpu;
+  o.flow = true;
+  return o;
+}
+
+/// Fills h (a fresh histogram over `axis`) with one call, and a fresh reference likewise, and
+/// compares them. Returns the reference so that callers can check more (density, other fills).
+inline ref::result fill_both(tally::histogram& h, const axis_spec& axis, const tally::view& samples,
+                             const tally::view* weights = nullptr) {
+  if (weights) {
+    h.fill(samples, *weights);
+  } else {
+    h.fill(samples);
+  }
+  ref::result want = ref::empty({axis.model()}, h.weighted());
+  ref::fill(want, axis.model(), samples, weights);
+  expect_matches(h, want);
+  return want;
+}
+
+/// Samples that landed in a bin (the tests assert this is not zero, so nothing passes vacuously).
+inline std::uint64_t binned(const ref::result& r) { return r.samples - r.flow.total(); }
+
+/// What a histogram holds, to check that a failed call changed nothing.
+struct snapshot {
+  std::vector<double> values;
+  std::uint64_t samples = 0;
+  tally::flow_counts flow;
+
+  explicit snapshot(const tally::histogram& h) : values(h.values()), samples(h.samples()) {
+    if (h.opts().flow) flow = h.flow();
+  }
+};
+
+inline void expect_unchanged(const tally::histogram& h, const snapshot& before) {
+  const snapshot now(h);
+  EXPECT_TRUE(same_elements(now.values, before.values)) << "a failed call wrote into the histogram";
+  EXPECT_EQ(now.samples, before.samples) << "a failed call changed samples()";
+  EXPECT_TRUE(same_flow(now.flow, before.flow)) << "a failed call changed the flow counters";
+}
+
+}  // namespace tally_test

@@ -1,0 +1,139 @@
+// Every failure: one "tally: error:" line, exit code 2 (usage) or 1 (anything else), no crash,
+// and no output file, not even a partial or temporary one.
+#include <gtest/gtest.h>
+
+#include "harness.hpp"
+
+namespace cli_test {
+namespace {
+
+constexpr int kUsage = 2, kFailure = 1;
+
+/// Runs `tally hist ARGS --out DIR/out.csv --plot DIR/out.png` expecting `code`, then checks
+/// the message and that the directory holds exactly `files` (none of the outputs).
+void expect_failure(const scratch& dir, std::vector<std::string> args, int code,
+                    const std::string& says, const std::vector<std::string>& files) {
+  args.insert(args.begin(), "hist");
+  args.insert(args.end(), {"--out", dir.path("out.csv"), "--plot", dir.path("out.png")});
+  const outcome o = tally(args);
+  EXPECT_EQ(o.code, code) << o.err;
+  EXPECT_EQ(o.err.rfind("tally: error: ", 0), 0u) << o.err;
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  EXPECT_NE(o.err.find(says), std::string::npos) << o.err;
+  EXPECT_EQ(dir.listing(), files);
+}
+
+TEST(Errors, MissingOrUnreadableFile) {
+  scratch dir;
+  expect_failure(dir, {dir.path("nope.npy")}, kFailure, "cannot open", {});
+  expect_failure(dir, {dir.path("")}, kFailure, "is a directory", {});
+}
+
+TEST(Errors, TruncatedNpy) {
+  scratch dir;
+  std::string bytes = npy("<f8", {10}, std::string(10 * 8, '\0'));
+  bytes.resize(bytes.size() - 5);
+  write_bytes(dir.path("t.npy"), bytes);
+  expect_failure(dir, {dir.path("t.npy")}, kFailure, "truncated .npy", {"t.npy"});
+
+  write_bytes(dir.path("h.npy"), npy("<f8", {10}, "").substr(0, 30));  // cut inside the header
+  expect_failure(dir, {dir.path("h.npy")}, kFailure, "truncated .npy header", {"h.npy", "t.npy"});
+}
+
+TEST(Errors, BadNpyHeaders) {
+  scratch dir;
+  const std::string data(16, '\0');
+  std::string garbled = npy("<f8", {2}, data);
+  garbled.replace(garbled.find("'shape'"), 7, "'shope'");
+  write_bytes(dir.path("a.npy"), garbled);
+  expect_failure(dir, {dir.path("a.npy")}, kFailure, "bad .npy header", {"a.npy"});
+
+  std::string version = npy("<f8", {2}, data);
+  version[6] = 9;
+  write_bytes(dir.path("b.npy"), version);
+  expect_failure(dir, {dir.path("b.npy")}, kFailure, "unsupported .npy format version 9",
+                 {"a.npy", "b.npy"});
+
+  write_bytes(dir.path("c.npy"), npy("<c16", {1}, data));
+  expect_failure(dir, {dir.path("c.npy")}, kFailure, "unsupported .npy dtype '<c16'",
+                 {"a.npy", "b.npy", "c.npy"});
+
+  write_bytes(dir.path("d.npy"), npy("<f8", {2, 2}, std::string(32, '\0'), 1, true));
+  expect_failure(dir, {dir.path("d.npy")}, kFailure, "Fortran-order",
+                 {"a.npy", "b.npy", "c.npy", "d.npy"});
+}
+
+TEST(Errors, RawInputs) {
+  scratch dir;
+  write_bytes(dir.path("r.bin"), std::string(7, '\1'));
+  expect_failure(dir, {dir.path("r.bin"), "--dtype", "f32"}, kFailure, "not a multiple", {"r.bin"});
+  expect_failure(dir, {dir.path("r.bin"), "--dtype", "f128"}, kUsage, "f128", {"r.bin"});
+  expect_failure(dir, {dir.path("r.bin")}, kUsage, "give --dtype", {"r.bin"});
+  expect_failure(dir, {dir.path("r.bin"), "--dtype", "u8", "--channels", "2"}, kFailure,
+                 "7 values are not a whole number of 2-value rows", {"r.bin"});
+}
+
+TEST(Errors, BadOptions) {
+  scratch dir;
+  write_bytes(dir.path("a.npy"), npy("<f8", {2}, std::string(16, '\0')));
+  const std::vector<std::string> only = {"a.npy"};
+  const std::string in = dir.path("a.npy");
+  expect_failure(dir, {in, "--bogus"}, kUsage, "--bogus", only);
+  expect_failure(dir, {in, "--bins", "0"}, kUsage, "--bins", only);
+  expect_failure(dir, {in, "--bins", "ten"}, kUsage, "not a number", only);
+  expect_failure(dir, {in, "--range", "1,0"}, kUsage, "LO < HI", only);
+  expect_failure(dir, {in, "--range", "0,1,2"}, kUsage, "pairs", only);
+  expect_failure(dir, {in, "--edges", "0,1", "--bins", "3"}, kUsage, "--edges", only);
+  expect_failure(dir, {in, "--bins", "2,3"}, kUsage, "one for all or one for each", only);
+  expect_failure(dir, {in, "--gray"}, kUsage, "--gray", only);
+  expect_failure(dir, {in, "--strategy", "fastest"}, kUsage, "fastest", only);
+  expect_failure(dir, {in, "--counts", "16"}, kUsage, "--counts", only);
+
+  const outcome o = tally({"hist", in, "--out", dir.path("x.txt")});
+  EXPECT_EQ(o.code, kUsage);
+  EXPECT_NE(o.err.find(".csv or .json"), std::string::npos) << o.err;
+  EXPECT_EQ(tally({}).code, kUsage);
+}
+
+TEST(Errors, LibraryErrorsAreReported) {
+  scratch dir;
+  write_bytes(dir.path("a.npy"), npy("<f8", {2}, std::string(16, '\0')));
+  // The library checks edges: not strictly increasing.
+  expect_failure(dir, {dir.path("a.npy"), "--edges", "0,1,1,2"}, kFailure, "increasing", {"a.npy"});
+}
+
+TEST(Errors, WeightsThatDoNotFit) {
+  scratch dir;
+  write_bytes(dir.path("a.npy"), npy("<f8", {3}, std::string(24, '\0')));
+  write_bytes(dir.path("w.npy"), npy("<f8", {2}, std::string(16, '\0')));
+  write_bytes(dir.path("w.bin"), std::string(5, '\0'));
+  write_bytes(dir.path("i.npy"), npy("<i4", {3}, std::string(12, '\0')));
+  const std::vector<std::string> inputs = {"a.npy", "i.npy", "w.bin", "w.npy"};
+  expect_failure(dir, {dir.path("a.npy"), "--weights", dir.path("w.npy")}, kFailure,
+                 "2 weights for 3 samples", inputs);
+  expect_failure(dir, {dir.path("a.npy"), "--weights", dir.path("w.bin")}, kFailure,
+                 "(f32) or 24 (f64)", inputs);
+  expect_failure(dir, {dir.path("a.npy"), "--weights", dir.path("i.npy")}, kFailure,
+                 "weights must be f4 or f8", inputs);
+}
+
+TEST(Errors, FailedRunKeepsTheOldOutputAndLeavesNoTemporaryFile) {
+  scratch dir;
+  write_bytes(dir.path("out.csv"), "previous\n");
+  std::string truncated = npy("<f8", {4}, std::string(32, '\0'));
+  truncated.pop_back();
+  write_bytes(dir.path("t.npy"), truncated);
+  expect_failure(dir, {dir.path("t.npy")}, kFailure, "truncated", {"out.csv", "t.npy"});
+  EXPECT_EQ(read_bytes(dir.path("out.csv")), "previous\n");
+
+  // An output that cannot be written: neither it nor the other output appears.
+  write_bytes(dir.path("ok.npy"), npy("<f8", {1}, std::string(8, '\0')));
+  const outcome o = tally({"hist", dir.path("ok.npy"), "--out", dir.path("x.json"), "--plot",
+                           dir.path("missing/p.svg")});
+  EXPECT_EQ(o.code, kFailure);
+  EXPECT_NE(o.err.find("cannot write"), std::string::npos) << o.err;
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"ok.npy", "out.csv", "t.npy"}));
+}
+
+}  // namespace
+}  // namespace cli_test
