@@ -2,7 +2,8 @@
 """CPU report: times numpy on the ANCHORS.md CPU cases in this run, reads tally_cpu_bench's JSON,
 and writes bench/results/<date>-cpu-<commit>.{json,md} with Melem/s and the ratios.
 
-usage: python3 bench/cpu_report.py build/bench/cpu_bench.json
+usage: build/bench/tally_cpu_bench --benchmark_repetitions=3 --benchmark_out=build/cpu_bench.json
+       python3 bench/cpu_report.py build/cpu_bench.json
 """
 import datetime
 import json
@@ -60,6 +61,8 @@ def bench_rows(path):
         data = json.load(f)
     rows = {}
     for b in data["benchmarks"]:
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
         name = b["name"].split("/")[0]
         args = dict(p.split(":") for p in b["name"].split("/")[1:] if ":" in p)
         who, case = name.split("_", 1)
@@ -99,8 +102,8 @@ def main():
         json.dump({"meta": meta, "rows": table}, f, indent=1)
     with open(stem + ".md", "w") as f:
         f.write(f"# CPU backend, {date}, commit {commit}, {meta['cpus']} CPUs, numpy {np.__version__}\n\n")
-        f.write("2^26 samples; Melem/s; tally with all threads and with 1; the scalar loop and numpy "
-                "timed in the same run (numpy: median of 5 after a warm-up).\n\n")
+        f.write("2^26 samples; Melem/s (median of 3 repetitions); tally with all threads and with 1; the "
+                "scalar loop and numpy timed in the same run (numpy: median of 5 after a warm-up).\n\n")
         f.write("| case | bins | spread | tally | tally 1 thread | scalar loop | numpy | tally / numpy |\n")
         f.write("|---|---|---|---|---|---|---|---|\n")
         fmt = lambda v: "-" if v is None else f"{v:.0f}"

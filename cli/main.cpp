@@ -75,7 +75,7 @@ int fail(const char* message, int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tally: histograms with numpy's exact semantics, on the CPU or a CUDA GPU", "tally"};
+  CLI::App app{"tally: histograms with numpy's exact semantics (CPU backend; CUDA engine planned)", "tally"};
   app.set_version_flag("--version", std::string(tally::version()));
   app.require_subcommand(1);
   hist_args h;
