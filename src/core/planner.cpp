@@ -48,7 +48,7 @@ policy plan_cpu(const plan_request& r) {
 
   // Threads: every thread zeroes and merges a private copy of all cells, so each needs
   // enough samples to pay for it; below that, fewer threads are faster. Measured (2-core VM,
-  // 2^26 i64, bench/results/2026-11-22-cpu-fcf2e16.md): 2 threads 1.9-2.0x one thread.
+  // 2^26 i64, bench/results/2026-11-22-cpu-fcf2e16.md): 2 threads 1.3-2.0x one thread.
   const int available = r.threads > 0 ? r.threads : hardware_threads();
   const std::int64_t per_thread = std::max<std::int64_t>(p.block, 2 * r.cells);
   const std::int64_t useful = std::max<std::int64_t>(1, r.n / per_thread);
