@@ -17,7 +17,9 @@ enum class backend : std::uint8_t { automatic, cpu, cuda };
 /// Named strategies. automatic lets the planner choose.
 ///  - cpu_private: each thread fills private histograms (several replicas for few bins, so
 ///    that equal neighbouring samples do not serialise on one counter) merged at the end.
-enum class strategy : std::uint8_t { automatic, cpu_private };
+///  - global_atomic (CUDA): one atomic add per sample in device memory.
+///  - shared (CUDA): one shared-memory histogram per block, added to device memory at the end.
+enum class strategy : std::uint8_t { automatic, cpu_private, global_atomic, shared };
 
 enum class count_type : std::uint8_t { u64, u32 };
 
@@ -40,6 +42,8 @@ struct plan_request {
   count_type counts = count_type::u64;
   std::int64_t n = 0;  // samples per column
   int threads = 0;     // 0: all hardware threads
+  int device_sms = 0;                   // CUDA: multiprocessors
+  std::int64_t device_shared_bytes = 0; // CUDA: shared memory one block may use
 };
 
 /// The planner's answer.
@@ -50,6 +54,8 @@ struct policy {
   int replicas = 1;                 // private sub-histograms per thread
   bool edge_table = false;          // regular axis: look edges up instead of computing them
   std::int64_t block = 65536;       // samples per block; weights sum in this block order
+  int block_threads = 0;            // CUDA: threads per block
+  std::int64_t grid_blocks = 0;     // CUDA: blocks per launch
   std::vector<std::string> reasons; // the measured reason behind each choice
 };
 

@@ -25,12 +25,18 @@ struct fill_job {
   policy plan;
 };
 
+/// Adds a fill's per-cell counts to the job's storage (u32 or u64), or throws without writing
+/// anything if a cell would overflow the storage type. Every backend ends its count fills here.
+void add_counts(const fill_job& job, const std::vector<std::uint64_t>& add);
+
 struct backend_ops {
   backend which;
   /// Compiled in and able to run here; `detail` says what was found or what is missing.
   bool (*usable)(std::string& detail);
   /// Whether p points into memory this backend reads directly (used by backend::automatic).
   bool (*owns)(const void* p);
+  /// Adds what the planner needs to know about the device (null where nothing).
+  void (*describe)(plan_request& request);
   void (*fill)(const fill_job& job);
 };
 

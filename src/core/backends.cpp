@@ -1,5 +1,6 @@
 // The backend table and the public backends() report.
-#include <thread>
+#include <limits>
+#include <string>
 
 #include "core/backend.hpp"
 
@@ -15,6 +16,27 @@ const std::vector<backend_ops>& backend_table() {
     return t;
   }();
   return table;
+}
+
+namespace {
+
+template <class C>
+void add_checked(C* destination, const std::vector<std::uint64_t>& add) {
+  const std::uint64_t limit = std::numeric_limits<C>::max();
+  for (std::size_t k = 0; k < add.size(); ++k) {
+    if (add[k] > limit - destination[k])
+      throw error("fill: bin " + std::to_string(k) + " would overflow its " +
+                  std::to_string(8 * sizeof(C)) + "-bit count (" + std::to_string(destination[k]) +
+                  " + " + std::to_string(add[k]) + "); use 64-bit counts");
+  }
+  for (std::size_t k = 0; k < add.size(); ++k) destination[k] += static_cast<C>(add[k]);
+}
+
+}  // namespace
+
+void add_counts(const fill_job& job, const std::vector<std::uint64_t>& add) {
+  if (job.counts32) add_checked(job.counts32, add);
+  else add_checked(job.counts64, add);
 }
 
 const backend_ops* find_backend(backend which) {

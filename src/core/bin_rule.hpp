@@ -4,9 +4,10 @@
 // x < e_0 -> underflow, x > e_B -> overflow, NaN -> nan. Hot loop: measure changes.
 #pragma once
 
-#include <cmath>
+#include <math.h>
+
 #include <cstdint>
-#include <limits>
+#include <limits>  // is_signed only: constexpr data, usable on the device
 
 #include "core/float_format.hpp"
 #include "core/hd.hpp"
@@ -115,13 +116,13 @@ struct integer_rule {
     return static_cast<std::int64_t>(d);
   }
   TALLY_HD_HOT std::int64_t index_unsigned(std::uint64_t v) const {
-    if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    if (v > static_cast<std::uint64_t>(INT64_MAX))
       return bin_overflow;
     return index_signed(static_cast<std::int64_t>(v));
   }
   TALLY_HD_HOT std::int64_t index_floating(double x) const {
     if (x != x) return bin_nan;
-    const double f = std::floor(x);
+    const double f = ::floor(x);
     const double lo_d = static_cast<double>(lo);
     if (f < lo_d) return bin_underflow;
     if (f - lo_d >= static_cast<double>(bins)) return bin_overflow;
@@ -161,5 +162,30 @@ template <class T> TALLY_HD_HOT std::int64_t integer_index(const integer_rule& r
     return r.index_unsigned(static_cast<std::uint64_t>(v));
   }
 }
+
+/// The rules as callables over samples of any type, shared by the backends' typed loops.
+struct regular_binner {
+  regular_rule rule;
+  template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const {
+    return rule.index(sample_traits<T>::to_value(v));
+  }
+};
+/// The same rule with its edges looked up in a table (rule.table set): no branch per sample.
+struct regular_table_binner {
+  regular_rule rule;
+  template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const {
+    return rule.index_with_table(sample_traits<T>::to_value(v));
+  }
+};
+struct variable_binner {
+  variable_rule rule;
+  template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const {
+    return rule.index(sample_traits<T>::to_value(v));
+  }
+};
+struct integer_binner {
+  integer_rule rule;
+  template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const { return integer_index(rule, v); }
+};
 
 }  // namespace tally::detail

@@ -1,9 +1,11 @@
 // Exact decoding of f16/bf16 bits and correctly rounded narrowing of doubles, host and device.
+// (C math functions from the global namespace: CUDA device code has those, not std::.)
 #pragma once
 
-#include <cmath>
+#include <math.h>
+#include <string.h>
+
 #include <cstdint>
-#include <cstring>
 
 #include "core/hd.hpp"
 #include "tally/dtype.hpp"
@@ -25,14 +27,14 @@ inline constexpr float_format f32_format{23, -126, 127};
 /// Works by scaling x so that the format's quantum at x's exponent is 1 and rounding to an
 /// integer with rint (round-to-nearest-even): exact, since all steps are powers of two.
 TALLY_HD double round_to_format(double x, float_format f) {
-  if (!(x == x) || x == 0.0 || std::isinf(x)) return x;
+  if (!(x == x) || x == 0.0 || x - x != 0.0) return x;
   int e = 0;
-  std::frexp(x, &e);  // |x| in [2^(e-1), 2^e)
+  ::frexp(x, &e);  // |x| in [2^(e-1), 2^e)
   int exponent = e - 1 < f.min_exponent ? f.min_exponent : e - 1;
-  double quantum = std::ldexp(1.0, exponent - f.fraction_bits);
-  double r = std::rint(x / quantum) * quantum;
-  double max_finite = std::ldexp(2.0 - std::ldexp(1.0, -f.fraction_bits), f.max_exponent);
-  if (std::fabs(r) > max_finite) return std::copysign(HUGE_VAL, x);
+  double quantum = ::ldexp(1.0, exponent - f.fraction_bits);
+  double r = ::rint(x / quantum) * quantum;
+  double max_finite = ::ldexp(2.0 - ::ldexp(1.0, -f.fraction_bits), f.max_exponent);
+  if (::fabs(r) > max_finite) return ::copysign(HUGE_VAL, x);
   return r;
 }
 
@@ -41,11 +43,11 @@ TALLY_HD double half_bits_to_double(std::uint16_t bits) {
   const int fraction = bits & 0x3ff;
   double magnitude;
   if (exponent == 0) {
-    magnitude = std::ldexp(static_cast<double>(fraction), -24);
+    magnitude = ::ldexp(static_cast<double>(fraction), -24);
   } else if (exponent == 31) {
     magnitude = fraction ? NAN : HUGE_VAL;
   } else {
-    magnitude = std::ldexp(static_cast<double>(fraction | 0x400), exponent - 25);
+    magnitude = ::ldexp(static_cast<double>(fraction | 0x400), exponent - 25);
   }
   return (bits & 0x8000) ? -magnitude : magnitude;
 }
@@ -53,7 +55,7 @@ TALLY_HD double half_bits_to_double(std::uint16_t bits) {
 TALLY_HD double bfloat16_bits_to_double(std::uint16_t bits) {
   std::uint32_t word = static_cast<std::uint32_t>(bits) << 16;
   float f;
-  std::memcpy(&f, &word, sizeof f);
+  ::memcpy(&f, &word, sizeof f);
   return static_cast<double>(f);
 }
 

@@ -114,7 +114,10 @@ plan_request histogram::request(backend where, dtype t, std::int64_t n) const {
 }
 
 policy histogram::plan_for(dtype t, std::int64_t n) const {
-  return plan(request(opts_.backend == backend::automatic ? backend::cpu : opts_.backend, t, n));
+  const backend where = opts_.backend == backend::automatic ? backend::cpu : opts_.backend;
+  plan_request r = request(where, t, n);
+  if (const auto* ops = detail::find_backend(where); ops && ops->describe) ops->describe(r);
+  return plan(r);
 }
 
 void histogram::fill_impl(const std::vector<view>& columns, const view* weights) {
@@ -150,7 +153,9 @@ void histogram::fill_impl(const std::vector<view>& columns, const view* weights)
   job.counts32 = counts32_.empty() ? nullptr : counts32_.data();
   job.sums = sums_.empty() ? nullptr : sums_.data();
   job.flow = opts_.flow ? &flow_ : nullptr;
-  job.plan = plan(request(backend.which, columns[0].type, n));
+  plan_request r = request(backend.which, columns[0].type, n);
+  if (backend.describe) backend.describe(r);
+  job.plan = plan(r);
   if (n == 0) return;
   backend.fill(job);
   samples_ += static_cast<std::uint64_t>(n);

@@ -32,7 +32,8 @@ std::string_view to_name(E value, const std::pair<E, std::string_view> (&names)[
 constexpr std::pair<backend, std::string_view> kBackends[] = {
     {backend::automatic, "auto"}, {backend::cpu, "cpu"}, {backend::cuda, "cuda"}};
 constexpr std::pair<strategy, std::string_view> kStrategies[] = {
-    {strategy::automatic, "automatic"}, {strategy::cpu_private, "cpu_private"}};
+    {strategy::automatic, "automatic"}, {strategy::cpu_private, "cpu_private"},
+    {strategy::global_atomic, "global_atomic"}, {strategy::shared, "shared"}};
 constexpr std::pair<count_type, std::string_view> kCounts[] = {
     {count_type::u64, "u64"}, {count_type::u32, "u32"}};
 
@@ -77,6 +78,30 @@ policy plan_cpu(const plan_request& r) {
   return p;
 }
 
+policy plan_cuda(const plan_request& r) {
+  if (r.weighted) throw error("backend cuda: weighted sums are not built yet; use backend cpu");
+  if (r.wanted == strategy::cpu_private)
+    throw error("strategy cpu_private does not run on the GPU");
+  policy p;
+  p.where = backend::cuda;
+  p.threads = 0;
+  p.block_threads = 256;
+  p.grid_blocks = 4 * std::max(1, r.device_sms);
+  p.reasons.push_back("grid " + std::to_string(p.grid_blocks) + " x 256: 4 blocks per SM, grid-stride");
+  // Not yet measured against each other: the first GPU slice chooses by what fits.
+  const std::int64_t shared_bytes = (r.cells + 3) * 4;
+  const bool fits = shared_bytes <= r.device_shared_bytes;
+  if (r.wanted == strategy::shared && !fits)
+    throw error("strategy shared: " + std::to_string(r.cells) + " cells need " +
+                std::to_string(shared_bytes) + " bytes of shared memory, the device has " +
+                std::to_string(r.device_shared_bytes) + " per block");
+  p.chosen = r.wanted != strategy::automatic ? r.wanted : fits ? strategy::shared : strategy::global_atomic;
+  p.reasons.push_back(p.chosen == strategy::shared
+                          ? "shared: the cells' 32-bit counters fit in one block's shared memory"
+                          : "global_atomic: " + std::string(fits ? "asked for" : "the cells do not fit in shared memory"));
+  return p;
+}
+
 }  // namespace
 
 std::string_view name_of(backend b) { return to_name(b, kBackends); }
@@ -97,7 +122,7 @@ policy plan(const plan_request& r) {
       return plan_cpu(r);
     }
     case backend::cuda:
-      throw error("the CUDA histogram engine is not built yet: use backend cpu");
+      return plan_cuda(r);
     default:
       throw error("plan: resolve backend::automatic to cpu or cuda before planning");
   }
@@ -106,12 +131,16 @@ policy plan(const plan_request& r) {
 std::string describe(const policy& p) {
   std::ostringstream s;
   s << "backend    " << name_of(p.where) << "\n"
-    << "strategy   " << name_of(p.chosen) << "\n"
-    << "threads    " << p.threads << "\n"
-    << "replicas   " << p.replicas << "\n"
-    << "edge table " << (p.edge_table ? "yes" : "no") << "\n"
-    << "block      " << p.block << " samples\n"
-    << "why:\n";
+    << "strategy   " << name_of(p.chosen) << "\n";
+  if (p.where == backend::cuda) {
+    s << "launch     " << p.grid_blocks << " blocks x " << p.block_threads << " threads\n";
+  } else {
+    s << "threads    " << p.threads << "\n"
+      << "replicas   " << p.replicas << "\n"
+      << "edge table " << (p.edge_table ? "yes" : "no") << "\n"
+      << "block      " << p.block << " samples\n";
+  }
+  s << "why:\n";
   for (const auto& reason : p.reasons) s << "  - " << reason << "\n";
   return s.str();
 }

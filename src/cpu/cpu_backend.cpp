@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/dispatch.hpp"
 #include "core/rules.hpp"
 
 namespace tally::detail {
@@ -21,49 +22,6 @@ namespace {
 
 /// Private counters are 32-bit; a thread takes at most this many samples between merges.
 constexpr std::int64_t kMaxSamplesPerMerge = std::int64_t{1} << 31;
-
-template <class T> struct type_tag { using type = T; };
-
-template <class F> void with_sample_type(dtype t, F&& f) {
-  switch (t) {
-    case dtype::u8: return f(type_tag<std::uint8_t>{});
-    case dtype::i8: return f(type_tag<std::int8_t>{});
-    case dtype::u16: return f(type_tag<std::uint16_t>{});
-    case dtype::i16: return f(type_tag<std::int16_t>{});
-    case dtype::u32: return f(type_tag<std::uint32_t>{});
-    case dtype::i32: return f(type_tag<std::int32_t>{});
-    case dtype::u64: return f(type_tag<std::uint64_t>{});
-    case dtype::i64: return f(type_tag<std::int64_t>{});
-    case dtype::f16: return f(type_tag<half>{});
-    case dtype::bf16: return f(type_tag<bfloat16>{});
-    case dtype::f32: return f(type_tag<float>{});
-    case dtype::f64: return f(type_tag<double>{});
-  }
-}
-
-struct regular_binner {
-  regular_rule rule;
-  template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const {
-    return rule.index(sample_traits<T>::to_value(v));
-  }
-};
-/// The same rule with its edges looked up in a table (rule.table set): no branch per sample.
-struct regular_table_binner {
-  regular_rule rule;
-  template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const {
-    return rule.index_with_table(sample_traits<T>::to_value(v));
-  }
-};
-struct variable_binner {
-  variable_rule rule;
-  template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const {
-    return rule.index(sample_traits<T>::to_value(v));
-  }
-};
-struct integer_binner {
-  integer_rule rule;
-  template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const { return integer_index(rule, v); }
-};
 
 struct local_flow {
   std::uint64_t counts[3] = {0, 0, 0};  // underflow, overflow, nan (indexed by -code - 1)
@@ -264,20 +222,6 @@ int thread_count(const policy& p, std::int64_t work_items) {
   return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(p.threads, work_items)));
 }
 
-/// Adds this fill's counts (`add`, per cell) to the destination, or throws without writing
-/// anything if a cell would overflow the storage type.
-template <class C>
-void add_counts(C* destination, const std::vector<std::uint64_t>& add) {
-  const std::uint64_t limit = std::numeric_limits<C>::max();
-  for (std::size_t k = 0; k < add.size(); ++k) {
-    if (add[k] > limit - destination[k])
-      throw error("fill: bin " + std::to_string(k) + " would overflow its " +
-                  std::to_string(8 * sizeof(C)) + "-bit count (" + std::to_string(destination[k]) +
-                  " + " + std::to_string(add[k]) + "); use 64-bit counts");
-  }
-  for (std::size_t k = 0; k < add.size(); ++k) destination[k] += static_cast<C>(add[k]);
-}
-
 void fill_counts(const fill_job& job) {
   const job_binner binner(job);
   const int shift = job.plan.replicas == 4 ? 2 : 0;
@@ -308,8 +252,7 @@ void fill_counts(const fill_job& job) {
       }
     }
   }
-  if (job.counts32) add_counts(job.counts32, total);
-  else add_counts(job.counts64, total);
+  add_counts(job, total);
   if (job.flow)
     for (const auto& f : flows) f.add_to(*job.flow);
 }
@@ -387,7 +330,7 @@ void cpu_fill(const fill_job& job) {
 }  // namespace
 
 const backend_ops& cpu_backend() {
-  static const backend_ops ops{backend::cpu, &cpu_usable, &cpu_owns, &cpu_fill};
+  static const backend_ops ops{backend::cpu, &cpu_usable, &cpu_owns, nullptr, &cpu_fill};
   return ops;
 }
 
