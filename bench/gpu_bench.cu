@@ -111,7 +111,8 @@ void run_case(const std::string& workload, int bins, const std::string& spread, 
   });
   rows.push_back({workload, spread, "cub", cub_ms, gb / cub_ms * 1e3});
 
-  for (auto s : {tally::strategy::global_atomic, tally::strategy::shared, tally::strategy::automatic}) {
+  for (auto s : {tally::strategy::global_atomic, tally::strategy::warp_aggregated, tally::strategy::shared,
+                 tally::strategy::automatic}) {
     if (s == tally::strategy::shared && bins > 50000) continue;
     tally::options o;
     o.backend = tally::backend::cuda;

@@ -16,14 +16,14 @@ tally::plan_request h100_request(std::int64_t cells) {
   return r;
 }
 
-TEST(CudaPlan, SharedWhenTheCountersFitAndGlobalAtomicBeyond) {
+TEST(CudaPlan, SharedWhenTheCountersFitAndWarpAggregatedBeyond) {
   const auto small = tally::plan(h100_request(4096));
   EXPECT_EQ(small.where, tally::backend::cuda);
   EXPECT_EQ(small.chosen, tally::strategy::shared);
   EXPECT_EQ(small.grid_blocks, 4 * 132);
   EXPECT_EQ(small.block_threads, 256);
   EXPECT_EQ(tally::plan(h100_request(58109)).chosen, tally::strategy::shared);  // (58109 + 3) * 4 = 232448
-  EXPECT_EQ(tally::plan(h100_request(58110)).chosen, tally::strategy::global_atomic);
+  EXPECT_EQ(tally::plan(h100_request(58110)).chosen, tally::strategy::warp_aggregated);
   EXPECT_NE(tally::describe(small).find("blocks x 256 threads"), std::string::npos);
 }
 
@@ -46,7 +46,7 @@ TEST(CudaPlan, HonoursTheAskedStrategyOrSaysWhyNot) {
 }
 
 TEST(CudaPlan, StrategyNamesRoundTrip) {
-  for (auto s : {tally::strategy::global_atomic, tally::strategy::shared})
+  for (auto s : {tally::strategy::global_atomic, tally::strategy::warp_aggregated, tally::strategy::shared})
     EXPECT_EQ(tally::strategy_from_name(tally::name_of(s)), s);
   EXPECT_EQ(tally::name_of(tally::strategy::global_atomic), "global_atomic");
 }

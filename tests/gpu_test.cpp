@@ -58,7 +58,8 @@ TEST_F(Cuda, CountsMatchReferenceAcrossTypesAndAxes) {
       SCOPED_TRACE(a.name() + " " + std::string(tally::name_of(t)) + " " + name_of(d));
       ++seed;
       const column data = random_column_for(a, t, d, big, seed, 1 + static_cast<std::int64_t>(seed % 2));
-      for (tally::strategy s : {tally::strategy::automatic, tally::strategy::global_atomic, tally::strategy::shared}) {
+      for (tally::strategy s : {tally::strategy::automatic, tally::strategy::global_atomic,
+                                tally::strategy::warp_aggregated, tally::strategy::shared}) {
         if (s == tally::strategy::shared && a.make().bins() > 50000) continue;  // beyond shared memory
         SCOPED_TRACE(std::string(tally::name_of(s)));
         tally::histogram h(a.make(), cuda_options(false, s));

@@ -18,8 +18,9 @@ enum class backend : std::uint8_t { automatic, cpu, cuda };
 ///  - cpu_private: each thread fills private histograms (several replicas for few bins, so
 ///    that equal neighbouring samples do not serialise on one counter) merged at the end.
 ///  - global_atomic (CUDA): one atomic add per sample in device memory.
+///  - warp_aggregated (CUDA): as global_atomic, but lanes of a warp with the same bin add once.
 ///  - shared (CUDA): one shared-memory histogram per block, added to device memory at the end.
-enum class strategy : std::uint8_t { automatic, cpu_private, global_atomic, shared };
+enum class strategy : std::uint8_t { automatic, cpu_private, global_atomic, warp_aggregated, shared };
 
 enum class count_type : std::uint8_t { u64, u32 };
 

@@ -1,5 +1,5 @@
-// The CUDA backend: device discovery, and count fills through the shared bin rule with two
-// strategies (global_atomic, shared). The faster strategies are the CUDA engine's next steps.
+// The CUDA backend: device discovery, and count fills through the shared bin rule with three
+// strategies (global_atomic, warp_aggregated, shared). Faster ones are the CUDA engine's next steps.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -91,12 +91,24 @@ __device__ std::int64_t slot_of(const device_axes& axes, std::int64_t i, std::in
   return flat;
 }
 
-/// global_atomic: one 64-bit atomic per sample straight into the device counts.
+/// global_atomic: one 64-bit atomic per sample straight into the device counts. With
+/// WarpAggregated (the warp_aggregated strategy), the lanes of a warp that hit the same slot
+/// find each other with __match_any_sync and the lowest of them adds for all, so a hot bin
+/// costs one atomic per warp instead of 32.
+template <bool WarpAggregated>
 __global__ void histogram_global_atomic_kernel(device_axes axes, std::int64_t n, std::int64_t cells,
                                                unsigned long long* slots) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride)
-    atomicAdd(&slots[slot_of(axes, i, cells)], 1ull);
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
+    const std::int64_t slot = slot_of(axes, i, cells);
+    if constexpr (WarpAggregated) {
+      const unsigned peers = __match_any_sync(__activemask(), static_cast<unsigned long long>(slot));
+      if ((threadIdx.x & 31) == static_cast<unsigned>(__ffs(peers) - 1))
+        atomicAdd(&slots[slot], static_cast<unsigned long long>(__popc(peers)));
+    } else {
+      atomicAdd(&slots[slot], 1ull);
+    }
+  }
 }
 
 /// shared: each block counts into a private shared-memory copy of all slots (32-bit; the host
@@ -241,9 +253,12 @@ void cuda_fill(const fill_job& job) {
     if (shared)
       histogram_shared_kernel<<<grid, block, shared_bytes>>>(shifted, count, job.cells,
                                                              counts.get<unsigned long long>());
+    else if (p.chosen == strategy::warp_aggregated)
+      histogram_global_atomic_kernel<true><<<grid, block>>>(shifted, count, job.cells,
+                                                            counts.get<unsigned long long>());
     else
-      histogram_global_atomic_kernel<<<grid, block>>>(shifted, count, job.cells,
-                                                      counts.get<unsigned long long>());
+      histogram_global_atomic_kernel<false><<<grid, block>>>(shifted, count, job.cells,
+                                                             counts.get<unsigned long long>());
     TALLY_CUDA_CHECK(cudaGetLastError());
   }
   std::vector<std::uint64_t> host(static_cast<std::size_t>(slots));
