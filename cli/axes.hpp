@@ -37,9 +37,9 @@ std::vector<axis_spec> axis_specs(const axis_options& options, int columns);
 /// Whether building this column's axis needs the data's extrema (a first pass over the file).
 bool needs_extrema(const axis_spec& spec, const source_info& input);
 
-/// numpy's defaults where the spec leaves gaps: the range is the data's [min, max], integer
-/// samples spanning at most 65536 values get one bin per integer, others 64 regular bins with
-/// edges rounded to the sample's float type.
+/// Defaults where the spec leaves gaps: numpy's range (the data's [min, max]) and edge type (the
+/// sample's float type); integer samples spanning at most 65536 values get one bin per integer,
+/// others 64 regular bins (numpy's default is 10).
 tally::axis make_axis(const axis_spec& spec, const source_info& input, const extrema& data);
 
 }  // namespace tally_cli

@@ -12,6 +12,12 @@ std::string shortest(double v) {
   return std::string(buf, r.ptr);
 }
 
+std::string edge_text(const tally::axis& a, std::int64_t k) {
+  // lo + k stays in int64: the axis' hi = lo + bins is an int64 itself.
+  if (a.kind() == tally::axis_kind::integer) return std::to_string(a.integer_lo() + k);
+  return shortest(a.edge(k));
+}
+
 std::string sig(double v, int digits) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*g", digits, v);

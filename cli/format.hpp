@@ -1,13 +1,19 @@
 // Number formatting shared by the report, the files and the plots.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include "tally/axis.hpp"
 
 namespace tally_cli {
 
 /// Shortest text that reads back as the same double (for CSV).
 std::string shortest(double v);
+/// Edge k of an axis, exactly: integer axes as integers (their edges pass 2^53, where a double
+/// no longer holds every integer), other axes as shortest().
+std::string edge_text(const tally::axis& a, std::int64_t k);
 /// `sig` significant digits, printf's %g.
 std::string sig(double v, int digits = 6);
 /// The fewest significant digits (at least 3) that print neighbouring values of an increasing

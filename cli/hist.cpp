@@ -90,19 +90,16 @@ void fill_chunk(std::vector<tally::histogram>& hists, layout_mode mode, int colu
       weights ? hists[0].fill(cols, *weights) : hists[0].fill(cols);
       return;
     }
-    case layout_mode::channels:
+    case layout_mode::channels: {
       if (!weights) {
         tally::fill_channels(hists, samples, columns);
         return;
       }
-      // fill_channels takes no weights: each channel is a strided column with the row's weight.
-      for (int c = 0; c < columns; ++c) {
-        const tally::view column{
-            static_cast<const char*>(samples.data) + c * tally::size_of(samples.type),
-            samples.size / columns, columns, samples.type};
-        hists[c].fill(column, *weights);
-      }
+      // fill_channels takes no weights: each channel is a column with the row's weight.
+      const std::vector<tally::view> cols = tally::columns_of(samples, columns);
+      for (int c = 0; c < columns; ++c) hists[c].fill(cols[c], *weights);
       return;
+    }
   }
 }
 

@@ -34,7 +34,7 @@ std::string nd_csv(const hist_result& r) {
   for (const std::string& cell : cells) {
     for (std::size_t d = 0; d < shape.size(); ++d) {
       const tally::axis& a = h.axes()[d];
-      out << shortest(a.edge(index[d])) << "," << shortest(a.edge(index[d] + 1)) << ",";
+      out << edge_text(a, index[d]) << "," << edge_text(a, index[d] + 1) << ",";
     }
     out << cell << "\n";
     // Row-major order: the last axis advances fastest.
@@ -60,8 +60,15 @@ nlohmann::json exact_json(const exact& v) {
 nlohmann::json axis_json(const hist_result& r, int c) {
   const tally::axis& a = r.axis_of(c);
   static const char* kinds[] = {"regular", "variable", "integer"};
-  nlohmann::json j = {
-      {"name", r.names[c]}, {"kind", kinds[static_cast<int>(a.kind())]}, {"edges", a.edges()}};
+  nlohmann::json j = {{"name", r.names[c]}, {"kind", kinds[static_cast<int>(a.kind())]}};
+  if (a.kind() == tally::axis_kind::integer) {
+    // Exact integers: a double edge past 2^53 would name a neighbouring integer.
+    std::vector<std::int64_t> edges;
+    for (std::int64_t k = 0; k <= a.bins(); ++k) edges.push_back(a.integer_lo() + k);
+    j["edges"] = edges;
+  } else {
+    j["edges"] = a.edges();
+  }
   if (a.kind() == tally::axis_kind::regular)
     j["edge_type"] = std::string(tally::name_of(a.edge_type()));
   const extrema& b = r.bounds[c];
@@ -103,7 +110,7 @@ std::string to_csv(const hist_result& r) {
     const tally::axis& a = r.axis_of(c);
     const std::vector<std::string> cells = cell_texts(r.hist_of(c));
     for (std::int64_t k = 0; k < a.bins(); ++k)
-      out << r.names[c] << "," << shortest(a.edge(k)) << "," << shortest(a.edge(k + 1)) << ","
+      out << r.names[c] << "," << edge_text(a, k) << "," << edge_text(a, k + 1) << ","
           << cells[k] << "\n";
   }
   return out.str();

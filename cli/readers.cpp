@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
 #include "errors.hpp"
 #include "npy.hpp"
@@ -122,7 +123,7 @@ source open_npy(file_ptr f, const std::string& path) {
   const std::uint64_t available = size > h.data_offset ? size - h.data_offset : 0;
   if (available / item < static_cast<std::uint64_t>(n))
     throw failure(path + ": truncated .npy: the header promises " + std::to_string(n) +
-                  " values (" + std::to_string(n * item) + " bytes) but " +
+                  " values of " + std::to_string(item) + " bytes but " +
                   std::to_string(available) + " bytes follow it");
   source s;
   s.path = path;
@@ -135,8 +136,12 @@ source open_npy(file_ptr f, const std::string& path) {
   s.layout += h.shape.size() == 1 ? ",)" : ")";
   if (h.shape.size() == 2) {
     s.matrix = true;
+    if (h.shape[1] < 1) throw failure(path + ": a matrix with no columns");
+    if (h.shape[1] > std::numeric_limits<int>::max())
+      throw failure(path + ": a matrix of " + std::to_string(h.shape[1]) +
+                    " columns; tally reads at most " +
+                    std::to_string(std::numeric_limits<int>::max()));
     s.columns = static_cast<int>(h.shape[1]);
-    if (s.columns < 1) throw failure(path + ": a matrix with no columns");
   }
   s.reader =
       std::make_unique<file_reader>(std::move(f), path, h.data_offset, n, item, h.big_endian);

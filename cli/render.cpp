@@ -31,20 +31,18 @@ std::size_t widest(const std::vector<std::string>& texts) {
   return w;
 }
 
-std::string integer_text(double v) { return std::to_string(static_cast<long long>(v)); }
-
-/// One label per merged bin: "[lo, hi)" (the last one closed), or integers "k" / "a..b" for
-/// integer axes.
-std::vector<std::string> range_labels(const merged_bins& m, bool integer_axis) {
+/// One label per merged bin: "[lo, hi)" (the last one closed), or for integer axes the integers
+/// "k" / "a..b", computed from the axis in int64 (the double edges lose integers past 2^53).
+std::vector<std::string> range_labels(const merged_bins& m, const tally::axis& a) {
   std::vector<std::string> labels;
   const std::size_t n = m.values.size();
   const int digits = distinct_digits(m.edges);
   for (std::size_t k = 0; k < n; ++k) {
-    if (integer_axis) {
-      const std::string first = integer_text(m.edges[k]);
-      labels.push_back(m.edges[k + 1] - m.edges[k] > 1
-                           ? first + ".." + integer_text(m.edges[k + 1] - 1)
-                           : first);
+    if (a.kind() == tally::axis_kind::integer) {
+      const std::int64_t first = static_cast<std::int64_t>(k) * m.group;
+      const std::int64_t last = std::min(first + m.group, a.bins()) - 1;
+      labels.push_back(last > first ? edge_text(a, first) + ".." + edge_text(a, last)
+                                    : edge_text(a, first));
     } else {
       labels.push_back("[" + sig(m.edges[k], digits) + ", " + sig(m.edges[k + 1], digits) +
                        (k + 1 == n ? "]" : ")"));
@@ -58,7 +56,7 @@ std::vector<std::string> range_labels(const merged_bins& m, bool integer_axis) {
 std::string bar_chart(const tally::axis& a, const std::vector<double>& values, bool weighted,
                       int max_lines, int width) {
   const merged_bins m = merge(a.edges(), values, max_lines);
-  const std::vector<std::string> labels = range_labels(m, a.kind() == tally::axis_kind::integer);
+  const std::vector<std::string> labels = range_labels(m, a);
   std::vector<std::string> texts;
   for (double v : m.values) texts.push_back(value_text(v, weighted));
   const double max = *std::max_element(m.values.begin(), m.values.end());
@@ -78,8 +76,7 @@ namespace {
 /// the table narrow; the line above it says where the last column ends.
 std::string table_2d(const tally::histogram& h) {
   const merged_grid g = merge_2d(h, 16, 8);
-  const std::vector<std::string> row_labels =
-      range_labels(g.rows, h.axes()[0].kind() == tally::axis_kind::integer);
+  const std::vector<std::string> row_labels = range_labels(g.rows, h.axes()[0]);
   const int col_digits = distinct_digits(g.cols.edges);
   std::vector<std::string> col_labels;
   for (std::size_t c = 0; c < g.cols.values.size(); ++c)

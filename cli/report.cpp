@@ -13,16 +13,17 @@ namespace {
 /// "regular [0, 1], 64 bins, f32 edges", "integer [0, 256), 256 bins", ...
 std::string describe_axis(const tally::axis& a) {
   const std::string bins = std::to_string(a.bins()) + (a.bins() == 1 ? " bin" : " bins");
+  const std::string lo = edge_text(a, 0), hi = edge_text(a, a.bins());
   switch (a.kind()) {
     case tally::axis_kind::regular:
-      return "regular [" + shortest(a.lo()) + ", " + shortest(a.hi()) + "], " + bins +
+      return "regular [" + lo + ", " + hi + "], " + bins +
              (a.edge_type() == tally::dtype::f64
                   ? ""
                   : ", " + std::string(tally::name_of(a.edge_type())) + " edges");
     case tally::axis_kind::variable:
-      return "variable [" + shortest(a.lo()) + ", " + shortest(a.hi()) + "], " + bins;
+      return "variable [" + lo + ", " + hi + "], " + bins;
     case tally::axis_kind::integer:
-      return "integer [" + shortest(a.lo()) + ", " + shortest(a.hi()) + "), " + bins;
+      return "integer [" + lo + ", " + hi + "), " + bins;
   }
   return bins;
 }

@@ -31,6 +31,10 @@ int create_beside(const std::string& target, std::string& temp) {
 
 staged_file::staged_file(std::string target, const std::string& bytes)
     : target_(std::move(target)) {
+  // Checked here, not left to the rename: by commit time another output may be in place.
+  std::error_code ec;
+  if (std::filesystem::is_directory(target_, ec))
+    throw failure("cannot write " + target_ + ": it is a directory");
   const int fd = create_beside(target_, temp_);
   if (fd < 0) throw failure("cannot write " + target_ + ": " + std::strerror(errno));
   int err = 0;

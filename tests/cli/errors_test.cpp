@@ -61,6 +61,11 @@ TEST(Errors, BadNpyHeaders) {
   write_bytes(dir.path("d.npy"), npy("<f8", {2, 2}, std::string(32, '\0'), 1, true));
   expect_failure(dir, {dir.path("d.npy")}, kFailure, "Fortran-order",
                  {"a.npy", "b.npy", "c.npy", "d.npy"});
+
+  // 2^32 + 1 columns do not fit an int (they once wrapped around to one column).
+  write_bytes(dir.path("e.npy"), npy("<f8", {0, (std::int64_t{1} << 32) + 1}, ""));
+  expect_failure(dir, {dir.path("e.npy")}, kFailure, "4294967297 columns",
+                 {"a.npy", "b.npy", "c.npy", "d.npy", "e.npy"});
 }
 
 TEST(Errors, RawInputs) {
@@ -133,6 +138,14 @@ TEST(Errors, FailedRunKeepsTheOldOutputAndLeavesNoTemporaryFile) {
   EXPECT_EQ(o.code, kFailure);
   EXPECT_NE(o.err.find("cannot write"), std::string::npos) << o.err;
   EXPECT_EQ(dir.listing(), (std::vector<std::string>{"ok.npy", "out.csv", "t.npy"}));
+
+  // A plot target that is a directory: the --out file, committed first, must not appear either.
+  std::filesystem::create_directory(dir.path("p.svg"));
+  const outcome d = tally({"hist", dir.path("ok.npy"), "--out", dir.path("x.json"), "--plot",
+                           dir.path("p.svg")});
+  EXPECT_EQ(d.code, kFailure);
+  EXPECT_NE(d.err.find("is a directory"), std::string::npos) << d.err;
+  EXPECT_EQ(dir.listing(), (std::vector<std::string>{"ok.npy", "out.csv", "p.svg", "t.npy"}));
 }
 
 }  // namespace

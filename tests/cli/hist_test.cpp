@@ -81,6 +81,30 @@ TEST(Hist, I32NpyNegativeValuesAndWideSpan) {
   EXPECT_EQ(c[63], 1u);
 }
 
+TEST(Hist, IntegerEdgesPast2To53AreExact) {
+  scratch dir;
+  // Doubles cannot hold these integers: every edge, label and range is printed from int64.
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const std::string in = dir.path("big.i64");
+  write_bytes(in, bytes_of<std::int64_t>({kMax - 2, kMax - 1, kMax - 1}));
+  const json j = hist_json(dir, {in, "--dtype", "i64"});
+  EXPECT_EQ(j["histograms"][0]["axes"][0]["kind"], "integer");
+  EXPECT_EQ(j["histograms"][0]["axes"][0]["edges"].get<std::vector<std::int64_t>>(),
+            (std::vector<std::int64_t>{kMax - 2, kMax - 1, kMax}));
+  EXPECT_EQ(counts_of(j), (counts{1, 2}));
+
+  const std::string csv = dir.path("big.csv");
+  const outcome o = tally({"hist", in, "--dtype", "i64", "--out", csv});
+  ASSERT_EQ(o.code, 0) << o.err;
+  const auto rows = csv_rows(read_bytes(csv));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[2], (std::vector<std::string>{"0", "9223372036854775806",
+                                               "9223372036854775807", "2"}));
+  for (const char* expected : {"integer [9223372036854775805, 9223372036854775807), 2 bins",
+                               "  9223372036854775805 │", "  9223372036854775806 │"})
+    EXPECT_NE(o.out.find(expected), std::string::npos) << expected << "\n" << o.out;
+}
+
 TEST(Hist, F64EdgesMatchNumpyDocumentation) {
   scratch dir;
   // np.histogram([1, 2, 1], bins=[0, 1, 2, 3]) -> [0, 2, 1]
@@ -353,13 +377,17 @@ TEST(Hist, SmallChunksGiveTheSameCountsAndSums) {
   // About 10 KiB chunks: dozens of fills, in both the range pass and the fill pass.
   const json jc = hist_json(
       dir, {in, "--chunk-mb", "0.01", "--counts", "32", "--threads", "1", "--backend", "cpu"});
-  const counts c = counts_of(jc);
-  ASSERT_EQ(c.size(), static_cast<std::size_t>(want_counts.rbegin()->first - lo + 1));
-  for (const auto& [v, n] : want_counts) EXPECT_EQ(c[v - lo], n) << v;
+  // Every bin, the empty ones included.
+  const auto bins = static_cast<std::size_t>(want_counts.rbegin()->first - lo + 1);
+  counts c_want(bins, 0);
+  sums s_want(bins, 0.0);
+  for (const auto& [v, n] : want_counts) c_want[v - lo] = n;
+  for (const auto& [v, total] : want_sums) s_want[v - lo] = total;
+  EXPECT_EQ(counts_of(jc), c_want);
 
   const sums s = hist_json(dir, {in, "--chunk-mb", "0.01", "--weights", w})["histograms"][0]["sums"]
                      .get<sums>();
-  for (const auto& [v, total] : want_sums) EXPECT_EQ(s[v - lo], total) << v;
+  EXPECT_EQ(s, s_want);
 }
 
 TEST(Hist, ReportEstimatesFromTheBins) {

@@ -33,7 +33,8 @@ TEST(Sample, RunsWithoutFileAndDrawsBothPlots) {
 
 TEST(Sample, NoBarsDropsTheChart) {
   const outcome with = tally({"hist"}), without = tally({"hist", "--no-bars"});
-  ASSERT_EQ(without.code, 0);
+  ASSERT_EQ(with.code, 0) << with.err;
+  ASSERT_EQ(without.code, 0) << without.err;
   EXPECT_NE(with.out.find("█"), std::string::npos);
   EXPECT_EQ(without.out.find("█"), std::string::npos);
   EXPECT_NE(without.out.find("channel B:"), std::string::npos);
