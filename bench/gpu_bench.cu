@@ -1,7 +1,8 @@
-// GPU benchmark: tally's CUDA strategies (through the public API, device-resident input) against
-// CUB DeviceHistogram on the same data in the same run. CUDA events, warm-up, median of 15.
-// Prints a table (GB/s of input read, fraction of the measured read bandwidth, ratio to CUB)
-// and writes JSON to argv[1] (default gpu_bench.json).
+// GPU benchmark: tally's CUDA strategies (through the public synchronous API, device-resident
+// input) against CUB DeviceHistogram on the same data in the same run. CUDA events, warm-up,
+// median. Prints a table (GB/s of input read, fraction of the measured read bandwidth, ratio to
+// CUB) and writes JSON to argv[1] (default gpu_bench.json). argv[2], if given, keeps only the
+// workloads whose name contains it.
 #include <cub/device/device_histogram.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cuda_runtime.h>
@@ -11,7 +12,6 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -19,24 +19,32 @@
 
 namespace {
 
-#define CHECK(expr)                                                                   \
-  do {                                                                                \
-    cudaError_t e = (expr);                                                           \
-    if (e != cudaSuccess) {                                                           \
+#define CHECK(expr)                                                                               \
+  do {                                                                                            \
+    cudaError_t e = (expr);                                                                       \
+    if (e != cudaSuccess) {                                                                       \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e)); \
-      std::exit(2);                                                                   \
-    }                                                                                 \
+      std::exit(2);                                                                               \
+    }                                                                                             \
   } while (0)
 
-constexpr std::size_t kBytes = std::size_t{1} << 30;  // 1 GiB of input per case
-constexpr int kRuns = 15;
+constexpr std::size_t kBytes = std::size_t{1} << 30;  // 1 GiB of samples per case
 
+/// Median of timed runs after one warm-up (CUDA events around each run); 15 runs, or 3 where
+/// one run takes over 20 ms (the slow rungs of the ladder on hot data).
 double median_ms(const std::function<void()>& run) {
   cudaEvent_t a, b;
   CHECK(cudaEventCreate(&a));
   CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) run();  // warm-up
-  std::vector<float> ms(kRuns);
+  float first = 0;
+  CHECK(cudaEventRecord(a));
+  run();
+  CHECK(cudaEventRecord(b));
+  CHECK(cudaEventSynchronize(b));
+  CHECK(cudaEventElapsedTime(&first, a, b));
+  const int runs = first > 20 ? 3 : 15;
+  if (runs == 15) run();  // a second warm-up where it is cheap
+  std::vector<float> ms(static_cast<std::size_t>(runs));
   for (auto& m : ms) {
     CHECK(cudaEventRecord(a));
     run();
@@ -47,23 +55,58 @@ double median_ms(const std::function<void()>& run) {
   std::sort(ms.begin(), ms.end());
   CHECK(cudaEventDestroy(a));
   CHECK(cudaEventDestroy(b));
-  return ms[kRuns / 2];
+  return ms[ms.size() / 2];
 }
 
-/// Values in [0, bins) as T: uniform, all in one bin, or 80% in one bin.
-template <class T>
-std::vector<T> make_data(std::size_t n, int bins, const std::string& spread) {
-  std::mt19937_64 rng(1);
-  std::uniform_int_distribution<int> bin(0, bins - 1);
-  std::uniform_real_distribution<double> coin(0, 1);
-  std::vector<T> v(n);
-  for (auto& x : v) {
-    const bool hot = spread == "hotspot" || (spread == "skewed80" && coin(rng) < 0.8);
-    const int k = hot ? bins / 3 : bin(rng);
-    if constexpr (std::is_floating_point_v<T>) x = static_cast<T>((k + 0.5) / bins);
-    else x = static_cast<T>(k);
+__device__ std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+enum class spread { uniform, hotspot, skewed80, normal };
+const char* name_of(spread s) {
+  switch (s) {
+    case spread::uniform: return "uniform";
+    case spread::hotspot: return "hotspot";
+    case spread::skewed80: return "skewed80";
+    case spread::normal: return "normal";
   }
-  return v;
+  return "?";
+}
+
+/// Bin k of `bins` for sample i: uniform, all in bin bins/3, 80% there, or a sum of four
+/// uniform draws (a bell over the bins).
+__device__ int bin_for(std::uint64_t i, int bins, spread s) {
+  const std::uint64_t h = mix(i);
+  const int hot = bins / 3;
+  switch (s) {
+    case spread::uniform: return static_cast<int>(h % bins);
+    case spread::hotspot: return hot;
+    case spread::skewed80: return (h >> 40) % 10 < 8 ? hot : static_cast<int>(h % bins);
+    case spread::normal: {
+      const std::uint64_t g = mix(h);
+      const double u = ((h & 0xffff) + (h >> 16 & 0xffff) + (g & 0xffff) + (g >> 16 & 0xffff)) / 262144.0;
+      return min(bins - 1, static_cast<int>(u * bins));
+    }
+  }
+  return 0;
+}
+
+/// Samples as T: integers are the bin; floats the bin's centre in [0, 1) (even bins) or
+/// between the given edges (arbitrary bins).
+template <class T>
+__global__ void generate(T* out, std::size_t n, int bins, spread s, const float* edges) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const int k = bin_for(i, bins, s);
+    if constexpr (std::is_floating_point_v<T>) {
+      out[i] = edges ? static_cast<T>(0.5f * (edges[k] + edges[k + 1])) : static_cast<T>((k + 0.5) / bins);
+    } else {
+      out[i] = static_cast<T>(k);
+    }
+  }
 }
 
 struct row {
@@ -87,45 +130,124 @@ double read_bandwidth_gbs(const void* d, std::size_t bytes) {
   return bytes / ms / 1e6;
 }
 
+/// CUB with its temporary storage sized once; `call(temp, bytes)` runs one histogram.
+template <class Call> double time_cub(Call call) {
+  std::size_t temp_bytes = 0;
+  call(nullptr, temp_bytes);
+  void* temp;
+  CHECK(cudaMalloc(&temp, std::max<std::size_t>(temp_bytes, 1)));
+  const double ms = median_ms([&] { call(temp, temp_bytes); });
+  CHECK(cudaFree(temp));
+  return ms;
+}
+
+constexpr tally::strategy kStrategies[] = {
+    tally::strategy::global_atomic, tally::strategy::global_atomic_vec, tally::strategy::warp_aggregated,
+    tally::strategy::shared,        tally::strategy::shared_replicated, tally::strategy::automatic};
+
+/// One workload: 1 GiB of T over `bins` bins (arbitrary edges if `arbitrary`), CUB then every
+/// tally strategy that applies.
 template <class T>
-void run_case(const std::string& workload, int bins, const std::string& spread, bool float_axis,
-              std::vector<row>& rows) {
+void run_case(const std::string& workload, int bins, spread s, bool arbitrary, std::vector<row>& rows) {
   const std::size_t n = kBytes / sizeof(T);
-  const auto host = make_data<T>(n, bins, spread);
+  const double gb = n * sizeof(T) / 1e9;
+  std::vector<float> edges_f(static_cast<std::size_t>(bins) + 1);
+  for (int k = 0; k <= bins; ++k)  // strictly increasing, uneven: quadratic in k
+    edges_f[static_cast<std::size_t>(k)] = static_cast<float>(k) / bins * (0.5f + 0.5f * k / bins);
+  float* d_edges = nullptr;
+  if (arbitrary) {
+    CHECK(cudaMalloc(&d_edges, edges_f.size() * sizeof(float)));
+    CHECK(cudaMemcpy(d_edges, edges_f.data(), edges_f.size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
   T* d;
   CHECK(cudaMalloc(&d, n * sizeof(T)));
-  CHECK(cudaMemcpy(d, host.data(), n * sizeof(T), cudaMemcpyHostToDevice));
-  const double gb = n * sizeof(T) / 1e9;
+  generate<T><<<1024, 256>>>(d, n, bins, s, d_edges);
+  CHECK(cudaGetLastError());
+  const int in = static_cast<int>(n);
 
-  // CUB HistogramEven over the same bins.
   int* cub_counts;
   CHECK(cudaMalloc(&cub_counts, bins * sizeof(int)));
   using level_t = std::conditional_t<std::is_floating_point_v<T>, T, int>;
-  const level_t lo = 0, hi = float_axis ? level_t(1) : level_t(bins);
-  std::size_t temp_bytes = 0;
-  cub::DeviceHistogram::HistogramEven(nullptr, temp_bytes, d, cub_counts, bins + 1, lo, hi, static_cast<int>(n));
-  void* temp;
-  CHECK(cudaMalloc(&temp, temp_bytes));
-  const double cub_ms = median_ms([&] {
-    cub::DeviceHistogram::HistogramEven(temp, temp_bytes, d, cub_counts, bins + 1, lo, hi, static_cast<int>(n));
-  });
-  rows.push_back({workload, spread, "cub", cub_ms, gb / cub_ms * 1e3});
+  const level_t lo = 0, hi = std::is_floating_point_v<T> ? level_t(1) : level_t(bins);
+  const double cub_ms =
+      arbitrary ? time_cub([&](void* t, std::size_t& b) {
+        cub::DeviceHistogram::HistogramRange(t, b, d, cub_counts, bins + 1, d_edges, in);
+      })
+                : time_cub([&](void* t, std::size_t& b) {
+                    cub::DeviceHistogram::HistogramEven(t, b, d, cub_counts, bins + 1, lo, hi, in);
+                  });
+  rows.push_back({workload, name_of(s), "cub", cub_ms, gb / cub_ms * 1e3});
 
-  for (auto s : {tally::strategy::global_atomic, tally::strategy::warp_aggregated, tally::strategy::shared,
-                 tally::strategy::automatic}) {
-    if (s == tally::strategy::shared && bins > 50000) continue;
+  std::vector<double> edges(edges_f.begin(), edges_f.end());
+  for (auto strat : kStrategies) {
+    const bool shared = strat == tally::strategy::shared || strat == tally::strategy::shared_replicated;
+    if (shared && bins > 50000) continue;
     tally::options o;
     o.backend = tally::backend::cuda;
-    o.strategy = s;
-    tally::histogram h(float_axis ? tally::axis::regular(bins, 0.0, 1.0, tally::dtype::f32)
-                                  : tally::axis::integer(0, bins), o);
+    o.strategy = strat;
+    const tally::axis a = arbitrary ? tally::axis::variable(edges)
+                          : std::is_floating_point_v<T> ? tally::axis::regular(bins, 0.0, 1.0, tally::dtype::f32)
+                                                        : tally::axis::integer(0, bins);
+    tally::histogram h(a, o);
     const auto v = tally::make_view(d, static_cast<std::int64_t>(n));
     const double ms = median_ms([&] { h.fill(v); });
-    rows.push_back({workload, spread, "tally " + std::string(tally::name_of(s)), ms, gb / ms * 1e3});
+    rows.push_back({workload, name_of(s), "tally " + std::string(tally::name_of(strat)), ms, gb / ms * 1e3});
   }
-  CHECK(cudaFree(temp));
   CHECK(cudaFree(cub_counts));
   CHECK(cudaFree(d));
+  if (d_edges) CHECK(cudaFree(d_edges));
+}
+
+/// RGBA u8 pixels, 3 of 4 channels histogrammed with 256 bins: CUB MultiHistogramEven against
+/// tally::fill_channels.
+void run_rgba(spread s, std::vector<row>& rows) {
+  const std::size_t n = kBytes;
+  std::uint8_t* d;
+  CHECK(cudaMalloc(&d, n));
+  generate<std::uint8_t><<<1024, 256>>>(d, n, 256, s, nullptr);
+  CHECK(cudaGetLastError());
+  const double gb = n / 1e9;
+  ::cuda::std::array<int*, 3> counts;
+  for (auto& c : counts) CHECK(cudaMalloc(&c, 256 * sizeof(int)));
+  const ::cuda::std::array<int, 3> levels{257, 257, 257}, lo{0, 0, 0}, hi{256, 256, 256};
+  const double cub_ms = time_cub([&](void* t, std::size_t& b) {
+    cub::DeviceHistogram::MultiHistogramEven<4, 3>(t, b, d, counts, levels, lo, hi, static_cast<int>(n / 4));
+  });
+  const std::string workload = "RGBA u8, 3 x 256";
+  rows.push_back({workload, name_of(s), "cub", cub_ms, gb / cub_ms * 1e3});
+  tally::options o;
+  o.backend = tally::backend::cuda;
+  std::vector<tally::histogram> hs;
+  for (int c = 0; c < 3; ++c) hs.emplace_back(tally::axis::integer(0, 256), o);
+  const auto v = tally::make_view(d, static_cast<std::int64_t>(n));
+  const double ms = median_ms([&] { tally::fill_channels(hs, v, 4); });
+  rows.push_back({workload, name_of(s), "tally automatic", ms, gb / ms * 1e3});
+  for (auto& c : counts) CHECK(cudaFree(c));
+  CHECK(cudaFree(d));
+}
+
+/// i32 bin indices with f32 weights over 256 bins (2^27 pairs, 1 GiB): no CUB anchor (CUB has
+/// no weights); reported in G samples/s as well.
+void run_weighted(spread s, std::vector<row>& rows) {
+  const std::size_t n = kBytes / 8;
+  std::int32_t* index;
+  float* weight;
+  CHECK(cudaMalloc(&index, n * sizeof(std::int32_t)));
+  CHECK(cudaMalloc(&weight, n * sizeof(float)));
+  generate<std::int32_t><<<1024, 256>>>(index, n, 256, s, nullptr);
+  generate<float><<<1024, 256>>>(weight, n, 1024, spread::uniform, nullptr);
+  CHECK(cudaGetLastError());
+  tally::options o;
+  o.backend = tally::backend::cuda;
+  o.weighted = true;
+  tally::histogram h(tally::axis::integer(0, 256), o);
+  const auto iv = tally::make_view(index, static_cast<std::int64_t>(n));
+  const auto wv = tally::make_view(weight, static_cast<std::int64_t>(n));
+  const double ms = median_ms([&] { h.fill(iv, wv); });
+  rows.push_back({"i32+f32 w, 256 (" + std::to_string(static_cast<int>(n / ms / 1e6)) + " Gs/s)", name_of(s),
+                  "tally automatic", ms, kBytes / 1e9 / ms * 1e3});
+  CHECK(cudaFree(index));
+  CHECK(cudaFree(weight));
 }
 
 }  // namespace
@@ -136,6 +258,7 @@ int main(int argc, char** argv) {
   return 1;
 #endif
   const std::string out = argc > 1 ? argv[1] : "gpu_bench.json";
+  const std::string only = argc > 2 ? argv[2] : "";
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   void* probe;
@@ -145,26 +268,36 @@ int main(int argc, char** argv) {
   CHECK(cudaFree(probe));
 
   std::vector<row> rows;
-  for (const std::string spread : {"uniform", "hotspot", "skewed80"}) {
-    run_case<std::uint8_t>("u8, 256 bins", 256, spread, false, rows);
-    run_case<std::int32_t>("i32, 256 bins", 256, spread, false, rows);
-    run_case<std::int32_t>("i32, 4096 bins", 4096, spread, false, rows);
-    run_case<std::int32_t>("i32, 65536 bins", 65536, spread, false, rows);
-    run_case<float>("f32, 256 even bins", 256, spread, true, rows);
+  const auto want = [&](const std::string& name) { return only.empty() || name.find(only) != std::string::npos; };
+  for (spread s : {spread::uniform, spread::hotspot, spread::skewed80, spread::normal}) {
+    if (want("u8")) run_case<std::uint8_t>("u8, 256 bins", 256, s, false, rows);
+    if (want("rgba")) run_rgba(s, rows);
+    for (int bins : {16, 256, 4096, 65536, 1 << 20}) {
+      const std::string name = "i32, " + std::to_string(bins) + " bins";
+      if (want(name)) run_case<std::int32_t>(name, bins, s, false, rows);
+    }
+    if (want("f32, 256 even")) run_case<float>("f32, 256 even bins", 256, s, false, rows);
+    if (want("f32, 256 edges")) run_case<float>("f32, 256 edges", 256, s, true, rows);
+    if (want("weighted")) run_weighted(s, rows);
   }
 
   std::printf("device %s, measured read bandwidth %.0f GB/s (CUB DeviceReduce over 1 GiB)\n", prop.name, read_gbs);
-  std::printf("%-18s %-9s %-20s %9s %9s %7s %7s\n", "workload", "spread", "who", "ms", "GB/s", "of bw", "vs CUB");
+  std::printf("%-26s %-9s %-24s %9s %9s %7s %7s\n", "workload", "spread", "who", "ms", "GB/s", "of bw", "vs CUB");
   std::ofstream json(out);
   json << "{\"device\":\"" << prop.name << "\",\"read_gbs\":" << read_gbs << ",\"rows\":[";
   double cub_gbs = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     if (r.who == "cub") cub_gbs = r.gbs;
-    std::printf("%-18s %-9s %-20s %9.3f %9.1f %6.1f%% %6.2fx\n", r.workload.c_str(), r.spread.c_str(), r.who.c_str(),
-                r.ms, r.gbs, 100 * r.gbs / read_gbs, r.gbs / cub_gbs);
+    const bool anchored = r.workload.find("w, 256") == std::string::npos;
+    std::printf("%-26s %-9s %-24s %9.3f %9.1f %6.1f%% ", r.workload.c_str(), r.spread.c_str(), r.who.c_str(), r.ms,
+                r.gbs, 100 * r.gbs / read_gbs);
+    if (anchored) std::printf("%6.2fx\n", r.gbs / cub_gbs);
+    else std::printf("%7s\n", "-");
     json << (i ? "," : "") << "{\"workload\":\"" << r.workload << "\",\"spread\":\"" << r.spread << "\",\"who\":\""
-         << r.who << "\",\"ms\":" << r.ms << ",\"gbs\":" << r.gbs << ",\"vs_cub\":" << r.gbs / cub_gbs << "}";
+         << r.who << "\",\"ms\":" << r.ms << ",\"gbs\":" << r.gbs << ",\"of_bandwidth\":" << r.gbs / read_gbs;
+    if (anchored) json << ",\"vs_cub\":" << r.gbs / cub_gbs;
+    json << "}";
   }
   json << "]}\n";
   return 0;

@@ -5,32 +5,90 @@
 
 namespace {
 
-tally::plan_request h100_request(std::int64_t cells) {
+tally::plan_request h100_request(std::int64_t cells, tally::dtype sample = tally::dtype::i32) {
   tally::plan_request r;
   r.where = tally::backend::cuda;
   r.cells = cells;
   r.n = std::int64_t{1} << 28;
-  r.sample = tally::dtype::i32;
+  r.sample = sample;
+  r.kind = tally::axis_kind::integer;
+  r.contiguous = true;
   r.device_sms = 132;
-  r.device_shared_bytes = 232448;  // an H100's opt-in shared memory per block
+  r.device_shared_bytes = 232448;   // an H100's opt-in shared memory per block
+  r.device_shared_per_sm = 233472;  // and per multiprocessor
   return r;
 }
 
-TEST(CudaPlan, SharedWhenTheCountersFitAndWarpAggregatedBeyond) {
-  const auto small = tally::plan(h100_request(4096));
-  EXPECT_EQ(small.where, tally::backend::cuda);
-  EXPECT_EQ(small.chosen, tally::strategy::shared);
-  EXPECT_EQ(small.grid_blocks, 4 * 132);
-  EXPECT_EQ(small.block_threads, 256);
-  EXPECT_EQ(tally::plan(h100_request(58109)).chosen, tally::strategy::shared);  // (58109 + 3) * 4 = 232448
+TEST(CudaPlan, ReplicatedWhereCopiesFitSharedUpToTheLimitWarpAggregatedBeyond) {
+  // 4099 counters x 4 bytes x 4 copies = 65584 bytes: the most copies within half of the
+  // multiprocessor's 228 KiB (less 1 KiB per block); three such blocks fit per multiprocessor.
+  const auto p = tally::plan(h100_request(4096));
+  EXPECT_EQ(p.where, tally::backend::cuda);
+  EXPECT_EQ(p.chosen, tally::strategy::shared_replicated);
+  EXPECT_EQ(p.replicas, 4);
+  EXPECT_EQ(p.shared_bytes, 65584);
+  EXPECT_EQ(p.grid_blocks, 3 * 132);
+  EXPECT_EQ(p.block_threads, 512);
+  EXPECT_EQ(p.vector_bytes, 16);
+  EXPECT_FALSE(p.value_table);
+  EXPECT_NE(tally::describe(p).find("blocks x 512 threads"), std::string::npos);
+
+  // One copy per lane for 256 cells.
+  EXPECT_EQ(tally::plan(h100_request(256)).replicas, 32);
+  // One copy fits a whole block up to (58109 + 3) x 4 = 232448 bytes, then global memory.
+  const auto largest = tally::plan(h100_request(58109));
+  EXPECT_EQ(largest.chosen, tally::strategy::shared);
+  EXPECT_EQ(largest.grid_blocks, 132);
   EXPECT_EQ(tally::plan(h100_request(58110)).chosen, tally::strategy::warp_aggregated);
-  EXPECT_NE(tally::describe(small).find("blocks x 256 threads"), std::string::npos);
+}
+
+TEST(CudaPlan, ByteSamplesCountValuesAndTablesGoToSharedMemory) {
+  auto r = h100_request(100, tally::dtype::u8);
+  r.kind = tally::axis_kind::regular;
+  r.table_bytes = 101 * 8;
+  const auto bytes = tally::plan(r);
+  EXPECT_TRUE(bytes.value_table);
+  EXPECT_FALSE(bytes.tables_in_shared);      // the fold reads the edges, not the count kernel
+  EXPECT_EQ(bytes.shared_bytes, 259 * 4 * 32);  // 256 values and 3 flow counters, 32 copies
+
+  r.sample = tally::dtype::f32;
+  const auto floats = tally::plan(r);
+  EXPECT_FALSE(floats.value_table);
+  EXPECT_TRUE(floats.tables_in_shared);
+  EXPECT_EQ(floats.shared_bytes, 103 * 4 * 32 + 101 * 8);
+
+  // Strided, N-D or unaligned samples take the generic per-sample kernels.
+  r.contiguous = false;
+  const auto generic = tally::plan(r);
+  EXPECT_EQ(generic.vector_bytes, 0);
+  EXPECT_EQ(generic.block_threads, 256);
+  r.wanted = tally::strategy::global_atomic_vec;
+  EXPECT_THROW(tally::plan(r), tally::error);
+}
+
+TEST(CudaPlan, WeightedSumsUseAGridFixedByTheSampleCount) {
+  auto r = h100_request(256);
+  r.weighted = true;
+  const auto p = tally::plan(r);
+  EXPECT_EQ(p.chosen, tally::strategy::shared);
+  EXPECT_EQ(p.grid_blocks, 4096);
+  EXPECT_EQ(p.window_cells, 256);
+  r.device_sms = 114;  // another device: the same grid, so the same order of additions
+  EXPECT_EQ(tally::plan(r).grid_blocks, 4096);
+  r.n = 100;
+  EXPECT_EQ(tally::plan(r).grid_blocks, 1);
+  // Many cells: windows of cells, one pass each.
+  r.cells = 1 << 20;
+  EXPECT_LT(tally::plan(r).window_cells, r.cells);
+  EXPECT_NE(tally::describe(tally::plan(r)).find("passes"), std::string::npos);
 }
 
 TEST(CudaPlan, HonoursTheAskedStrategyOrSaysWhyNot) {
   auto r = h100_request(256);
   r.wanted = tally::strategy::global_atomic;
   EXPECT_EQ(tally::plan(r).chosen, tally::strategy::global_atomic);
+  r.wanted = tally::strategy::shared;
+  EXPECT_EQ(tally::plan(r).replicas, 1);
   r.wanted = tally::strategy::cpu_private;
   EXPECT_THROW(tally::plan(r), tally::error);
   r = h100_request(1 << 20);
@@ -38,7 +96,8 @@ TEST(CudaPlan, HonoursTheAskedStrategyOrSaysWhyNot) {
   EXPECT_THROW(tally::plan(r), tally::error);
   r = h100_request(256);
   r.weighted = true;
-  EXPECT_THROW(tally::plan(r), tally::error);
+  r.wanted = tally::strategy::global_atomic;
+  EXPECT_THROW(tally::plan(r), tally::error);  // float atomics would not be reproducible
   r = h100_request(256);
   r.where = tally::backend::cpu;
   r.wanted = tally::strategy::shared;
@@ -46,7 +105,8 @@ TEST(CudaPlan, HonoursTheAskedStrategyOrSaysWhyNot) {
 }
 
 TEST(CudaPlan, StrategyNamesRoundTrip) {
-  for (auto s : {tally::strategy::global_atomic, tally::strategy::warp_aggregated, tally::strategy::shared})
+  for (auto s : {tally::strategy::global_atomic, tally::strategy::global_atomic_vec, tally::strategy::warp_aggregated,
+                 tally::strategy::shared, tally::strategy::shared_replicated})
     EXPECT_EQ(tally::strategy_from_name(tally::name_of(s)), s);
   EXPECT_EQ(tally::name_of(tally::strategy::global_atomic), "global_atomic");
 }

@@ -1,7 +1,10 @@
-// The CUDA backend against the same reference (host-memory inputs, options.backend = cuda); each
-// case is skipped, never passed, where tally::backends() reports CUDA not usable.
+// The CUDA backend against the independent reference (host-memory inputs, options.backend =
+// cuda; the backend's device copy keeps the host address modulo 16, so offsets exercise the
+// kernels' unaligned heads and tails). Each case is skipped, never passed, where
+// tally::backends() reports CUDA not usable.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -13,6 +16,8 @@
 namespace tally_test {
 namespace {
 
+using tally::strategy;
+
 class Cuda : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -22,17 +27,67 @@ class Cuda : public ::testing::Test {
     GTEST_SKIP() << "the CUDA backend is not usable on this machine";
   }
 
-  static tally::options cuda_options(bool weighted = false,
-                                     tally::strategy s = tally::strategy::automatic) {
+  static tally::options cuda_options(bool weighted = false, strategy s = strategy::automatic) {
     tally::options o = cpu_options();
     o.backend = tally::backend::cuda;
     o.weighted = weighted;
     o.strategy = s;
     return o;
   }
+
+  /// Fills a histogram over `a` with `samples` by every count strategy that applies, compares
+  /// each with the reference, and returns the reference.
+  static ref::result every_strategy_matches(const axis_spec& a, const tally::view& samples);
 };
 
-constexpr std::int64_t big = (std::int64_t{1} << 20) + 3;
+constexpr strategy count_strategies[] = {strategy::automatic, strategy::global_atomic, strategy::global_atomic_vec,
+                                         strategy::warp_aggregated, strategy::shared, strategy::shared_replicated};
+
+/// Whether strategy s can run this fill (shared copies must fit; vector loads need a
+/// contiguous column aligned to its type).
+bool applies(strategy s, std::int64_t cells, const tally::view& v) {
+  if ((s == strategy::shared || s == strategy::shared_replicated) && cells > 50000) return false;
+  if (s == strategy::global_atomic_vec &&
+      (v.stride != 1 || reinterpret_cast<std::uintptr_t>(v.data) % tally::size_of(v.type) != 0))
+    return false;
+  return true;
+}
+
+/// Samples [offset, offset + n) of a column of n + 3: 0-3 elements past the allocation's
+/// alignment, so that the kernels' scalar head and tail take part.
+struct offset_column {
+  column data;
+  std::int64_t offset;
+  tally::view view() const { return slice(data.view(), offset, data.n - 3 + offset); }
+};
+
+ref::result Cuda::every_strategy_matches(const axis_spec& a, const tally::view& samples) {
+  ref::result want = ref::empty({a.model()}, false);
+  ref::fill(want, a.model(), samples);
+  for (strategy s : count_strategies) {
+    if (!applies(s, a.bins, samples)) continue;
+    SCOPED_TRACE(std::string(tally::name_of(s)));
+    tally::histogram h(a.make(), cuda_options(false, s));
+    h.fill(samples);
+    expect_matches(h, want);
+  }
+  return want;
+}
+
+offset_column offset_samples(const axis_spec& a, dtype t, dist d, std::int64_t n, std::uint64_t seed) {
+  return {random_column_for(a, t, d, n + 3, seed), static_cast<std::int64_t>(seed % 4)};
+}
+
+axis_spec axis_for(tally::axis_kind kind, dtype t, std::uint64_t seed) {
+  switch (kind) {
+    case tally::axis_kind::regular:
+      // Float samples get edges of their own type, as numpy.histogram computes them.
+      return regular_spec(257, -1.3, 2.7, floating(t) && t != dtype::f64 ? t : dtype::f64);
+    case tally::axis_kind::variable: return variable_spec(255, -2.5, 250.5, seed);
+    case tally::axis_kind::integer: return integer_spec(-50, 256);
+  }
+  return {};
+}
 
 TEST_F(Cuda, DevicesAreDescribed) {
   for (const auto& b : tally::backends()) {
@@ -43,65 +98,202 @@ TEST_F(Cuda, DevicesAreDescribed) {
   }
 }
 
-
-TEST_F(Cuda, CountsMatchReferenceAcrossTypesAndAxes) {
-  const std::vector<std::pair<axis_spec, dtype>> cases = {
-      {regular_spec(257, -1.3, 2.7), dtype::f64},
-      {regular_spec(4096, -1.3, 2.7, dtype::f32), dtype::f32},
-      {regular_spec(255, -1.3, 2.7, dtype::f16), dtype::f16},
-      {variable_spec(65536, 0.5, 60000.5, 3), dtype::u16},
-      {integer_spec(0, 256), dtype::u8},
-  };
-  std::uint64_t seed = 300;
-  for (const auto& [a, t] : cases) {
-    for (dist d : {dist::uniform, dist::one_bin}) {
-      SCOPED_TRACE(a.name() + " " + std::string(tally::name_of(t)) + " " + name_of(d));
-      ++seed;
-      const column data = random_column_for(a, t, d, big, seed, 1 + static_cast<std::int64_t>(seed % 2));
-      for (tally::strategy s : {tally::strategy::automatic, tally::strategy::global_atomic,
-                                tally::strategy::warp_aggregated, tally::strategy::shared}) {
-        if (s == tally::strategy::shared && a.make().bins() > 50000) continue;  // beyond shared memory
-        SCOPED_TRACE(std::string(tally::name_of(s)));
-        tally::histogram h(a.make(), cuda_options(false, s));
-        ASSERT_GT(binned(fill_both(h, a, data.view())), 0u);
+TEST_F(Cuda, EveryStrategyTypeAxisAndDistributionMatchesReference) {
+  std::uint64_t seed = 1000;
+  for (dtype t : all_dtypes) {
+    for (auto kind : {tally::axis_kind::regular, tally::axis_kind::variable, tally::axis_kind::integer}) {
+      for (dist d : all_dists) {
+        ++seed;
+        const axis_spec a = axis_for(kind, t, seed);
+        const offset_column data = offset_samples(a, t, d, (1 << 16) + 3, seed);
+        SCOPED_TRACE(a.name() + " " + std::string(tally::name_of(t)) + " " + name_of(d) + " offset " +
+                     std::to_string(data.offset));
+        ASSERT_GT(binned(every_strategy_matches(a, data.view())), 0u);
       }
     }
   }
 }
 
-// Weighted sums on the GPU wait for the CUDA engine's deterministic path: disabled until then,
-// which ctest reports as "Not Run (Disabled)", never as passed.
-TEST_F(Cuda, DISABLED_WeightedSumsAreBitIdenticalToReference) {
-  const axis_spec a = regular_spec(1000, -1.3, 2.7);
-  const column data = random_column_for(a, dtype::f32, dist::normal, big, 310);
-  const column weights = make_column(dtype::f64, random_weights(big, 311));
-  const tally::view w = weights.view();
-  for (int run = 0; run < 2; ++run) {
-    tally::histogram h(a.make(), cuda_options(true));
-    ASSERT_GT(binned(fill_both(h, a, data.view(), &w)), 0u);
+// Every kernel once on small inputs: the set compute-sanitizer runs (scripts/gpu_check).
+TEST_F(Cuda, EveryKernelOnSmallInputs) {
+  std::uint64_t seed = 1500;
+  for (dtype t : {dtype::u8, dtype::i8, dtype::i16, dtype::i32, dtype::u64, dtype::f16, dtype::f32, dtype::f64}) {
+    for (auto kind : {tally::axis_kind::regular, tally::axis_kind::variable, tally::axis_kind::integer}) {
+      ++seed;
+      const axis_spec a = axis_for(kind, t, seed);
+      const offset_column data = offset_samples(a, t, dist::mostly_one_bin, 5003, seed);
+      SCOPED_TRACE(a.name() + " " + std::string(tally::name_of(t)));
+      const ref::result want = every_strategy_matches(a, data.view());
+      ASSERT_GT(binned(want), 0u);
+      const column w = make_column(dtype::f32, random_weights(5003, seed));
+      tally::histogram h(a.make(), cuda_options(true));
+      h.fill(data.view(), w.view());
+      EXPECT_EQ(h.samples(), want.samples);
+      EXPECT_TRUE(same_flow(h.flow(), want.flow));
+    }
   }
+}
+
+TEST_F(Cuda, BinCountsFromOneToSixteenMillion) {
+  const std::int64_t bin_counts[] = {1, 2, 16, 255, 256, 257, 4096, 65536, 1 << 20, 1 << 24};
+  std::uint64_t seed = 2000;
+  for (std::int64_t bins : bin_counts) {
+    for (const auto& [a, t] : {std::pair{integer_spec(0, bins), dtype::i32},
+                               std::pair{regular_spec(bins, 0.0, 1.0, dtype::f32), dtype::f32}}) {
+      for (dist d : {dist::uniform, dist::one_bin, dist::mostly_one_bin}) {
+        ++seed;
+        const offset_column data = offset_samples(a, t, d, (1 << 20) + 3, seed);
+        SCOPED_TRACE(a.name() + " " + name_of(d));
+        ref::result want = ref::empty({a.model()}, false);
+        ref::fill(want, a.model(), data.view());
+        ASSERT_GT(binned(want), 0u);
+        for (strategy s : count_strategies) {
+          if (!applies(s, bins, data.view())) continue;
+          SCOPED_TRACE(std::string(tally::name_of(s)));
+          tally::options o = cuda_options(false, s);
+          o.counts = seed % 2 ? tally::count_type::u32 : tally::count_type::u64;
+          tally::histogram h(a.make(), o);
+          h.fill(data.view());
+          expect_matches(h, want);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(Cuda, SmallSizesAndRepeatedFillsAccumulate) {
+  const axis_spec a = integer_spec(0, 256);
+  for (std::int64_t n : {0, 1, 31, 33}) {
+    const offset_column data = offset_samples(a, dtype::u8, dist::uniform, n, 3000 + n);
+    for (strategy s : count_strategies) {
+      SCOPED_TRACE(std::to_string(n) + " " + std::string(tally::name_of(s)));
+      tally::histogram h(a.make(), cuda_options(false, s));
+      ref::result want = ref::empty({a.model()}, false);
+      for (int round = 0; round < 2; ++round) {
+        h.fill(data.view());
+        ref::fill(want, a.model(), data.view());
+      }
+      expect_matches(h, want);
+    }
+  }
+}
+
+TEST_F(Cuda, StridedColumnsUseTheGenericKernels) {
+  const axis_spec a = regular_spec(100, -1.3, 2.7, dtype::f32);
+  const column data = random_column_for(a, dtype::f32, dist::normal, 100003, 3100, 3);
+  ASSERT_GT(binned(every_strategy_matches(a, data.view())), 0u);
+}
+
+/// |got - want| <= n u sum|w| for every cell: the bound of any order of n additions.
+void expect_within_summation_error(const std::vector<double>& got, const ref::result& want,
+                                   const ref::result& magnitudes) {
+  ASSERT_EQ(got.size(), want.sums.size());
+  std::size_t bad = 0;
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    const double bound = static_cast<double>(want.samples) * 0x1p-53 * magnitudes.sums[k];
+    if (!(std::fabs(got[k] - want.sums[k]) <= bound) && bad++ < 5)
+      ADD_FAILURE() << "cell " << k << ": " << got[k] << ", reference " << want.sums[k] << ", bound " << bound;
+  }
+}
+
+TEST_F(Cuda, WeightedSumsAreReproducibleAndExactWhereTheSumsAre) {
+  std::uint64_t seed = 4000;
+  for (const auto& [a, t] : {std::pair{regular_spec(256, -1.3, 2.7), dtype::f32},
+                             std::pair{integer_spec(0, 256), dtype::i32},
+                             std::pair{variable_spec(5000, -2.5, 250.5, 17), dtype::f64}}) {
+    for (dtype wt : {dtype::f32, dtype::f64}) {
+      for (dist d : {dist::uniform, dist::one_bin, dist::normal}) {
+        ++seed;
+        SCOPED_TRACE(a.name() + " weights " + std::string(tally::name_of(wt)) + " " + name_of(d));
+        const std::int64_t n = (1 << 20) + 3;
+        const column data = random_column_for(a, t, d, n, seed);
+        const auto w = random_weights(n, seed + 1);
+        const column weights = make_column(wt, w);
+        std::vector<double> magnitude(w.size());
+        for (std::size_t i = 0; i < w.size(); ++i) magnitude[i] = std::fabs(weights.type == dtype::f32 ? static_cast<float>(w[i]) : w[i]);
+        const column magnitudes = make_column(dtype::f64, magnitude);
+        const tally::view wv = weights.view(), mv = magnitudes.view();
+
+        ref::result want = ref::empty({a.model()}, true), bound = ref::empty({a.model()}, true);
+        ref::fill(want, a.model(), data.view(), &wv);
+        ref::fill(bound, a.model(), data.view(), &mv);
+        ASSERT_GT(binned(want), 0u);
+        tally::histogram first(a.make(), cuda_options(true)), second(a.make(), cuda_options(true));
+        first.fill(data.view(), wv);
+        second.fill(data.view(), wv);
+        EXPECT_TRUE(same_elements(first.sums(), second.sums())) << "two runs differ";
+        expect_within_summation_error(first.sums(), want, bound);
+        EXPECT_TRUE(same_flow(first.flow(), want.flow));
+        EXPECT_EQ(first.samples(), want.samples);
+
+        // Integer weights: every partial sum is exact, so any order gives the reference's bits.
+        std::vector<double> small(w.size());
+        for (std::size_t i = 0; i < w.size(); ++i) small[i] = std::round(std::ldexp(w[i], -20));
+        const column integral = make_column(wt, small);
+        const tally::view iv = integral.view();
+        tally::histogram exact(a.make(), cuda_options(true));
+        ASSERT_GT(binned(fill_both(exact, a, data.view(), &iv)), 0u);
+      }
+    }
+  }
+}
+
+TEST_F(Cuda, UnweightedFillOfWeightedHistogramAddsOnes) {
+  const axis_spec a = integer_spec(0, 64);
+  const column data = random_column_for(a, dtype::i16, dist::mostly_one_bin, 70001, 4100);
+  tally::histogram h(a.make(), cuda_options(true));
+  ASSERT_GT(binned(fill_both(h, a, data.view())), 0u);
 }
 
 TEST_F(Cuda, TwoDimensionsAndChannels) {
   const std::vector<axis_spec> specs = {regular_spec(64, -1.3, 2.7), integer_spec(-10, 30)};
-  const column x = random_column_for(specs[0], dtype::f64, dist::uniform, big, 320);
-  const column y = random_column_for(specs[1], dtype::i32, dist::normal, big, 321);
-  tally::histogram h(std::vector<tally::axis>{specs[0].make(), specs[1].make()}, cuda_options());
-  h.fill({x.view(), y.view()});
-  ref::result want = ref::empty({specs[0].model(), specs[1].model()}, false);
-  ref::fill(want, {specs[0].model(), specs[1].model()}, {x.view(), y.view()});
-  ASSERT_GT(binned(want), 0u);
-  expect_matches(h, want);
+  const column x = random_column_for(specs[0], dtype::f64, dist::uniform, (1 << 20) + 3, 320);
+  const column y = random_column_for(specs[1], dtype::i32, dist::normal, (1 << 20) + 3, 321);
+  const column w = make_column(dtype::f32, random_weights((1 << 20) + 3, 322));
+  for (strategy s : count_strategies) {
+    if (s == strategy::global_atomic_vec) continue;  // two columns: no vector loads
+    SCOPED_TRACE(std::string(tally::name_of(s)));
+    tally::histogram h(std::vector<tally::axis>{specs[0].make(), specs[1].make()}, cuda_options(false, s));
+    h.fill({x.view(), y.view()});
+    ref::result want = ref::empty({specs[0].model(), specs[1].model()}, false);
+    ref::fill(want, {specs[0].model(), specs[1].model()}, {x.view(), y.view()});
+    ASSERT_GT(binned(want), 0u);
+    expect_matches(h, want);
+  }
+  tally::histogram a(std::vector<tally::axis>{specs[0].make(), specs[1].make()}, cuda_options(true));
+  tally::histogram b(std::vector<tally::axis>{specs[0].make(), specs[1].make()}, cuda_options(true));
+  a.fill({x.view(), y.view()}, w.view());
+  b.fill({x.view(), y.view()}, w.view());
+  EXPECT_TRUE(same_elements(a.sums(), b.sums()));
 
   const axis_spec c = integer_spec(0, 256);
-  const column rgba = random_column_for(c, dtype::u8, dist::uniform, 4 * 100003, 322);
-  std::vector<tally::histogram> hs;
-  for (int k = 0; k < 3; ++k) hs.emplace_back(c.make(), cuda_options());
-  tally::fill_channels(hs, rgba.view(), 4);
-  for (int k = 0; k < 3; ++k) {
-    ref::result r = ref::empty({c.model()}, false);
-    ref::fill(r, c.model(), channel_view(rgba.view(), k, 4));
-    expect_matches(hs[static_cast<std::size_t>(k)], r);
+  for (int channels : {1, 3, 4, 5}) {
+    const column pixels = random_column_for(c, dtype::u8, dist::uniform, channels * 100003, 322 + channels);
+    std::vector<tally::histogram> hs;
+    for (int k = 0; k < std::min(channels, 3); ++k) hs.emplace_back(c.make(), cuda_options());
+    tally::fill_channels(hs, pixels.view(), channels);
+    for (int k = 0; k < std::min(channels, 3); ++k) {
+      ref::result r = ref::empty({c.model()}, false);
+      ref::fill(r, c.model(), channel_view(pixels.view(), k, channels));
+      expect_matches(hs[static_cast<std::size_t>(k)], r);
+    }
+  }
+}
+
+TEST_F(Cuda, MoreThanTwoToThe31Samples) {
+  // 2^31 + 5 bytes: value i mod 251, so value v occurs floor((n - 1 - v) / 251) + 1 times.
+  const std::int64_t n = (std::int64_t{1} << 31) + 5;
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) bytes[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(i % 251);
+  for (strategy s : {strategy::automatic, strategy::global_atomic_vec}) {
+    SCOPED_TRACE(std::string(tally::name_of(s)));
+    tally::histogram h(tally::axis::integer(0, 256), cuda_options(false, s));
+    h.fill(tally::make_view(bytes.data(), n));
+    const auto counts = h.counts();
+    for (std::int64_t v = 0; v < 256; ++v) {
+      const std::uint64_t want = v < 251 ? static_cast<std::uint64_t>((n - 1 - v) / 251 + 1) : 0;
+      ASSERT_EQ(counts[static_cast<std::size_t>(v)], want) << "value " << v;
+    }
   }
 }
 

@@ -84,7 +84,7 @@ class histogram {
   policy plan_for(dtype t, std::int64_t n) const;
 
  private:
-  plan_request request(backend where, dtype t, std::int64_t n) const;
+  plan_request request(backend where, dtype t, std::int64_t n, const view* first) const;
   void fill_impl(const std::vector<view>& columns, const view* weights);
 
   std::vector<axis> axes_;

@@ -17,10 +17,22 @@ enum class backend : std::uint8_t { automatic, cpu, cuda };
 /// Named strategies. automatic lets the planner choose.
 ///  - cpu_private: each thread fills private histograms (several replicas for few bins, so
 ///    that equal neighbouring samples do not serialise on one counter) merged at the end.
-///  - global_atomic (CUDA): one atomic add per sample in device memory.
+///  - global_atomic (CUDA): one atomic add per sample in device memory, one sample per thread.
+///  - global_atomic_vec (CUDA): as global_atomic, with 16-byte loads of several samples per
+///    thread (scalar loads for the unaligned head and tail).
 ///  - warp_aggregated (CUDA): as global_atomic, but lanes of a warp with the same bin add once.
 ///  - shared (CUDA): one shared-memory histogram per block, added to device memory at the end.
-enum class strategy : std::uint8_t { automatic, cpu_private, global_atomic, warp_aggregated, shared };
+///  - shared_replicated (CUDA): several interleaved copies per block; lane l uses copy
+///    l mod R, so neighbouring lanes hit different banks and a hot bin spreads over R counters.
+enum class strategy : std::uint8_t {
+  automatic,
+  cpu_private,
+  global_atomic,
+  global_atomic_vec,
+  warp_aggregated,
+  shared,
+  shared_replicated
+};
 
 enum class count_type : std::uint8_t { u64, u32 };
 
@@ -43,8 +55,14 @@ struct plan_request {
   count_type counts = count_type::u64;
   std::int64_t n = 0;  // samples per column
   int threads = 0;     // 0: all hardware threads
-  int device_sms = 0;                   // CUDA: multiprocessors
-  std::int64_t device_shared_bytes = 0; // CUDA: shared memory one block may use
+  int device_sms = 0;                    // CUDA: multiprocessors
+  std::int64_t device_shared_bytes = 0;  // CUDA: shared memory one block may use
+  std::int64_t device_shared_per_sm = 0; // CUDA: shared memory of one multiprocessor
+  /// CUDA: the samples are one contiguous column of a type whose 16-byte vectors can be
+  /// loaded (1-D, stride 1, aligned to the sample size); else the generic per-sample kernel.
+  bool contiguous = false;
+  /// Bytes of the first axis' edge tables (regular: edges; variable: edges and buckets).
+  std::int64_t table_bytes = 0;
 };
 
 /// The planner's answer.
@@ -52,11 +70,17 @@ struct policy {
   backend where = backend::cpu;
   strategy chosen = strategy::cpu_private;
   int threads = 1;
-  int replicas = 1;                 // private sub-histograms per thread
+  int replicas = 1;                 // private sub-histograms per thread (CPU) or block (CUDA)
   bool edge_table = false;          // regular axis: look edges up instead of computing them
   std::int64_t block = 65536;       // samples per block; weights sum in this block order
   int block_threads = 0;            // CUDA: threads per block
   std::int64_t grid_blocks = 0;     // CUDA: blocks per launch
+  int vector_bytes = 0;             // CUDA: bytes per load (16, or 0 for one sample per load)
+  int unroll = 1;                   // CUDA: loads in flight per thread before counting
+  bool value_table = false;         // CUDA: 8-bit samples counted per value, folded into bins once
+  bool tables_in_shared = false;    // CUDA: edge tables copied into shared memory
+  std::int64_t shared_bytes = 0;    // CUDA: dynamic shared memory per block
+  std::int64_t window_cells = 0;    // CUDA weighted: cells summed per pass over the samples
   std::vector<std::string> reasons; // the measured reason behind each choice
 };
 

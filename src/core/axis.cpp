@@ -53,7 +53,7 @@ variable_rule make_variable_rule(const axis& a, const std::vector<std::int64_t>*
 
 std::vector<std::int64_t> variable_buckets(const axis& a) {
   const variable_rule exact = make_variable_rule(a);
-  const std::int64_t count = std::min<std::int64_t>(std::max<std::int64_t>(4 * a.bins(), 64), 1 << 16);
+  const std::int64_t count = variable_bucket_count(a.bins());
   const double lo = exact.edges[0], hi = exact.edges[exact.bins];
   std::vector<std::int64_t> buckets(static_cast<std::size_t>(count) + 1);
   for (std::int64_t j = 0; j <= count; ++j) {
@@ -64,6 +64,21 @@ std::vector<std::int64_t> variable_buckets(const axis& a) {
 }
 
 integer_rule make_integer_rule(const axis& a) { return integer_rule{a.integer_lo(), a.bins()}; }
+
+std::int64_t variable_bucket_count(std::int64_t bins) {
+  return std::min<std::int64_t>(std::max<std::int64_t>(4 * bins, 64), 1 << 16);
+}
+
+std::int64_t table_bytes(const axis& a) {
+  const auto edges = static_cast<std::int64_t>(sizeof(double)) * (a.bins() + 1);
+  switch (a.kind()) {
+    case axis_kind::regular: return edges;
+    case axis_kind::variable:
+      return edges + static_cast<std::int64_t>(sizeof(std::int64_t)) * (variable_bucket_count(a.bins()) + 1);
+    case axis_kind::integer: return 0;
+  }
+  return 0;
+}
 
 }  // namespace detail
 

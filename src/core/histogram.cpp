@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/backend.hpp"
+#include "core/rules.hpp"
 #include "tally/histogram.hpp"
 
 namespace tally {
@@ -98,8 +99,13 @@ void histogram::fill(const std::vector<view>& columns, const view& weights) {
   fill_impl(columns, &weights);
 }
 
-plan_request histogram::request(backend where, dtype t, std::int64_t n) const {
+plan_request histogram::request(backend where, dtype t, std::int64_t n, const view* first) const {
   plan_request r;
+  // One aligned, unit-stride column (what plan_for assumes): vector loads apply.
+  r.contiguous = axes_.size() == 1 &&
+                 (!first || (first->stride == 1 &&
+                             reinterpret_cast<std::uintptr_t>(first->data) % size_of(first->type) == 0));
+  r.table_bytes = detail::table_bytes(axes_.front());
   r.where = where;
   r.wanted = opts_.strategy;
   r.kind = axes_.front().kind();
@@ -115,7 +121,7 @@ plan_request histogram::request(backend where, dtype t, std::int64_t n) const {
 
 policy histogram::plan_for(dtype t, std::int64_t n) const {
   const backend where = opts_.backend == backend::automatic ? backend::cpu : opts_.backend;
-  plan_request r = request(where, t, n);
+  plan_request r = request(where, t, n, nullptr);
   if (const auto* ops = detail::find_backend(where); ops && ops->describe) ops->describe(r);
   return plan(r);
 }
@@ -153,7 +159,7 @@ void histogram::fill_impl(const std::vector<view>& columns, const view* weights)
   job.counts32 = counts32_.empty() ? nullptr : counts32_.data();
   job.sums = sums_.empty() ? nullptr : sums_.data();
   job.flow = opts_.flow ? &flow_ : nullptr;
-  plan_request r = request(backend.which, columns[0].type, n);
+  plan_request r = request(backend.which, columns[0].type, n, &columns[0]);
   if (backend.describe) backend.describe(r);
   job.plan = plan(r);
   if (n == 0) return;

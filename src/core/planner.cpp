@@ -33,8 +33,9 @@ constexpr std::pair<backend, std::string_view> kBackends[] = {
     {backend::automatic, "auto"}, {backend::cpu, "cpu"}, {backend::cuda, "cuda"}};
 constexpr std::pair<strategy, std::string_view> kStrategies[] = {
     {strategy::automatic, "automatic"}, {strategy::cpu_private, "cpu_private"},
-    {strategy::global_atomic, "global_atomic"}, {strategy::warp_aggregated, "warp_aggregated"},
-    {strategy::shared, "shared"}};
+    {strategy::global_atomic, "global_atomic"}, {strategy::global_atomic_vec, "global_atomic_vec"},
+    {strategy::warp_aggregated, "warp_aggregated"}, {strategy::shared, "shared"},
+    {strategy::shared_replicated, "shared_replicated"}};
 constexpr std::pair<count_type, std::string_view> kCounts[] = {
     {count_type::u64, "u64"}, {count_type::u32, "u32"}};
 
@@ -79,30 +80,113 @@ policy plan_cpu(const plan_request& r) {
   return p;
 }
 
+/// Weighted sums on the GPU: each warp sums into its own f64 copy of a window of cells (no
+/// float atomics), warps and blocks are combined in a fixed order, and the grid is a function
+/// of n alone, so the bits are the same on every run and every device.
+policy plan_cuda_weighted(const plan_request& r, policy p, std::int64_t budget) {
+  if (r.wanted != strategy::automatic && r.wanted != strategy::shared)
+    throw error("strategy " + std::string(name_of(r.wanted)) +
+                " cannot sum weights reproducibly on the GPU (float atomics add in a different "
+                "order every run); use automatic or shared");
+  p.chosen = strategy::shared;
+  p.block_threads = 256;
+  const std::int64_t warps = p.block_threads / 32;
+  p.window_cells = std::min<std::int64_t>(r.cells, std::max<std::int64_t>(1, budget / (warps * 8)));
+  p.shared_bytes = warps * p.window_cells * 8;
+  // At least 16384 samples per block, at most 4096 blocks: a fixed function of n.
+  p.grid_blocks = std::clamp<std::int64_t>((r.n + 16383) / 16384, 1, 4096);
+  const std::int64_t passes = (r.cells + p.window_cells - 1) / p.window_cells;
+  p.reasons.push_back("weighted: one f64 copy per warp of " + std::to_string(p.window_cells) +
+                      " cells, lanes of a warp with the same cell combined by a fixed tree, warps "
+                      "and blocks added in a fixed order: the same bits on every run");
+  p.reasons.push_back("grid " + std::to_string(p.grid_blocks) +
+                      " x 256: a function of n alone (16384 samples per block, at most 4096), "
+                      "so the summation order does not depend on the device");
+  if (passes > 1)
+    p.reasons.push_back(std::to_string(passes) + " passes over the samples, one per window of " +
+                        std::to_string(p.window_cells) + " cells (the copies of all cells do not fit)");
+  return p;
+}
+
 policy plan_cuda(const plan_request& r) {
-  if (r.weighted) throw error("backend cuda: weighted sums are not built yet; use backend cpu");
   if (r.wanted == strategy::cpu_private)
     throw error("strategy cpu_private does not run on the GPU");
   policy p;
   p.where = backend::cuda;
   p.threads = 0;
-  p.block_threads = 256;
-  p.grid_blocks = 4 * std::max(1, r.device_sms);
-  p.reasons.push_back("grid " + std::to_string(p.grid_blocks) + " x 256: 4 blocks per SM, grid-stride");
-  // shared where the counters fit; beyond that, warp_aggregated: global atomics alone measured
-  // 292 GB/s on uniform i32 65536 bins but 5.4 on one hot bin, every atomic on one address
-  // (bench/results/2026-11-22-h100-gpu-6f2dcde.md); aggregation spends one atomic per warp there.
-  const std::int64_t shared_bytes = (r.cells + 3) * 4;
-  const bool fits = shared_bytes <= r.device_shared_bytes;
-  if (r.wanted == strategy::shared && !fits)
-    throw error("strategy shared: " + std::to_string(r.cells) + " cells need " +
-                std::to_string(shared_bytes) + " bytes of shared memory, the device has " +
-                std::to_string(r.device_shared_bytes) + " per block");
-  p.chosen = r.wanted != strategy::automatic ? r.wanted : fits ? strategy::shared : strategy::warp_aggregated;
-  p.reasons.push_back(p.chosen == strategy::shared
-                          ? "shared: the cells' 32-bit counters fit in one block's shared memory"
-                          : std::string(name_of(p.chosen)) + ": " +
-                                (fits ? "asked for" : "the cells do not fit in shared memory; one atomic per warp and bin"));
+  const std::int64_t sms = std::max(1, r.device_sms);
+  const std::int64_t per_block = r.device_shared_bytes > 0 ? r.device_shared_bytes : 48 * 1024;
+  const std::int64_t per_sm = r.device_shared_per_sm > 0 ? r.device_shared_per_sm : per_block;
+  // Shared memory for one of two blocks per multiprocessor (1 KiB of each block is the runtime's).
+  const std::int64_t budget = std::min(per_block, per_sm / 2 - 1024);
+  if (r.weighted) return plan_cuda_weighted(r, p, budget);
+
+  const bool shared_family = r.wanted == strategy::automatic || r.wanted == strategy::shared ||
+                             r.wanted == strategy::shared_replicated;
+  const bool typed = r.contiguous && (shared_family || r.wanted == strategy::global_atomic_vec);
+  if (r.wanted == strategy::global_atomic_vec && !r.contiguous)
+    throw error("strategy global_atomic_vec needs one contiguous column aligned to its sample type");
+
+  // 8-bit samples take 256 values: count each value, then map the 256 values to bins once.
+  p.value_table = typed && shared_family && (r.sample == dtype::u8 || r.sample == dtype::i8);
+  const std::int64_t counted = p.value_table ? 256 : r.cells;
+  const std::int64_t counter_bytes = (counted + 3) * 4;  // the cells and three flow counters
+  const std::int64_t tables = p.value_table ? 0 : r.table_bytes;
+
+  // Copies per block: as many (up to one per lane, 32) as leave two blocks per multiprocessor.
+  int replicas = 32;
+  while (replicas > 1 && counter_bytes * replicas > budget) replicas /= 2;
+  const bool fits = counter_bytes <= per_block;
+  if ((r.wanted == strategy::shared || r.wanted == strategy::shared_replicated) && !fits)
+    throw error("strategy " + std::string(name_of(r.wanted)) + ": " + std::to_string(r.cells) +
+                " cells need " + std::to_string(counter_bytes) +
+                " bytes of shared memory, the device has " + std::to_string(per_block) + " per block");
+
+  if (r.wanted != strategy::automatic) {
+    p.chosen = r.wanted;
+    p.reasons.push_back(std::string(name_of(p.chosen)) + ": asked for");
+  } else if (fits && replicas > 1) {
+    p.chosen = strategy::shared_replicated;
+    p.reasons.push_back("shared_replicated: " + std::to_string(replicas) +
+                        " interleaved copies of the counters fit in half a multiprocessor's "
+                        "shared memory; lanes spread over banks and a hot bin over copies");
+  } else if (fits) {
+    p.chosen = strategy::shared;
+    p.reasons.push_back("shared: one copy of the counters fits in a block's shared memory");
+  } else {
+    // Global atomics alone measured 292 GB/s on uniform i32 65536 bins but 5.4 on one hot bin,
+    // every atomic on one address (bench/results/2026-11-22-h100-gpu-6f2dcde.md); aggregation
+    // spends one atomic per warp and bin there.
+    p.chosen = strategy::warp_aggregated;
+    p.reasons.push_back("warp_aggregated: the counters do not fit in shared memory; one atomic per "
+                        "warp and bin");
+  }
+  const bool in_shared = p.chosen == strategy::shared || p.chosen == strategy::shared_replicated;
+  p.replicas = p.chosen == strategy::shared_replicated ? replicas : 1;
+  if (p.chosen == strategy::shared_replicated && replicas == 1)
+    p.reasons.push_back("replicas 1: a second copy would not fit");
+  p.shared_bytes = in_shared ? counter_bytes * p.replicas : 0;
+  p.tables_in_shared = in_shared && tables > 0 && p.shared_bytes + tables <= budget;
+  if (p.tables_in_shared) {
+    p.shared_bytes += tables;
+    p.reasons.push_back("edge tables in shared memory (" + std::to_string(tables) + " bytes)");
+  }
+  if (p.value_table)
+    p.reasons.push_back("value table: 8-bit samples counted per value (256 counters), folded "
+                        "into the axis' bins once per fill");
+
+  p.vector_bytes = typed ? 16 : 0;
+  p.unroll = typed ? 4 : 1;
+  p.block_threads = typed ? 512 : 256;
+  const std::int64_t by_threads = 2048 / p.block_threads;
+  const std::int64_t by_shared = p.shared_bytes > 0 ? per_sm / (p.shared_bytes + 1024) : by_threads;
+  const std::int64_t blocks_per_sm = std::max<std::int64_t>(1, std::min(by_threads, by_shared));
+  p.grid_blocks = sms * blocks_per_sm;
+  p.reasons.push_back(
+      "grid " + std::to_string(p.grid_blocks) + " x " + std::to_string(p.block_threads) + ": " +
+      std::to_string(blocks_per_sm) + " resident blocks per multiprocessor, grid-stride" +
+      (typed ? "; 16-byte loads, 4 in flight per thread (64 KiB per 1024 threads in flight)"
+             : "; one sample per load (strided, N-D or unaligned samples)"));
   return p;
 }
 
@@ -137,7 +221,14 @@ std::string describe(const policy& p) {
   s << "backend    " << name_of(p.where) << "\n"
     << "strategy   " << name_of(p.chosen) << "\n";
   if (p.where == backend::cuda) {
-    s << "launch     " << p.grid_blocks << " blocks x " << p.block_threads << " threads\n";
+    s << "launch     " << p.grid_blocks << " blocks x " << p.block_threads << " threads\n"
+      << "loads      " << (p.vector_bytes ? std::to_string(p.vector_bytes) + " bytes, " +
+                                                std::to_string(p.unroll) + " in flight per thread"
+                                          : std::string("one sample each")) << "\n"
+      << "replicas   " << p.replicas << "\n"
+      << "shared     " << p.shared_bytes << " bytes per block\n";
+    if (p.value_table) s << "values     counted per 8-bit value, folded into bins\n";
+    if (p.window_cells) s << "window     " << p.window_cells << " cells per pass\n";
   } else {
     s << "threads    " << p.threads << "\n"
       << "replicas   " << p.replicas << "\n"

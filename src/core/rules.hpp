@@ -13,8 +13,13 @@ edge_rounding rounding_of(dtype edge_type);
 regular_rule make_regular_rule(const axis& a, const double* table = nullptr);
 /// The rule for a variable axis; with `buckets` (from variable_buckets) it narrows its search.
 variable_rule make_variable_rule(const axis& a, const std::vector<std::int64_t>* buckets = nullptr);
-/// The bucket table of a variable axis: about four buckets per bin, at most 2^16.
+/// The bucket table of a variable axis: variable_bucket_count(bins) + 1 entries.
 std::vector<std::int64_t> variable_buckets(const axis& a);
+/// About four buckets per bin, at least 64, at most 2^16.
+std::int64_t variable_bucket_count(std::int64_t bins);
 integer_rule make_integer_rule(const axis& a);
+/// Bytes of the tables a backend uploads for this axis' rule (regular: the edges; variable:
+/// the edges and the buckets; integer: none).
+std::int64_t table_bytes(const axis& a);
 
 }  // namespace tally::detail

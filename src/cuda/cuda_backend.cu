@@ -1,31 +1,25 @@
-// The CUDA backend: device discovery, and count fills through the shared bin rule with three
-// strategies (global_atomic, warp_aggregated, shared). Faster ones are the CUDA engine's next steps.
+// The CUDA backend: device discovery, and fills that run the planner's strategy. The host side
+// sets up the rules and their tables, launches the kernels (kernels.hpp) and adds the device's
+// counts or sums into the histogram's storage.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/backend.hpp"
-#include "core/bin_rule.hpp"
-#include "core/dispatch.hpp"
 #include "core/rules.hpp"
-
-#define TALLY_CUDA_CHECK(expr)                                                                 \
-  ::tally::detail::check_cuda((expr), #expr, __FILE__, __LINE__)
+#include "cuda/kernels.hpp"
 
 namespace tally::detail {
 namespace {
 
-void check_cuda(cudaError_t status, const char* expr, const char* file, int line) {
-  if (status == cudaSuccess) return;
-  cudaGetLastError();
-  throw error(std::string("CUDA error: ") + cudaGetErrorString(status) + " in " + expr + " at " +
-              file + ":" + std::to_string(line));
-}
+using cuda::device_axes;
 
-/// Device memory owned for one fill.
+/// Device memory owned by one fill (copies of host samples).
 class device_buffer {
  public:
   explicit device_buffer(std::size_t bytes) {
@@ -34,98 +28,53 @@ class device_buffer {
   ~device_buffer() { cudaFree(p_); }
   device_buffer(const device_buffer&) = delete;
   device_buffer& operator=(const device_buffer&) = delete;
-  template <class T> T* get() const { return static_cast<T*>(p_); }
+  char* get() const { return static_cast<char*>(p_); }
 
  private:
   void* p_ = nullptr;
 };
 
-/// One axis as a kernel sees it: its column and its rule, chosen at run time.
-struct device_axis {
-  axis_kind kind;
-  dtype type;
-  const char* data;
-  std::int64_t stride_bytes;
-  std::int64_t bins;
-  regular_table_binner regular;
-  variable_binner variable;
-  integer_binner integer;
+/// Per-device scratch that grows and is kept between fills (counters, tables, partial sums),
+/// so that a fill allocates nothing once it has run at its size. Fills on one device take
+/// turns through `mutex`.
+struct scratch {
+  std::mutex mutex;
+  std::unique_ptr<device_buffer> buffer;
+  std::size_t capacity = 0;
+
+  char* reserve(std::size_t bytes) {
+    if (bytes > capacity) {
+      buffer.reset();
+      buffer = std::make_unique<device_buffer>(bytes);
+      capacity = bytes;
+    }
+    return buffer ? buffer->get() : nullptr;
+  }
 };
 
-constexpr int kMaxAxes = 8;
-struct device_axes {
-  device_axis axis[kMaxAxes];
-  int count;
+scratch& scratch_of(int device) {
+  static std::mutex table_mutex;
+  static std::vector<std::unique_ptr<scratch>> table;
+  std::lock_guard<std::mutex> lock(table_mutex);
+  if (table.size() <= static_cast<std::size_t>(device)) table.resize(static_cast<std::size_t>(device) + 1);
+  auto& s = table[static_cast<std::size_t>(device)];
+  if (!s) s = std::make_unique<scratch>();
+  return *s;
+}
+
+/// Carves aligned pieces out of one allocation.
+class carve {
+ public:
+  template <class T> std::size_t add(std::int64_t count) {
+    const std::size_t at = (size_ + 255) / 256 * 256;
+    size_ = at + static_cast<std::size_t>(count) * sizeof(T);
+    return at;
+  }
+  std::size_t size() const { return size_; }
+
+ private:
+  std::size_t size_ = 0;
 };
-
-template <class T> __device__ T load_sample(const char* p) {
-  T v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
-__device__ std::int64_t axis_index(const device_axis& a, std::int64_t i) {
-  const char* p = a.data + i * a.stride_bytes;
-  std::int64_t k = bin_nan;
-  with_sample_type(a.type, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T v = load_sample<T>(p);
-    switch (a.kind) {
-      case axis_kind::regular: k = a.regular(v); break;
-      case axis_kind::variable: k = a.variable(v); break;
-      default: k = a.integer(v); break;
-    }
-  });
-  return k;
-}
-
-/// The flat cell of sample i, or the drop reason of the first axis that rejects it. Cells are
-/// followed by three flow counters (underflow, overflow, nan) in the same array.
-__device__ std::int64_t slot_of(const device_axes& axes, std::int64_t i, std::int64_t cells) {
-  std::int64_t flat = 0;
-  for (int d = 0; d < axes.count; ++d) {
-    const std::int64_t k = axis_index(axes.axis[d], i);
-    if (k < 0) return cells + (-k - 1);
-    flat = flat * axes.axis[d].bins + k;
-  }
-  return flat;
-}
-
-/// global_atomic: one 64-bit atomic per sample straight into the device counts. With
-/// WarpAggregated (the warp_aggregated strategy), the lanes of a warp that hit the same slot
-/// find each other with __match_any_sync and the lowest of them adds for all, so a hot bin
-/// costs one atomic per warp instead of 32.
-template <bool WarpAggregated>
-__global__ void histogram_global_atomic_kernel(device_axes axes, std::int64_t n, std::int64_t cells,
-                                               unsigned long long* slots) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
-    const std::int64_t slot = slot_of(axes, i, cells);
-    if constexpr (WarpAggregated) {
-      const unsigned peers = __match_any_sync(__activemask(), static_cast<unsigned long long>(slot));
-      if ((threadIdx.x & 31) == static_cast<unsigned>(__ffs(peers) - 1))
-        atomicAdd(&slots[slot], static_cast<unsigned long long>(__popc(peers)));
-    } else {
-      atomicAdd(&slots[slot], 1ull);
-    }
-  }
-}
-
-/// shared: each block counts into a private shared-memory copy of all slots (32-bit; the host
-/// bounds a block's samples below 2^32), then adds its nonzero counters to the device counts.
-__global__ void histogram_shared_kernel(device_axes axes, std::int64_t n, std::int64_t cells,
-                                        unsigned long long* slots) {
-  extern __shared__ unsigned int block_slots[];
-  const std::int64_t total = cells + 3;
-  for (std::int64_t k = threadIdx.x; k < total; k += blockDim.x) block_slots[k] = 0;
-  __syncthreads();
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride)
-    atomicAdd(&block_slots[slot_of(axes, i, cells)], 1u);
-  __syncthreads();
-  for (std::int64_t k = threadIdx.x; k < total; k += blockDim.x)
-    if (block_slots[k]) atomicAdd(&slots[k], static_cast<unsigned long long>(block_slots[k]));
-}
 
 bool cuda_usable(std::string& detail) {
   int count = 0;
@@ -148,25 +97,47 @@ bool cuda_usable(std::string& detail) {
   return true;
 }
 
-bool cuda_owns(const void* p) {
+/// The device holding p, or -1 for host memory.
+int device_of(const void* p) {
   cudaPointerAttributes attributes{};
   if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
     cudaGetLastError();
-    return false;
+    return -1;
   }
-  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+  const bool on_device = attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+  return on_device ? attributes.device : -1;
 }
+
+bool cuda_owns(const void* p) { return device_of(p) >= 0; }
 
 void cuda_describe(plan_request& r) {
   int device = 0;
   TALLY_CUDA_CHECK(cudaGetDevice(&device));
   TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&r.device_sms, cudaDevAttrMultiProcessorCount, device));
-  int optin = 0;
+  int optin = 0, per_sm = 0;
   TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
   r.device_shared_bytes = optin;
+  r.device_shared_per_sm = per_sm;
 }
 
-/// A column in device memory: the caller's, or a copy of the host span it covers.
+/// Makes the device that holds the samples current for the fill, and restores the caller's.
+class device_guard {
+ public:
+  explicit device_guard(int device) {
+    TALLY_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (device >= 0 && device != previous_) TALLY_CUDA_CHECK(cudaSetDevice(device));
+  }
+  ~device_guard() { cudaSetDevice(previous_); }
+  device_guard(const device_guard&) = delete;
+  device_guard& operator=(const device_guard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+/// A column in device memory: the caller's, or a copy of the host span it covers. The copy
+/// keeps the address modulo 16, so that the kernels see the caller's alignment.
 struct device_column {
   std::unique_ptr<device_buffer> copy;
   const char* data = nullptr;
@@ -178,51 +149,56 @@ device_column to_device(const view& v) {
     c.data = static_cast<const char*>(v.data);
     return c;
   }
-  const std::size_t bytes = static_cast<std::size_t>(((v.size - 1) * v.stride + 1)) * size_of(v.type);
-  c.copy = std::make_unique<device_buffer>(bytes);
-  TALLY_CUDA_CHECK(cudaMemcpy(c.copy->get<char>(), v.data, bytes, cudaMemcpyHostToDevice));
-  c.data = c.copy->get<char>();
+  const std::size_t misalignment = reinterpret_cast<std::uintptr_t>(v.data) % 16;
+  const std::size_t bytes = static_cast<std::size_t>((v.size - 1) * v.stride + 1) * size_of(v.type);
+  c.copy = std::make_unique<device_buffer>(misalignment + bytes);
+  TALLY_CUDA_CHECK(cudaMemcpy(c.copy->get() + misalignment, v.data, bytes, cudaMemcpyHostToDevice));
+  c.data = c.copy->get() + misalignment;
   return c;
 }
 
-template <class T> std::unique_ptr<device_buffer> upload(const std::vector<T>& host) {
-  auto buffer = std::make_unique<device_buffer>(host.size() * sizeof(T));
-  TALLY_CUDA_CHECK(cudaMemcpy(buffer->template get<T>(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return buffer;
+/// The host side of one fill: device columns, rules with their tables, scratch layout.
+struct prepared {
+  std::vector<device_column> columns;
+  device_axes axes{};
+  cuda::axis_rule first;  // axes.axis[0]'s rule, for the typed kernels
+  std::vector<std::uint64_t> tables;  // all axes' tables, uploaded at `tables_at`
+  std::vector<std::size_t> table_offsets;  // per table, in words
+};
+
+std::size_t append(std::vector<std::uint64_t>& words, const void* data, std::size_t count) {
+  const std::size_t at = words.size();
+  words.resize(at + count);
+  std::memcpy(words.data() + at, data, count * sizeof(std::uint64_t));
+  return at;
 }
 
-void cuda_fill(const fill_job& job) {
-  if (job.sums) throw error("backend cuda: weighted sums are not built yet; use backend cpu");
-  if (job.axes->size() > static_cast<std::size_t>(kMaxAxes))
-    throw error("backend cuda: at most " + std::to_string(kMaxAxes) + " axes, got " +
-                std::to_string(job.axes->size()));
-
-  std::vector<device_column> columns;
-  std::vector<std::unique_ptr<device_buffer>> tables;
-  device_axes axes{};
-  axes.count = static_cast<int>(job.axes->size());
-  for (int d = 0; d < axes.count; ++d) {
+/// Columns, rules and tables; table pointers are set once the scratch address is known.
+prepared prepare(const fill_job& job) {
+  prepared p;
+  p.axes.count = static_cast<int>(job.axes->size());
+  for (int d = 0; d < p.axes.count; ++d) {
     const axis& a = (*job.axes)[static_cast<std::size_t>(d)];
     const view& v = job.columns[static_cast<std::size_t>(d)];
-    columns.push_back(to_device(v));
-    device_axis& da = axes.axis[d];
+    p.columns.push_back(to_device(v));
+    cuda::device_axis& da = p.axes.axis[d];
     da.kind = a.kind();
     da.type = v.type;
-    da.data = columns.back().data;
+    da.data = p.columns.back().data;
     da.stride_bytes = v.stride * static_cast<std::int64_t>(size_of(v.type));
     da.bins = a.bins();
     switch (a.kind()) {
-      case axis_kind::regular:
-        tables.push_back(upload(a.edges()));
-        da.regular.rule = make_regular_rule(a, tables.back()->get<double>());
+      case axis_kind::regular: {
+        const auto edges = a.edges();
+        da.regular.rule = make_regular_rule(a);
+        p.table_offsets.push_back(append(p.tables, edges.data(), edges.size()));
         break;
+      }
       case axis_kind::variable: {
-        tables.push_back(upload(a.variable_edges()));
-        const auto buckets = variable_buckets(a);
-        tables.push_back(upload(buckets));
-        da.variable.rule = make_variable_rule(a, &buckets);
-        da.variable.rule.edges = tables[tables.size() - 2]->get<double>();
-        da.variable.rule.buckets = tables.back()->get<std::int64_t>();
+        const std::vector<std::int64_t> buckets = variable_buckets(a);
+        da.variable.rule = make_variable_rule(a, &buckets);  // host pointers until bind_tables
+        p.table_offsets.push_back(append(p.tables, a.variable_edges().data(), a.variable_edges().size()));
+        p.table_offsets.push_back(append(p.tables, buckets.data(), buckets.size()));
         break;
       }
       case axis_kind::integer:
@@ -230,49 +206,190 @@ void cuda_fill(const fill_job& job) {
         break;
     }
   }
+  return p;
+}
 
-  const std::int64_t slots = job.cells + 3;
-  device_buffer counts(static_cast<std::size_t>(slots) * sizeof(unsigned long long));
-  TALLY_CUDA_CHECK(cudaMemset(counts.get<void>(), 0, static_cast<std::size_t>(slots) * sizeof(unsigned long long)));
-
-  const policy& p = job.plan;
-  const bool shared = p.chosen == strategy::shared;
-  const std::size_t shared_bytes = shared ? static_cast<std::size_t>(slots) * sizeof(unsigned int) : 0;
-  if (shared)
-    TALLY_CUDA_CHECK(cudaFuncSetAttribute(histogram_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(shared_bytes)));
-  // A shared-memory counter sees at most its block's samples: launch in pieces of 2^20 samples
-  // per thread, so that no block passes 2^28 and no 32-bit counter can wrap.
-  const std::int64_t piece = p.grid_blocks * p.block_threads * (std::int64_t{1} << 20);
-  for (std::int64_t begin = 0; begin < job.n; begin += piece) {
-    device_axes shifted = axes;
-    for (int d = 0; d < axes.count; ++d) shifted.axis[d].data += begin * axes.axis[d].stride_bytes;
-    const std::int64_t count = std::min(piece, job.n - begin);
-    const auto grid = static_cast<unsigned>(p.grid_blocks);
-    const auto block = static_cast<unsigned>(p.block_threads);
-    if (shared)
-      histogram_shared_kernel<<<grid, block, shared_bytes>>>(shifted, count, job.cells,
-                                                             counts.get<unsigned long long>());
-    else if (p.chosen == strategy::warp_aggregated)
-      histogram_global_atomic_kernel<true><<<grid, block>>>(shifted, count, job.cells,
-                                                            counts.get<unsigned long long>());
-    else
-      histogram_global_atomic_kernel<false><<<grid, block>>>(shifted, count, job.cells,
-                                                             counts.get<unsigned long long>());
-    TALLY_CUDA_CHECK(cudaGetLastError());
+/// Points the rules at their tables in device memory (`device_tables`, as p.tables).
+void bind_tables(prepared& p, const std::uint64_t* device_tables) {
+  std::size_t t = 0;
+  for (int d = 0; d < p.axes.count; ++d) {
+    cuda::device_axis& da = p.axes.axis[d];
+    switch (da.kind) {
+      case axis_kind::regular:
+        da.regular.rule.table = reinterpret_cast<const double*>(device_tables + p.table_offsets[t++]);
+        break;
+      case axis_kind::variable:
+        da.variable.rule.edges = reinterpret_cast<const double*>(device_tables + p.table_offsets[t++]);
+        da.variable.rule.buckets = reinterpret_cast<const std::int64_t*>(device_tables + p.table_offsets[t++]);
+        break;
+      case axis_kind::integer:
+        break;
+    }
   }
-  std::vector<std::uint64_t> host(static_cast<std::size_t>(slots));
-  TALLY_CUDA_CHECK(cudaMemcpy(host.data(), counts.get<void>(), host.size() * sizeof(std::uint64_t),
-                              cudaMemcpyDeviceToHost));
-  const flow_counts dropped{host[static_cast<std::size_t>(job.cells)], host[static_cast<std::size_t>(job.cells) + 1],
-                            host[static_cast<std::size_t>(job.cells) + 2]};
-  host.resize(static_cast<std::size_t>(job.cells));
+  p.first.kind = p.axes.axis[0].kind;
+  p.first.regular = p.axes.axis[0].regular;
+  p.first.variable = p.axes.axis[0].variable;
+  p.first.integer = p.axes.axis[0].integer;
+}
+
+void count_typed(dtype sample, const cuda::axis_rule& rule, const cuda::typed_count_args& args,
+                 const cuda::launch_shape& shape) {
+  switch (sample) {
+    case dtype::u8: case dtype::i8: case dtype::u16: case dtype::i16:
+      return cuda::count_typed_narrow(sample, rule, args, shape);
+    case dtype::u32: case dtype::i32: case dtype::u64: case dtype::i64:
+      return cuda::count_typed_wide(sample, rule, args, shape);
+    default:
+      return cuda::count_typed_floats(sample, rule, args, shape);
+  }
+}
+
+/// Launches the count strategy over samples [0, n) into `slots`, in pieces small enough that no
+/// block's 32-bit shared counter can wrap (2^20 samples per thread and piece).
+void launch_counts(const fill_job& job, const prepared& p, unsigned long long* slots, unsigned long long* raw) {
+  const policy& plan = job.plan;
+  cuda::launch_shape shape;
+  shape.grid = static_cast<unsigned>(plan.grid_blocks);
+  shape.block = static_cast<unsigned>(plan.block_threads);
+  shape.shared_bytes = static_cast<std::size_t>(plan.shared_bytes);
+  int shift = 0;
+  while ((1 << shift) < plan.replicas) ++shift;
+  const dtype sample = p.axes.axis[0].type;
+  const std::int64_t piece = plan.grid_blocks * plan.block_threads * (std::int64_t{1} << 20);
+  for (std::int64_t begin = 0; begin < job.n; begin += piece) {
+    const std::int64_t count = std::min(piece, job.n - begin);
+    if (plan.vector_bytes) {
+      cuda::typed_count_args a;
+      a.data = p.axes.axis[0].data + begin * p.axes.axis[0].stride_bytes;
+      a.n = count;
+      a.replica_shift = shift;
+      a.to_global = plan.chosen == strategy::global_atomic_vec;
+      a.stage_tables = plan.tables_in_shared;
+      if (plan.value_table) {
+        // Each 8-bit value is its own slot: the integer rule over all 256 values.
+        cuda::axis_rule values;
+        values.kind = axis_kind::integer;
+        values.integer.rule = integer_rule{sample == dtype::i8 ? -128 : 0, 256};
+        a.cells = 256;
+        a.slots = raw;
+        count_typed(sample, values, a, shape);
+      } else {
+        a.cells = job.cells;
+        a.slots = slots;
+        count_typed(sample, p.first, a, shape);
+      }
+    } else {
+      device_axes shifted = p.axes;
+      for (int d = 0; d < shifted.count; ++d) shifted.axis[d].data += begin * shifted.axis[d].stride_bytes;
+      cuda::count_generic(shifted, count, job.cells, plan.chosen, shift, slots, shape);
+    }
+  }
+  if (plan.value_table) cuda::fold_values(sample, p.first, raw, job.cells, slots, shape.stream);
+}
+
+void fill_counts(const fill_job& job, prepared& p, scratch& s) {
+  carve layout;
+  const std::size_t slots_at = layout.add<unsigned long long>(job.cells + 3);
+  const std::size_t raw_at = layout.add<unsigned long long>(256 + 3);
+  const std::size_t tables_at = layout.add<std::uint64_t>(static_cast<std::int64_t>(p.tables.size()));
+  char* base = s.reserve(layout.size());
+  auto* slots = reinterpret_cast<unsigned long long*>(base + slots_at);
+  auto* raw = reinterpret_cast<unsigned long long*>(base + raw_at);
+  TALLY_CUDA_CHECK(cudaMemset(base, 0, tables_at));
+  if (!p.tables.empty())
+    TALLY_CUDA_CHECK(cudaMemcpy(base + tables_at, p.tables.data(), p.tables.size() * sizeof(std::uint64_t),
+                                cudaMemcpyHostToDevice));
+  bind_tables(p, reinterpret_cast<const std::uint64_t*>(base + tables_at));
+  launch_counts(job, p, slots, raw);
+
+  std::vector<std::uint64_t> host(static_cast<std::size_t>(job.cells) + 3);
+  TALLY_CUDA_CHECK(cudaMemcpy(host.data(), slots, host.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
+  const auto cells = static_cast<std::size_t>(job.cells);
+  const flow_counts dropped{host[cells], host[cells + 1], host[cells + 2]};
+  host.resize(cells);
   add_counts(job, host);
   if (job.flow) {
     job.flow->underflow += dropped.underflow;
     job.flow->overflow += dropped.overflow;
     job.flow->nan += dropped.nan;
   }
+}
+
+/// Weighted sums, window by window; each window's totals are added to the sums in cell order.
+void fill_sums(const fill_job& job, prepared& p, scratch& s) {
+  const policy& plan = job.plan;
+  // An unweighted fill of a weighted histogram adds 1 per sample: one 1.0 read at stride 0.
+  device_column weights;
+  std::int64_t weight_stride = 0;
+  dtype weight_type = dtype::f64;
+  if (job.weights) {
+    weights = to_device(*job.weights);
+    weight_type = job.weights->type;
+    weight_stride = job.weights->stride * static_cast<std::int64_t>(size_of(weight_type));
+  } else {
+    const double one = 1.0;
+    weights.copy = std::make_unique<device_buffer>(sizeof one);
+    TALLY_CUDA_CHECK(cudaMemcpy(weights.copy->get(), &one, sizeof one, cudaMemcpyHostToDevice));
+    weights.data = weights.copy->get();
+  }
+
+  carve layout;
+  const std::size_t flow_at = layout.add<unsigned long long>(3);
+  const std::size_t tables_at = layout.add<std::uint64_t>(static_cast<std::int64_t>(p.tables.size()));
+  const std::size_t partials_at = layout.add<double>(plan.grid_blocks * plan.window_cells);
+  const std::size_t totals_at = layout.add<double>(plan.window_cells);
+  char* base = s.reserve(layout.size());
+  TALLY_CUDA_CHECK(cudaMemset(base + flow_at, 0, 3 * sizeof(unsigned long long)));
+  if (!p.tables.empty())
+    TALLY_CUDA_CHECK(cudaMemcpy(base + tables_at, p.tables.data(), p.tables.size() * sizeof(std::uint64_t),
+                                cudaMemcpyHostToDevice));
+  bind_tables(p, reinterpret_cast<const std::uint64_t*>(base + tables_at));
+
+  cuda::weighted_args a;
+  a.axes = p.axes;
+  a.weights = weights.data;
+  a.weight_stride_bytes = weight_stride;
+  a.weight_type = weight_type;
+  a.n = job.n;
+  a.cells = job.cells;
+  a.partials = reinterpret_cast<double*>(base + partials_at);
+  a.totals = reinterpret_cast<double*>(base + totals_at);
+  a.flow = reinterpret_cast<unsigned long long*>(base + flow_at);
+  cuda::launch_shape shape;
+  shape.grid = static_cast<unsigned>(plan.grid_blocks);
+  shape.block = static_cast<unsigned>(plan.block_threads);
+  std::vector<double> totals(static_cast<std::size_t>(plan.window_cells));
+  for (std::int64_t lo = 0; lo < job.cells; lo += plan.window_cells) {
+    a.window_lo = lo;
+    a.window = std::min(plan.window_cells, job.cells - lo);
+    a.count_flow = lo == 0;
+    shape.shared_bytes = static_cast<std::size_t>(plan.block_threads / 32 * a.window) * sizeof(double);
+    cuda::sum_weighted(a, shape);
+    TALLY_CUDA_CHECK(cudaMemcpy(totals.data(), a.totals, static_cast<std::size_t>(a.window) * sizeof(double),
+                                cudaMemcpyDeviceToHost));
+    for (std::int64_t c = 0; c < a.window; ++c) job.sums[lo + c] += totals[static_cast<std::size_t>(c)];
+  }
+  unsigned long long dropped[3];
+  TALLY_CUDA_CHECK(cudaMemcpy(dropped, a.flow, sizeof dropped, cudaMemcpyDeviceToHost));
+  if (job.flow) {
+    job.flow->underflow += dropped[0];
+    job.flow->overflow += dropped[1];
+    job.flow->nan += dropped[2];
+  }
+}
+
+void cuda_fill(const fill_job& job) {
+  if (job.axes->size() > static_cast<std::size_t>(cuda::kMaxAxes))
+    throw error("backend cuda: at most " + std::to_string(cuda::kMaxAxes) + " axes, got " +
+                std::to_string(job.axes->size()));
+  const device_guard guard(device_of(job.columns[0].data));
+  int device = 0;
+  TALLY_CUDA_CHECK(cudaGetDevice(&device));
+  scratch& s = scratch_of(device);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  prepared p = prepare(job);
+  if (job.sums) fill_sums(job, p, s);
+  else fill_counts(job, p, s);
 }
 
 }  // namespace

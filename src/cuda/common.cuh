@@ -1,0 +1,88 @@
+// What the CUDA backend's translation units share: error checks, the device view of an axis,
+// the generic (any type, any stride, N-D) slot computation, and slot numbering.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "core/bin_rule.hpp"
+#include "core/dispatch.hpp"
+#include "tally/axis.hpp"
+#include "tally/error.hpp"
+
+#define TALLY_CUDA_CHECK(expr) ::tally::detail::cuda::check((expr), #expr, __FILE__, __LINE__)
+
+namespace tally::detail::cuda {
+
+/// Throws tally::error with the CUDA message and the failing call's location.
+inline void check(cudaError_t status, const char* expr, const char* file, int line) {
+  if (status == cudaSuccess) return;
+  cudaGetLastError();  // clear a sticky launch error so that later calls start clean
+  throw error(std::string("CUDA error: ") + cudaGetErrorString(status) + " in " + expr + " at " +
+              file + ":" + std::to_string(line));
+}
+
+/// Slots are the cells followed by three flow counters: underflow, overflow, nan.
+TALLY_HD_HOT std::int64_t slot_of_index(std::int64_t k, std::int64_t cells) {
+  return k >= 0 ? k : cells - 1 - k;  // bin_underflow (-1) -> cells, ..., bin_nan (-3) -> cells + 2
+}
+
+/// One axis as the generic kernels see it: its column and its rule, chosen at run time.
+struct device_axis {
+  axis_kind kind;
+  dtype type;
+  const char* data;
+  std::int64_t stride_bytes;
+  std::int64_t bins;
+  regular_table_binner regular;
+  variable_binner variable;
+  integer_binner integer;
+};
+
+constexpr int kMaxAxes = 8;
+struct device_axes {
+  device_axis axis[kMaxAxes];
+  int count;
+};
+
+#if defined(__CUDACC__)
+
+template <class T> __device__ __forceinline__ T load_unaligned(const char* p) {
+  T v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+__device__ __forceinline__ std::int64_t axis_index(const device_axis& a, std::int64_t i) {
+  const char* p = a.data + i * a.stride_bytes;
+  std::int64_t k = bin_nan;
+  with_sample_type(a.type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T v = load_unaligned<T>(p);
+    switch (a.kind) {
+      case axis_kind::regular: k = a.regular(v); break;
+      case axis_kind::variable: k = a.variable(v); break;
+      default: k = a.integer(v); break;
+    }
+  });
+  return k;
+}
+
+/// The slot of sample i: its flat row-major cell, or the flow counter of the first axis that
+/// drops it.
+__device__ __forceinline__ std::int64_t slot_of(const device_axes& axes, std::int64_t i,
+                                                std::int64_t cells) {
+  std::int64_t flat = 0;
+  for (int d = 0; d < axes.count; ++d) {
+    const std::int64_t k = axis_index(axes.axis[d], i);
+    if (k < 0) return slot_of_index(k, cells);
+    flat = flat * axes.axis[d].bins + k;
+  }
+  return flat;
+}
+
+#endif
+
+}  // namespace tally::detail::cuda

@@ -1,0 +1,130 @@
+// The typed count kernel: one contiguous column of T, 16-byte loads on the aligned body and
+// scalar loads for the head and tail, the shared bin rule per sample, counted in 2^shift
+// interleaved shared-memory copies (lane l uses copy l mod 2^shift) or straight into global
+// memory. Included by the translation units that instantiate it.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/kernels.hpp"
+
+namespace tally::detail::cuda {
+
+constexpr int kTypedThreads = 512;
+constexpr int kUnroll = 4;  // 16-byte loads in flight per thread before counting
+
+/// Bytes of the rule's tables, and copying them into shared memory (then pointing the rule
+/// at the copy). Every thread calls stage; all of them copy, each keeps its own pointer.
+__device__ __forceinline__ std::int64_t table_bytes(const integer_binner&) { return 0; }
+__device__ __forceinline__ std::int64_t table_bytes(const regular_table_binner& b) {
+  return 8 * (b.rule.bins + 1);
+}
+__device__ __forceinline__ std::int64_t table_bytes(const variable_binner& b) {
+  return 8 * (b.rule.bins + 1) + 8 * (b.rule.bucket_count + 1);
+}
+
+__device__ __forceinline__ void copy_words(std::uint64_t* to, const std::uint64_t* from, std::int64_t n) {
+  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) to[i] = from[i];
+}
+__device__ __forceinline__ void stage(integer_binner&, unsigned char*) {}
+__device__ __forceinline__ void stage(regular_table_binner& b, unsigned char* smem) {
+  auto* t = reinterpret_cast<double*>(smem);
+  copy_words(reinterpret_cast<std::uint64_t*>(t), reinterpret_cast<const std::uint64_t*>(b.rule.table),
+             b.rule.bins + 1);
+  b.rule.table = t;
+}
+__device__ __forceinline__ void stage(variable_binner& b, unsigned char* smem) {
+  auto* edges = reinterpret_cast<double*>(smem);
+  auto* buckets = reinterpret_cast<std::int64_t*>(edges + b.rule.bins + 1);
+  copy_words(reinterpret_cast<std::uint64_t*>(edges), reinterpret_cast<const std::uint64_t*>(b.rule.edges),
+             b.rule.bins + 1);
+  b.rule.edges = edges;
+  if (b.rule.buckets) {
+    copy_words(reinterpret_cast<std::uint64_t*>(buckets),
+               reinterpret_cast<const std::uint64_t*>(b.rule.buckets), b.rule.bucket_count + 1);
+    b.rule.buckets = buckets;
+  }
+}
+
+template <class T, class Binner>
+__global__ void __launch_bounds__(kTypedThreads) count_typed_kernel(Binner binner, typed_count_args a) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const std::int64_t slots = a.cells + 3;
+  const int shift = a.replica_shift;
+  std::int64_t tables = 0;
+  if (a.stage_tables) {
+    tables = table_bytes(binner);
+    stage(binner, smem);
+  }
+  auto* counters = reinterpret_cast<unsigned*>(smem + tables);
+  if (!a.to_global)
+    for (std::int64_t k = threadIdx.x; k < (slots << shift); k += blockDim.x) counters[k] = 0;
+  __syncthreads();
+
+  const unsigned copy = threadIdx.x & ((1u << shift) - 1);
+  auto count = [&](T v) {
+    const std::int64_t s = slot_of_index(binner(v), a.cells);
+    if (a.to_global) atomicAdd(&a.slots[s], 1ull);
+    else atomicAdd(&counters[(s << shift) + copy], 1u);
+  };
+
+  // Head: samples before the first 16-byte boundary; body: whole vectors; tail: the rest.
+  constexpr int per_vector = 16 / sizeof(T);
+  const T* x = static_cast<const T*>(a.data);
+  const auto address = reinterpret_cast<std::uintptr_t>(x);
+  const auto to_boundary = static_cast<std::int64_t>(((16 - address % 16) % 16) / sizeof(T));
+  const std::int64_t head = to_boundary < a.n ? to_boundary : a.n;
+  const std::int64_t vectors = (a.n - head) / per_vector;
+  const std::int64_t tail = head + vectors * per_vector;
+  const std::int64_t tid = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (tid < head) count(x[tid]);
+  if (tid < a.n - tail) count(x[tail + tid]);
+
+  const uint4* body = reinterpret_cast<const uint4*>(x + head);
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = tid; i < vectors; i += stride * kUnroll) {
+    uint4 loaded[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      if (i + u * stride < vectors) loaded[u] = __ldg(body + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (i + u * stride < vectors) {
+        T v[per_vector];
+        memcpy(v, &loaded[u], sizeof v);
+#pragma unroll
+        for (int j = 0; j < per_vector; ++j) count(v[j]);
+      }
+    }
+  }
+  if (a.to_global) return;
+
+  // Each slot's copies, summed with a skew (copy (r + s) mod R) so that neighbouring threads
+  // read different banks, then added to the device counters.
+  __syncthreads();
+  const std::int64_t copies = std::int64_t{1} << shift;
+  for (std::int64_t s = threadIdx.x; s < slots; s += blockDim.x) {
+    unsigned long long sum = 0;
+    for (std::int64_t r = 0; r < copies; ++r) sum += counters[(s << shift) + ((r + s) & (copies - 1))];
+    if (sum) atomicAdd(&a.slots[s], sum);
+  }
+}
+
+template <class T>
+void launch_typed(const axis_rule& rule, const typed_count_args& args, const launch_shape& shape) {
+  const auto launch = [&](auto binner) {
+    auto* kernel = &count_typed_kernel<T, decltype(binner)>;
+    if (shape.shared_bytes > 48 * 1024)
+      TALLY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(shape.shared_bytes)));
+    kernel<<<shape.grid, shape.block, shape.shared_bytes, shape.stream>>>(binner, args);
+    TALLY_CUDA_CHECK(cudaGetLastError());
+  };
+  switch (rule.kind) {
+    case axis_kind::regular: return launch(rule.regular);
+    case axis_kind::variable: return launch(rule.variable);
+    case axis_kind::integer: return launch(rule.integer);
+  }
+}
+
+}  // namespace tally::detail::cuda

@@ -1,0 +1,77 @@
+// The CUDA backend's kernels as host functions: each launches on a stream and returns without
+// synchronising. Split over several translation units so that the build runs them in parallel.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "core/bin_rule.hpp"
+#include "cuda/common.cuh"
+#include "tally/plan.hpp"
+
+namespace tally::detail::cuda {
+
+/// The first axis' rule with its tables in device memory.
+struct axis_rule {
+  axis_kind kind = axis_kind::integer;
+  regular_table_binner regular;
+  variable_binner variable;
+  integer_binner integer;
+};
+
+struct launch_shape {
+  unsigned grid = 1;
+  unsigned block = 256;
+  std::size_t shared_bytes = 0;
+  cudaStream_t stream = nullptr;
+};
+
+/// A typed, contiguous 1-D count: samples [0, n) of `data` (aligned to the sample size).
+struct typed_count_args {
+  const void* data = nullptr;
+  std::int64_t n = 0;
+  std::int64_t cells = 0;
+  int replica_shift = 0;     // 2^shift interleaved copies per block
+  bool to_global = false;    // global_atomic_vec: atomics straight into `slots`
+  bool stage_tables = false; // copy the rule's edge tables into shared memory first
+  unsigned long long* slots = nullptr;  // cells + 3 device counters, added to
+};
+
+/// 16-byte loads, the bin rule per sample, counted in shared memory (or global with to_global).
+/// By sample family, one translation unit each: 8- and 16-bit integers, 32- and 64-bit
+/// integers, floats.
+void count_typed_narrow(dtype sample, const axis_rule& rule, const typed_count_args& args, const launch_shape& shape);
+void count_typed_wide(dtype sample, const axis_rule& rule, const typed_count_args& args, const launch_shape& shape);
+void count_typed_floats(dtype sample, const axis_rule& rule, const typed_count_args& args, const launch_shape& shape);
+
+/// 8-bit samples: per-value counts raw[0..256) (value v - lo, lo = 0 for u8, -128 for i8) are
+/// mapped through the rule to the axis' slots.
+void fold_values(dtype sample, const axis_rule& rule, const unsigned long long* raw, std::int64_t cells,
+                 unsigned long long* slots, cudaStream_t stream);
+
+/// The generic kernels (any type, stride, alignment, N-D): global_atomic, warp_aggregated, and
+/// shared / shared_replicated with 2^replica_shift copies.
+void count_generic(const device_axes& axes, std::int64_t n, std::int64_t cells, strategy s, int replica_shift,
+                   unsigned long long* slots, const launch_shape& shape);
+
+/// Deterministic weighted sums of the cells [window_lo, window_lo + window) into `partials`
+/// (grid x window doubles, block-major), then reduced in a fixed order into `totals` (window
+/// doubles). Flow counts of dropped samples go to flow[0..3) when count_flow.
+struct weighted_args {
+  device_axes axes{};
+  const char* weights = nullptr;
+  std::int64_t weight_stride_bytes = 0;
+  dtype weight_type = dtype::f64;
+  std::int64_t n = 0;
+  std::int64_t cells = 0;
+  std::int64_t window_lo = 0;
+  std::int64_t window = 0;
+  double* partials = nullptr;
+  double* totals = nullptr;
+  unsigned long long* flow = nullptr;
+  bool count_flow = false;
+};
+void sum_weighted(const weighted_args& args, const launch_shape& shape);
+
+}  // namespace tally::detail::cuda
