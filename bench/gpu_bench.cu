@@ -114,6 +114,13 @@ struct row {
   double ms, gbs;
 };
 
+/// Appends a measured row, and reports it on stderr at once.
+void record(std::vector<row>& rows, row r) {
+  std::fprintf(stderr, "measured %s %s %s: %.3f ms, %.1f GB/s\n", r.workload.c_str(), r.spread.c_str(),
+               r.who.c_str(), r.ms, r.gbs);
+  rows.push_back(std::move(r));
+}
+
 double read_bandwidth_gbs(const void* d, std::size_t bytes) {
   // A read-only pass: CUB's sum of the bytes as u32 words reads every byte once.
   const auto* words = static_cast<const std::uint32_t*>(d);
@@ -176,7 +183,7 @@ void run_case(const std::string& workload, int bins, spread s, bool arbitrary, s
                 : time_cub([&](void* t, std::size_t& b) {
                     cub::DeviceHistogram::HistogramEven(t, b, d, cub_counts, bins + 1, lo, hi, in);
                   });
-  rows.push_back({workload, name_of(s), "cub", cub_ms, gb / cub_ms * 1e3});
+  record(rows, {workload, name_of(s), "cub", cub_ms, gb / cub_ms * 1e3});
 
   std::vector<double> edges(edges_f.begin(), edges_f.end());
   for (auto strat : kStrategies) {
@@ -191,7 +198,7 @@ void run_case(const std::string& workload, int bins, spread s, bool arbitrary, s
     tally::histogram h(a, o);
     const auto v = tally::make_view(d, static_cast<std::int64_t>(n));
     const double ms = median_ms([&] { h.fill(v); });
-    rows.push_back({workload, name_of(s), "tally " + std::string(tally::name_of(strat)), ms, gb / ms * 1e3});
+    record(rows, {workload, name_of(s), "tally " + std::string(tally::name_of(strat)), ms, gb / ms * 1e3});
   }
   CHECK(cudaFree(cub_counts));
   CHECK(cudaFree(d));
@@ -214,14 +221,14 @@ void run_rgba(spread s, std::vector<row>& rows) {
     cub::DeviceHistogram::MultiHistogramEven<4, 3>(t, b, d, counts, levels, lo, hi, static_cast<int>(n / 4));
   });
   const std::string workload = "RGBA u8, 3 x 256";
-  rows.push_back({workload, name_of(s), "cub", cub_ms, gb / cub_ms * 1e3});
+  record(rows, {workload, name_of(s), "cub", cub_ms, gb / cub_ms * 1e3});
   tally::options o;
   o.backend = tally::backend::cuda;
   std::vector<tally::histogram> hs;
   for (int c = 0; c < 3; ++c) hs.emplace_back(tally::axis::integer(0, 256), o);
   const auto v = tally::make_view(d, static_cast<std::int64_t>(n));
   const double ms = median_ms([&] { tally::fill_channels(hs, v, 4); });
-  rows.push_back({workload, name_of(s), "tally automatic", ms, gb / ms * 1e3});
+  record(rows, {workload, name_of(s), "tally automatic", ms, gb / ms * 1e3});
   for (auto& c : counts) CHECK(cudaFree(c));
   CHECK(cudaFree(d));
 }
@@ -244,7 +251,7 @@ void run_weighted(spread s, std::vector<row>& rows) {
   const auto iv = tally::make_view(index, static_cast<std::int64_t>(n));
   const auto wv = tally::make_view(weight, static_cast<std::int64_t>(n));
   const double ms = median_ms([&] { h.fill(iv, wv); });
-  rows.push_back({"i32+f32 w, 256 (" + std::to_string(static_cast<int>(n / ms / 1e6)) + " Gs/s)", name_of(s),
+  record(rows, {"i32+f32 w, 256 (" + std::to_string(static_cast<int>(n / ms / 1e6)) + " Gs/s)", name_of(s),
                   "tally automatic", ms, kBytes / 1e9 / ms * 1e3});
   CHECK(cudaFree(index));
   CHECK(cudaFree(weight));

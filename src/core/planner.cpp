@@ -121,17 +121,12 @@ policy plan_cuda(const plan_request& r) {
   const std::int64_t budget = std::min(per_block, per_sm / 2 - 1024);
   if (r.weighted) return plan_cuda_weighted(r, p, budget);
 
-  const bool shared_family = r.wanted == strategy::automatic || r.wanted == strategy::shared ||
-                             r.wanted == strategy::shared_replicated;
-  const bool typed = r.contiguous && (shared_family || r.wanted == strategy::global_atomic_vec);
   if (r.wanted == strategy::global_atomic_vec && !r.contiguous)
     throw error("strategy global_atomic_vec needs one contiguous column aligned to its sample type");
-
-  // 8-bit samples take 256 values: count each value, then map the 256 values to bins once.
-  p.value_table = typed && shared_family && (r.sample == dtype::u8 || r.sample == dtype::i8);
-  const std::int64_t counted = p.value_table ? 256 : r.cells;
-  const std::int64_t counter_bytes = (counted + 3) * 4;  // the cells and three flow counters
-  const std::int64_t tables = p.value_table ? 0 : r.table_bytes;
+  // 8-bit samples take 256 values: the shared strategies count each value, then map the 256
+  // values to bins once. Their counters always fit.
+  const bool bytes = r.contiguous && (r.sample == dtype::u8 || r.sample == dtype::i8);
+  const std::int64_t counter_bytes = ((bytes ? 256 : r.cells) + 3) * 4;  // and 3 flow counters
 
   // Copies per block: as many (up to one per lane, 32) as leave two blocks per multiprocessor.
   int replicas = 32;
@@ -162,6 +157,9 @@ policy plan_cuda(const plan_request& r) {
                         "warp and bin");
   }
   const bool in_shared = p.chosen == strategy::shared || p.chosen == strategy::shared_replicated;
+  const bool typed = r.contiguous && (in_shared || p.chosen == strategy::global_atomic_vec);
+  p.value_table = bytes && in_shared;
+  const std::int64_t tables = p.value_table ? 0 : r.table_bytes;
   p.replicas = p.chosen == strategy::shared_replicated ? replicas : 1;
   if (p.chosen == strategy::shared_replicated && replicas == 1)
     p.reasons.push_back("replicas 1: a second copy would not fit");

@@ -4,7 +4,9 @@
 // memory. Included by the translation units that instantiate it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda/kernels.hpp"
 
@@ -13,8 +15,16 @@ namespace tally::detail::cuda {
 constexpr int kTypedThreads = 512;
 constexpr int kUnroll = 4;  // 16-byte loads in flight per thread before counting
 
+/// The value table's slot of an 8-bit sample: its value less the type's lowest (never dropped;
+/// the fold applies the axis' rule to each of the 256 values once).
+struct value_binner {
+  int lo;
+  template <class T> __device__ __forceinline__ int operator()(T v) const { return static_cast<int>(v) - lo; }
+};
+
 /// Bytes of the rule's tables, and copying them into shared memory (then pointing the rule
 /// at the copy). Every thread calls stage; all of them copy, each keeps its own pointer.
+__device__ __forceinline__ std::int64_t table_bytes(const value_binner&) { return 0; }
 __device__ __forceinline__ std::int64_t table_bytes(const integer_binner&) { return 0; }
 __device__ __forceinline__ std::int64_t table_bytes(const regular_table_binner& b) {
   return 8 * (b.rule.bins + 1);
@@ -26,6 +36,7 @@ __device__ __forceinline__ std::int64_t table_bytes(const variable_binner& b) {
 __device__ __forceinline__ void copy_words(std::uint64_t* to, const std::uint64_t* from, std::int64_t n) {
   for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) to[i] = from[i];
 }
+__device__ __forceinline__ void stage(value_binner&, unsigned char*) {}
 __device__ __forceinline__ void stage(integer_binner&, unsigned char*) {}
 __device__ __forceinline__ void stage(regular_table_binner& b, unsigned char* smem) {
   auto* t = reinterpret_cast<double*>(smem);
@@ -62,12 +73,16 @@ __global__ void __launch_bounds__(kTypedThreads) count_typed_kernel(Binner binne
   __syncthreads();
 
   const unsigned copy = threadIdx.x & ((1u << shift) - 1);
-  auto count = [&](T v) {
-    const std::int64_t s = slot_of_index(binner(v), a.cells);
-    if (a.to_global) atomicAdd(&a.slots[s], 1ull);
-    else atomicAdd(&counters[(s << shift) + copy], 1u);
+  // The slot of a sample: 32 bits where it indexes shared memory (the planner keeps the shared
+  // slots within a block's shared memory), 64 where it goes to device memory.
+  auto slot = [&](T v) -> std::int64_t {
+    if constexpr (std::is_same_v<Binner, value_binner>) return binner(v);
+    else return slot_of_index(binner(v), a.cells);
   };
-
+  auto add = [&](std::int64_t s, unsigned n) {
+    if (a.to_global) atomicAdd(&a.slots[s], static_cast<unsigned long long>(n));
+    else atomicAdd(&counters[(static_cast<unsigned>(s) << shift) + copy], n);
+  };
   // Head: samples before the first 16-byte boundary; body: whole vectors; tail: the rest.
   constexpr int per_vector = 16 / sizeof(T);
   const T* x = static_cast<const T*>(a.data);
@@ -77,8 +92,8 @@ __global__ void __launch_bounds__(kTypedThreads) count_typed_kernel(Binner binne
   const std::int64_t vectors = (a.n - head) / per_vector;
   const std::int64_t tail = head + vectors * per_vector;
   const std::int64_t tid = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-  if (tid < head) count(x[tid]);
-  if (tid < a.n - tail) count(x[tail + tid]);
+  if (tid < head) add(slot(x[tid]), 1);
+  if (tid < a.n - tail) add(slot(x[tail + tid]), 1);
 
   const uint4* body = reinterpret_cast<const uint4*>(x + head);
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
@@ -92,8 +107,21 @@ __global__ void __launch_bounds__(kTypedThreads) count_typed_kernel(Binner binne
       if (i + u * stride < vectors) {
         T v[per_vector];
         memcpy(v, &loaded[u], sizeof v);
+        // Runs of equal slots within the vector add once (a hot bin costs one atomic per
+        // vector instead of one per sample).
+        std::int64_t run_slot = slot(v[0]);
+        unsigned run = 1;
 #pragma unroll
-        for (int j = 0; j < per_vector; ++j) count(v[j]);
+        for (int j = 1; j < per_vector; ++j) {
+          const std::int64_t s = slot(v[j]);
+          if (s != run_slot) {
+            add(run_slot, run);
+            run_slot = s;
+            run = 0;
+          }
+          ++run;
+        }
+        add(run_slot, run);
       }
     }
   }
@@ -110,16 +138,31 @@ __global__ void __launch_bounds__(kTypedThreads) count_typed_kernel(Binner binne
   }
 }
 
+/// The planner's grid, cut to the blocks that are resident at once (the planner cannot see
+/// the kernel's registers): a grid-stride kernel then runs in one wave.
+template <class Kernel> unsigned resident_grid(Kernel* kernel, const launch_shape& shape) {
+  int device = 0, sms = 0, per_sm = 0;
+  TALLY_CUDA_CHECK(cudaGetDevice(&device));
+  TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  TALLY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(shape.block),
+                                                                 shape.shared_bytes));
+  const unsigned resident = static_cast<unsigned>(std::max(1, per_sm) * sms);
+  return shape.grid < resident ? shape.grid : resident;
+}
+
+template <class T, class Binner>
+void launch_with(const Binner& binner, const typed_count_args& args, const launch_shape& shape) {
+  auto* kernel = &count_typed_kernel<T, Binner>;
+  if (shape.shared_bytes > 48 * 1024)
+    TALLY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(shape.shared_bytes)));
+  kernel<<<resident_grid(kernel, shape), shape.block, shape.shared_bytes, shape.stream>>>(binner, args);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
 template <class T>
 void launch_typed(const axis_rule& rule, const typed_count_args& args, const launch_shape& shape) {
-  const auto launch = [&](auto binner) {
-    auto* kernel = &count_typed_kernel<T, decltype(binner)>;
-    if (shape.shared_bytes > 48 * 1024)
-      TALLY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(shape.shared_bytes)));
-    kernel<<<shape.grid, shape.block, shape.shared_bytes, shape.stream>>>(binner, args);
-    TALLY_CUDA_CHECK(cudaGetLastError());
-  };
+  const auto launch = [&](auto binner) { launch_with<T>(binner, args, shape); };
   switch (rule.kind) {
     case axis_kind::regular: return launch(rule.regular);
     case axis_kind::variable: return launch(rule.variable);

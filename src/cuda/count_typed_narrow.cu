@@ -1,4 +1,4 @@
-// The typed count kernel for 8- and 16-bit integer samples, and the 8-bit value fold.
+// The typed count kernel for 8- and 16-bit integer samples, and the 8-bit value table.
 #include "cuda/count_typed.cuh"
 
 namespace tally::detail::cuda {
@@ -12,6 +12,12 @@ void count_typed_narrow(dtype sample, const axis_rule& rule, const typed_count_a
     case dtype::i16: return launch_typed<std::int16_t>(rule, args, shape);
     default: throw error("count_typed_narrow: not an 8- or 16-bit integer type");
   }
+}
+
+void count_values(dtype sample, const typed_count_args& args, const launch_shape& shape) {
+  if (sample == dtype::u8) return launch_with<std::uint8_t>(value_binner{0}, args, shape);
+  if (sample == dtype::i8) return launch_with<std::int8_t>(value_binner{-128}, args, shape);
+  throw error("count_values: not an 8-bit type");
 }
 
 namespace {

@@ -266,13 +266,9 @@ void launch_counts(const fill_job& job, const prepared& p, unsigned long long* s
       a.to_global = plan.chosen == strategy::global_atomic_vec;
       a.stage_tables = plan.tables_in_shared;
       if (plan.value_table) {
-        // Each 8-bit value is its own slot: the integer rule over all 256 values.
-        cuda::axis_rule values;
-        values.kind = axis_kind::integer;
-        values.integer.rule = integer_rule{sample == dtype::i8 ? -128 : 0, 256};
         a.cells = 256;
         a.slots = raw;
-        count_typed(sample, values, a, shape);
+        cuda::count_values(sample, a, shape);
       } else {
         a.cells = job.cells;
         a.slots = slots;

@@ -45,6 +45,8 @@ void count_typed_narrow(dtype sample, const axis_rule& rule, const typed_count_a
 void count_typed_wide(dtype sample, const axis_rule& rule, const typed_count_args& args, const launch_shape& shape);
 void count_typed_floats(dtype sample, const axis_rule& rule, const typed_count_args& args, const launch_shape& shape);
 
+/// 8-bit samples: counts per value (args.cells = 256) into args.slots, the value table.
+void count_values(dtype sample, const typed_count_args& args, const launch_shape& shape);
 /// 8-bit samples: per-value counts raw[0..256) (value v - lo, lo = 0 for u8, -128 for i8) are
 /// mapped through the rule to the axis' slots.
 void fold_values(dtype sample, const axis_rule& rule, const unsigned long long* raw, std::int64_t cells,
