@@ -257,6 +257,20 @@ void run_weighted(spread s, std::vector<row>& rows) {
   CHECK(cudaFree(weight));
 }
 
+/// The fixed cost of one synchronous fill: 1 device-resident sample (planning, the counters'
+/// reset, the launch, the copy of 259 counts back), in microseconds.
+void run_overhead(std::vector<row>& rows) {
+  std::int32_t* d;
+  CHECK(cudaMalloc(&d, sizeof(std::int32_t)));
+  CHECK(cudaMemset(d, 0, sizeof(std::int32_t)));
+  tally::options o;
+  o.backend = tally::backend::cuda;
+  tally::histogram h(tally::axis::integer(0, 256), o);
+  const double ms = median_ms([&] { h.fill(tally::make_view(d, 1)); });
+  record(rows, {"fixed cost of a fill (us)", "-", "tally automatic", ms, ms * 1e3});
+  CHECK(cudaFree(d));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -275,6 +289,7 @@ int main(int argc, char** argv) {
   CHECK(cudaFree(probe));
 
   std::vector<row> rows;
+  run_overhead(rows);
   const auto want = [&](const std::string& name) { return only.empty() || name.find(only) != std::string::npos; };
   for (spread s : {spread::uniform, spread::hotspot, spread::skewed80, spread::normal}) {
     if (want("u8")) run_case<std::uint8_t>("u8, 256 bins", 256, s, false, rows);
@@ -293,10 +308,21 @@ int main(int argc, char** argv) {
   std::ofstream json(out);
   json << "{\"device\":\"" << prop.name << "\",\"read_gbs\":" << read_gbs << ",\"rows\":[";
   double cub_gbs = 0;
+  std::string cub_of;  // the workload and spread the last CUB row measured
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
-    if (r.who == "cub") cub_gbs = r.gbs;
-    const bool anchored = r.workload.find("w, 256") == std::string::npos;
+    if (r.who == "cub") {
+      cub_gbs = r.gbs;
+      cub_of = r.workload + r.spread;
+    }
+    const bool anchored = cub_of == r.workload + r.spread;
+    if (r.spread == "-") {  // the fixed cost: microseconds, not GB/s
+      std::printf("%-26s %-9s %-24s %9.3f %9.1f us\n", r.workload.c_str(), r.spread.c_str(), r.who.c_str(), r.ms,
+                  r.gbs);
+      json << (i ? "," : "") << "{\"workload\":\"" << r.workload << "\",\"who\":\"" << r.who
+           << "\",\"ms\":" << r.ms << "}";
+      continue;
+    }
     std::printf("%-26s %-9s %-24s %9.3f %9.1f %6.1f%% ", r.workload.c_str(), r.spread.c_str(), r.who.c_str(), r.ms,
                 r.gbs, 100 * r.gbs / read_gbs);
     if (anchored) std::printf("%6.2fx\n", r.gbs / cub_gbs);

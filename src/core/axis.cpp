@@ -24,6 +24,35 @@ edge_rounding rounding_of(dtype edge_type) {
   }
 }
 
+namespace {
+
+/// The spacing of the rounding format's values near magnitude m > 0 (an upper bound for all
+/// magnitudes up to m).
+double spacing_near(double m, edge_rounding r) {
+  const int e = std::ilogb(m);
+  switch (r) {
+    case edge_rounding::f32: return std::ldexp(1.0, std::max(e, -126) - 23);
+    case edge_rounding::f16: return std::ldexp(1.0, std::max(e, -14) - 10);
+    case edge_rounding::bf16: return std::ldexp(1.0, std::max(e, -126) - 7);
+    default: return std::ldexp(1.0, std::max(e, -1022) - 52);
+  }
+}
+
+/// regular_rule::guard. Edge k is round(k * step + lo) (two f64 roundings, each within
+/// 2^-53 of a magnitude <= 3m, then the edge type's rounding, within half its spacing), and
+/// first/last are lo/hi rounded (half a spacing each): so every edge lies within
+/// spacing + 12 * 2^-53 * m of the line first + k / scale. Doubled, in bins (times scale),
+/// plus the estimate's rounding, under (bins + 2) * 2^-48.
+double guard_of(const regular_rule& r) {
+  const double m = std::max({std::fabs(r.lo), std::fabs(r.hi), std::fabs(r.first), std::fabs(r.last)});
+  if (r.step_is_zero || !(m > 0) || !std::isfinite(r.scale)) return 1.0;
+  const double edges = 2 * spacing_near(m, r.rounding) + 16 * std::ldexp(m, -52);
+  const double guard = edges * r.scale + static_cast<double>(r.bins + 2) * std::ldexp(1.0, -48);
+  return guard < 0.125 ? guard : 1.0;
+}
+
+}  // namespace
+
 regular_rule make_regular_rule(const axis& a, const double* table) {
   regular_rule r;
   r.lo = a.regular_lo();
@@ -36,6 +65,7 @@ regular_rule make_regular_rule(const axis& a, const double* table) {
   r.last = round_edge(r.hi, r.rounding);
   r.scale = static_cast<double>(r.bins) / (r.last - r.first);
   r.table = table;
+  r.guard = guard_of(r);
   return r;
 }
 

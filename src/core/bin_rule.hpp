@@ -41,6 +41,11 @@ struct regular_rule {
   edge_rounding rounding = edge_rounding::f64;
   bool step_is_zero = false;      // linspace's fallback for a step that underflows
   const double* table = nullptr;  // optional precomputed edges (bins + 1), same values
+  /// How far, in bins, every edge may lie from its ideal position first + k / scale, plus the
+  /// estimate's own rounding (make_regular_rule bounds it). An estimate whose fraction is
+  /// further than this from both bin boundaries is the bin, with no edge looked at. 1 turns
+  /// the shortcut off.
+  double guard = 1.0;
 
   TALLY_HD double computed_edge(std::int64_t k) const {
     if (k == bins) return last;
@@ -55,7 +60,12 @@ struct regular_rule {
   template <class Edges> TALLY_HD_HOT std::int64_t locate(double x, const Edges& edge_at) const {
     if (!(x >= first)) return x != x ? bin_nan : bin_underflow;
     if (x > last) return bin_overflow;
-    std::int64_t i = static_cast<std::int64_t>((x - first) * scale);  // estimate, >= 0
+    const double t = (x - first) * scale;  // estimate, >= 0
+    std::int64_t i = static_cast<std::int64_t>(t);
+    if (i < bins) {
+      const double f = t - static_cast<double>(i);
+      if (f > guard && f < 1.0 - guard) return i;  // edge_i < x < edge_(i+1), by the bound
+    }
     if (i > bins - 1) i = bins - 1;
     while (x < edge_at(i)) --i;  // stops at 0: edge 0 is `first` <= x
     while (i < bins - 1 && x >= edge_at(i + 1)) ++i;
