@@ -52,6 +52,10 @@ int run_plan(const plan_args& a) {
   req.counts = o.counts;
   req.n = a.n;
   req.threads = o.threads;
+  req.contiguous = a.dims == 1;  // one column as a file holds it
+  if (req.where == tally::backend::cuda && !tally::describe_device(req))
+    std::cout << "(no usable CUDA device here: planned as for one multiprocessor with 48 KiB of "
+                 "shared memory)\n";
   std::cout << tally::describe(tally::plan(req));
   return 0;
 }

@@ -112,3 +112,25 @@ TEST(CudaPlan, StrategyNamesRoundTrip) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CudaPlan, DescribeDeviceFillsTheFiguresWhereCudaIsUsable) {
+  bool usable = false;
+  for (const auto& b : tally::backends())
+    if (b.which == tally::backend::cuda) usable = b.usable;
+  tally::plan_request r;
+  r.where = tally::backend::cuda;
+  EXPECT_EQ(tally::describe_device(r), usable);
+  if (usable) {
+    EXPECT_GT(r.device_sms, 0);
+    EXPECT_GE(r.device_shared_per_sm, r.device_shared_bytes);
+    EXPECT_GT(r.device_shared_bytes, 0);
+  } else {
+    EXPECT_EQ(r.device_sms, 0);  // nothing changed
+  }
+  r.where = tally::backend::cpu;
+  EXPECT_TRUE(tally::describe_device(r));
+}
+
+}  // namespace

@@ -86,6 +86,10 @@ struct policy {
 
 /// The one planner. Pure: no allocation on devices, no synchronisation.
 policy plan(const plan_request& request);
+/// Fills what the planner needs to know of request.where's current device (CUDA: its
+/// multiprocessors and shared memory). Returns false, changing nothing, where that backend is
+/// not compiled in or not usable here.
+bool describe_device(plan_request& request);
 /// A human-readable, multi-line description (what `tally plan` prints).
 std::string describe(const policy& p);
 

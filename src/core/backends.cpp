@@ -63,6 +63,14 @@ std::vector<backend_info> backends() {
   return out;
 }
 
+bool describe_device(plan_request& request) {
+  const auto* ops = detail::find_backend(request.where);
+  std::string detail;
+  if (!ops || !ops->usable(detail)) return false;
+  if (ops->describe) ops->describe(request);
+  return true;
+}
+
 std::string_view version() { return TALLY_VERSION; }
 
 }  // namespace tally
