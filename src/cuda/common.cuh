@@ -41,6 +41,20 @@ struct device_axis {
   integer_binner integer;
 };
 
+/// Calls f with the axis' rule as its own binner type: the one switch on the axis kind. Host
+/// launchers and device kernels both call it, each with lambdas of its own side (the pragma
+/// lets a host-device template call either, as CCCL's own dispatch helpers do).
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable
+#endif
+template <class F> TALLY_HD void with_binner(const device_axis& a, F&& f) {
+  switch (a.kind) {
+    case axis_kind::regular: return f(a.regular);
+    case axis_kind::variable: return f(a.variable);
+    case axis_kind::integer: return f(a.integer);
+  }
+}
+
 constexpr int kMaxAxes = 8;
 struct device_axes {
   device_axis axis[kMaxAxes];
@@ -61,11 +75,7 @@ __device__ __forceinline__ std::int64_t axis_index(const device_axis& a, std::in
   with_sample_type(a.type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = load_unaligned<T>(p);
-    switch (a.kind) {
-      case axis_kind::regular: k = a.regular(v); break;
-      case axis_kind::variable: k = a.variable(v); break;
-      default: k = a.integer(v); break;
-    }
+    with_binner(a, [&](const auto& binner) { k = binner(v); });
   });
   return k;
 }
@@ -81,6 +91,19 @@ __device__ __forceinline__ std::int64_t slot_of(const device_axes& axes, std::in
     flat = flat * axes.axis[d].bins + k;
   }
   return flat;
+}
+
+/// The end of a shared-memory count: adds each slot's 2^shift interleaved copies (slot s, copy r
+/// at counters[(s << shift) + r]) to the device counters. Copy (r + s) mod 2^shift is read r-th,
+/// so that neighbouring threads read different banks. Call after a barrier.
+__device__ __forceinline__ void flush_copies(const unsigned* counters, std::int64_t slots, int shift,
+                                             unsigned long long* out) {
+  const std::int64_t copies = std::int64_t{1} << shift;
+  for (std::int64_t s = threadIdx.x; s < slots; s += blockDim.x) {
+    unsigned long long sum = 0;
+    for (std::int64_t r = 0; r < copies; ++r) sum += counters[(s << shift) + ((r + s) & (copies - 1))];
+    if (sum) atomicAdd(&out[s], sum);
+  }
 }
 
 #endif

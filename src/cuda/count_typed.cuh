@@ -18,6 +18,9 @@ namespace tally::detail::cuda {
 constexpr int kTypedThreads = 512;
 constexpr int kUnroll = 4;  // 16-byte loads in flight per thread before counting
 
+/// The lowest value of an 8-bit type: the value table's slot s holds the value s + value_lo<T>.
+template <class T> constexpr int value_lo = std::is_signed_v<T> ? -128 : 0;
+
 /// The value table's slot of an 8-bit sample: its value less the type's lowest (never dropped;
 /// the fold applies the axis' rule to each of the 256 values once).
 struct value_binner {
@@ -130,15 +133,8 @@ __global__ void __launch_bounds__(kTypedThreads) count_typed_kernel(Binner binne
   }
   if (a.to_global) return;
 
-  // Each slot's copies, summed with a skew (copy (r + s) mod R) so that neighbouring threads
-  // read different banks, then added to the device counters.
   __syncthreads();
-  const std::int64_t copies = std::int64_t{1} << shift;
-  for (std::int64_t s = threadIdx.x; s < slots; s += blockDim.x) {
-    unsigned long long sum = 0;
-    for (std::int64_t r = 0; r < copies; ++r) sum += counters[(s << shift) + ((r + s) & (copies - 1))];
-    if (sum) atomicAdd(&a.slots[s], sum);
-  }
+  flush_copies(counters, slots, shift, a.slots);
 }
 
 /// The planner's grid, cut to the blocks that are resident at once (the planner cannot see
@@ -172,14 +168,18 @@ void launch_with(const Binner& binner, const typed_count_args& args, const launc
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
-template <class T>
-void launch_typed(const axis_rule& rule, const typed_count_args& args, const launch_shape& shape) {
-  const auto launch = [&](auto binner) { launch_with<T>(binner, args, shape); };
-  switch (rule.kind) {
-    case axis_kind::regular: return launch(rule.regular);
-    case axis_kind::variable: return launch(rule.variable);
-    case axis_kind::integer: return launch(rule.integer);
-  }
+/// Launches the typed kernel for whichever of Ts `sample` is, with the axis' own binner type
+/// (each translation unit instantiates its share of the sample types).
+template <class... Ts>
+void launch_typed(dtype sample, const device_axis& axis, const typed_count_args& args, const launch_shape& shape) {
+  const auto launch_if = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (sample != dtype_of<T>) return false;
+    with_binner(axis, [&](const auto& binner) { launch_with<T>(binner, args, shape); });
+    return true;
+  };
+  if (!(launch_if(type_tag<Ts>{}) || ...))
+    throw error("count_typed: no kernel for " + std::string(name_of(sample)) + " samples in this unit");
 }
 
 }  // namespace tally::detail::cuda

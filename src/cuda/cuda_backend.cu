@@ -136,16 +136,17 @@ class device_guard {
   int previous_ = 0;
 };
 
-/// A column in device memory: the caller's, or a copy of the host span it covers. The copy
-/// keeps the address modulo 16, so that the kernels see the caller's alignment.
+/// A column in device memory: the caller's (`device`, from device_of, is >= 0), or a copy of
+/// the host span it covers. The copy keeps the address modulo 16, so that the kernels see the
+/// caller's alignment.
 struct device_column {
   std::unique_ptr<device_buffer> copy;
   const char* data = nullptr;
 };
 
-device_column to_device(const view& v) {
+device_column to_device(const view& v, int device) {
   device_column c;
-  if (cuda_owns(v.data)) {
+  if (device >= 0) {
     c.data = static_cast<const char*>(v.data);
     return c;
   }
@@ -161,8 +162,7 @@ device_column to_device(const view& v) {
 struct prepared {
   std::vector<device_column> columns;
   device_axes axes{};
-  cuda::axis_rule first;  // axes.axis[0]'s rule, for the typed kernels
-  std::vector<std::uint64_t> tables;  // all axes' tables, uploaded at `tables_at`
+  std::vector<std::uint64_t> tables;       // all axes' tables, uploaded by upload_tables
   std::vector<std::size_t> table_offsets;  // per table, in words
 };
 
@@ -174,13 +174,14 @@ std::size_t append(std::vector<std::uint64_t>& words, const void* data, std::siz
 }
 
 /// Columns, rules and tables; table pointers are set once the scratch address is known.
-prepared prepare(const fill_job& job) {
+/// `first_device` is device_of(column 0), already asked.
+prepared prepare(const fill_job& job, int first_device) {
   prepared p;
   p.axes.count = static_cast<int>(job.axes->size());
   for (int d = 0; d < p.axes.count; ++d) {
     const axis& a = (*job.axes)[static_cast<std::size_t>(d)];
     const view& v = job.columns[static_cast<std::size_t>(d)];
-    p.columns.push_back(to_device(v));
+    p.columns.push_back(to_device(v, d == 0 ? first_device : device_of(v.data)));
     cuda::device_axis& da = p.axes.axis[d];
     da.kind = a.kind();
     da.type = v.type;
@@ -196,7 +197,7 @@ prepared prepare(const fill_job& job) {
       }
       case axis_kind::variable: {
         const std::vector<std::int64_t> buckets = variable_buckets(a);
-        da.variable.rule = make_variable_rule(a, &buckets);  // host pointers until bind_tables
+        da.variable.rule = make_variable_rule(a, &buckets);  // host pointers until upload_tables
         p.table_offsets.push_back(append(p.tables, a.variable_edges().data(), a.variable_edges().size()));
         p.table_offsets.push_back(append(p.tables, buckets.data(), buckets.size()));
         break;
@@ -209,8 +210,11 @@ prepared prepare(const fill_job& job) {
   return p;
 }
 
-/// Points the rules at their tables in device memory (`device_tables`, as p.tables).
-void bind_tables(prepared& p, const std::uint64_t* device_tables) {
+/// Copies the tables to `device_tables` (scratch) and points the rules at them there.
+void upload_tables(prepared& p, std::uint64_t* device_tables) {
+  if (!p.tables.empty())
+    TALLY_CUDA_CHECK(cudaMemcpy(device_tables, p.tables.data(), p.tables.size() * sizeof(std::uint64_t),
+                                cudaMemcpyHostToDevice));
   std::size_t t = 0;
   for (int d = 0; d < p.axes.count; ++d) {
     cuda::device_axis& da = p.axes.axis[d];
@@ -226,21 +230,25 @@ void bind_tables(prepared& p, const std::uint64_t* device_tables) {
         break;
     }
   }
-  p.first.kind = p.axes.axis[0].kind;
-  p.first.regular = p.axes.axis[0].regular;
-  p.first.variable = p.axes.axis[0].variable;
-  p.first.integer = p.axes.axis[0].integer;
 }
 
-void count_typed(dtype sample, const cuda::axis_rule& rule, const cuda::typed_count_args& args,
+/// Adds the device's three flow counters (underflow, overflow, nan) to the job's.
+void add_flow(const fill_job& job, const unsigned long long* dropped) {
+  if (!job.flow) return;
+  job.flow->underflow += dropped[0];
+  job.flow->overflow += dropped[1];
+  job.flow->nan += dropped[2];
+}
+
+void count_typed(dtype sample, const cuda::device_axis& axis, const cuda::typed_count_args& args,
                  const cuda::launch_shape& shape) {
   switch (sample) {
     case dtype::u8: case dtype::i8: case dtype::u16: case dtype::i16:
-      return cuda::count_typed_narrow(sample, rule, args, shape);
+      return cuda::count_typed_narrow(sample, axis, args, shape);
     case dtype::u32: case dtype::i32: case dtype::u64: case dtype::i64:
-      return cuda::count_typed_wide(sample, rule, args, shape);
+      return cuda::count_typed_wide(sample, axis, args, shape);
     default:
-      return cuda::count_typed_floats(sample, rule, args, shape);
+      return cuda::count_typed_floats(sample, axis, args, shape);
   }
 }
 
@@ -272,7 +280,7 @@ void launch_counts(const fill_job& job, const prepared& p, unsigned long long* s
       } else {
         a.cells = job.cells;
         a.slots = slots;
-        count_typed(sample, p.first, a, shape);
+        count_typed(sample, p.axes.axis[0], a, shape);
       }
     } else {
       device_axes shifted = p.axes;
@@ -280,7 +288,7 @@ void launch_counts(const fill_job& job, const prepared& p, unsigned long long* s
       cuda::count_generic(shifted, count, job.cells, plan.chosen, shift, slots, shape);
     }
   }
-  if (plan.value_table) cuda::fold_values(sample, p.first, raw, job.cells, slots, shape.stream);
+  if (plan.value_table) cuda::fold_values(sample, p.axes.axis[0], raw, job.cells, slots, shape.stream);
 }
 
 void fill_counts(const fill_job& job, prepared& p, scratch& s) {
@@ -292,60 +300,43 @@ void fill_counts(const fill_job& job, prepared& p, scratch& s) {
   auto* slots = reinterpret_cast<unsigned long long*>(base + slots_at);
   auto* raw = reinterpret_cast<unsigned long long*>(base + raw_at);
   TALLY_CUDA_CHECK(cudaMemset(base, 0, tables_at));
-  if (!p.tables.empty())
-    TALLY_CUDA_CHECK(cudaMemcpy(base + tables_at, p.tables.data(), p.tables.size() * sizeof(std::uint64_t),
-                                cudaMemcpyHostToDevice));
-  bind_tables(p, reinterpret_cast<const std::uint64_t*>(base + tables_at));
+  upload_tables(p, reinterpret_cast<std::uint64_t*>(base + tables_at));
   launch_counts(job, p, slots, raw);
 
   std::vector<std::uint64_t> host(static_cast<std::size_t>(job.cells) + 3);
   TALLY_CUDA_CHECK(cudaMemcpy(host.data(), slots, host.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost));
   const auto cells = static_cast<std::size_t>(job.cells);
-  const flow_counts dropped{host[cells], host[cells + 1], host[cells + 2]};
+  const unsigned long long dropped[3] = {host[cells], host[cells + 1], host[cells + 2]};
   host.resize(cells);
   add_counts(job, host);
-  if (job.flow) {
-    job.flow->underflow += dropped.underflow;
-    job.flow->overflow += dropped.overflow;
-    job.flow->nan += dropped.nan;
-  }
+  add_flow(job, dropped);
 }
 
 /// Weighted sums, window by window; each window's totals are added to the sums in cell order.
 void fill_sums(const fill_job& job, prepared& p, scratch& s) {
   const policy& plan = job.plan;
-  // An unweighted fill of a weighted histogram adds 1 per sample: one 1.0 read at stride 0.
-  device_column weights;
-  std::int64_t weight_stride = 0;
-  dtype weight_type = dtype::f64;
-  if (job.weights) {
-    weights = to_device(*job.weights);
-    weight_type = job.weights->type;
-    weight_stride = job.weights->stride * static_cast<std::int64_t>(size_of(weight_type));
-  } else {
-    const double one = 1.0;
-    weights.copy = std::make_unique<device_buffer>(sizeof one);
-    TALLY_CUDA_CHECK(cudaMemcpy(weights.copy->get(), &one, sizeof one, cudaMemcpyHostToDevice));
-    weights.data = weights.copy->get();
-  }
-
+  // An unweighted fill of a weighted histogram adds 1 per sample: one 1.0 (in the scratch)
+  // read at stride 0.
+  const device_column weights = job.weights ? to_device(*job.weights, device_of(job.weights->data)) : device_column{};
   carve layout;
   const std::size_t flow_at = layout.add<unsigned long long>(3);
+  const std::size_t one_at = layout.add<double>(1);
   const std::size_t tables_at = layout.add<std::uint64_t>(static_cast<std::int64_t>(p.tables.size()));
   const std::size_t partials_at = layout.add<double>(plan.grid_blocks * plan.window_cells);
   const std::size_t totals_at = layout.add<double>(plan.window_cells);
   char* base = s.reserve(layout.size());
   TALLY_CUDA_CHECK(cudaMemset(base + flow_at, 0, 3 * sizeof(unsigned long long)));
-  if (!p.tables.empty())
-    TALLY_CUDA_CHECK(cudaMemcpy(base + tables_at, p.tables.data(), p.tables.size() * sizeof(std::uint64_t),
-                                cudaMemcpyHostToDevice));
-  bind_tables(p, reinterpret_cast<const std::uint64_t*>(base + tables_at));
+  if (!job.weights) {
+    const double one = 1.0;
+    TALLY_CUDA_CHECK(cudaMemcpy(base + one_at, &one, sizeof one, cudaMemcpyHostToDevice));
+  }
+  upload_tables(p, reinterpret_cast<std::uint64_t*>(base + tables_at));
 
   cuda::weighted_args a;
   a.axes = p.axes;
-  a.weights = weights.data;
-  a.weight_stride_bytes = weight_stride;
-  a.weight_type = weight_type;
+  a.weights = job.weights ? weights.data : base + one_at;
+  a.weight_type = job.weights ? job.weights->type : dtype::f64;
+  a.weight_stride_bytes = job.weights ? job.weights->stride * static_cast<std::int64_t>(size_of(a.weight_type)) : 0;
   a.n = job.n;
   a.cells = job.cells;
   a.partials = reinterpret_cast<double*>(base + partials_at);
@@ -367,23 +358,20 @@ void fill_sums(const fill_job& job, prepared& p, scratch& s) {
   }
   unsigned long long dropped[3];
   TALLY_CUDA_CHECK(cudaMemcpy(dropped, a.flow, sizeof dropped, cudaMemcpyDeviceToHost));
-  if (job.flow) {
-    job.flow->underflow += dropped[0];
-    job.flow->overflow += dropped[1];
-    job.flow->nan += dropped[2];
-  }
+  add_flow(job, dropped);
 }
 
 void cuda_fill(const fill_job& job) {
   if (job.axes->size() > static_cast<std::size_t>(cuda::kMaxAxes))
     throw error("backend cuda: at most " + std::to_string(cuda::kMaxAxes) + " axes, got " +
                 std::to_string(job.axes->size()));
-  const device_guard guard(device_of(job.columns[0].data));
+  const int first_device = device_of(job.columns[0].data);
+  const device_guard guard(first_device);
   int device = 0;
   TALLY_CUDA_CHECK(cudaGetDevice(&device));
   scratch& s = scratch_of(device);
   std::lock_guard<std::mutex> lock(s.mutex);
-  prepared p = prepare(job);
+  prepared p = prepare(job, first_device);
   if (job.sums) fill_sums(job, p, s);
   else fill_counts(job, p, s);
 }

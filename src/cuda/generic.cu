@@ -42,11 +42,7 @@ __global__ void shared_kernel(device_axes axes, std::int64_t n, std::int64_t cel
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride)
     atomicAdd(&block_slots[(slot_of(axes, i, cells) << shift) + copy], 1u);
   __syncthreads();
-  for (std::int64_t s = threadIdx.x; s < total; s += blockDim.x) {
-    unsigned long long sum = 0;
-    for (std::int64_t r = 0; r < copies; ++r) sum += block_slots[(s << shift) + ((r + s) & (copies - 1))];
-    if (sum) atomicAdd(&slots[s], sum);
-  }
+  flush_copies(block_slots, total, shift, slots);
 }
 
 /// Sums x over each group of lanes with equal keys (`peers`, from __match_any_sync) by a

@@ -12,14 +12,6 @@
 
 namespace tally::detail::cuda {
 
-/// The first axis' rule with its tables in device memory.
-struct axis_rule {
-  axis_kind kind = axis_kind::integer;
-  regular_table_binner regular;
-  variable_binner variable;
-  integer_binner integer;
-};
-
 struct launch_shape {
   unsigned grid = 1;
   unsigned block = 256;
@@ -27,7 +19,8 @@ struct launch_shape {
   cudaStream_t stream = nullptr;
 };
 
-/// A typed, contiguous 1-D count: samples [0, n) of `data` (aligned to the sample size).
+/// A typed, contiguous 1-D count of one axis (device_axis: its rule, with tables in device
+/// memory): samples [0, n) of `data` (aligned to the sample size).
 struct typed_count_args {
   const void* data = nullptr;
   std::int64_t n = 0;
@@ -41,15 +34,15 @@ struct typed_count_args {
 /// 16-byte loads, the bin rule per sample, counted in shared memory (or global with to_global).
 /// By sample family, one translation unit each: 8- and 16-bit integers, 32- and 64-bit
 /// integers, floats.
-void count_typed_narrow(dtype sample, const axis_rule& rule, const typed_count_args& args, const launch_shape& shape);
-void count_typed_wide(dtype sample, const axis_rule& rule, const typed_count_args& args, const launch_shape& shape);
-void count_typed_floats(dtype sample, const axis_rule& rule, const typed_count_args& args, const launch_shape& shape);
+void count_typed_narrow(dtype sample, const device_axis& axis, const typed_count_args& args, const launch_shape& shape);
+void count_typed_wide(dtype sample, const device_axis& axis, const typed_count_args& args, const launch_shape& shape);
+void count_typed_floats(dtype sample, const device_axis& axis, const typed_count_args& args, const launch_shape& shape);
 
 /// 8-bit samples: counts per value (args.cells = 256) into args.slots, the value table.
 void count_values(dtype sample, const typed_count_args& args, const launch_shape& shape);
 /// 8-bit samples: per-value counts raw[0..256) (value v - lo, lo = 0 for u8, -128 for i8) are
-/// mapped through the rule to the axis' slots.
-void fold_values(dtype sample, const axis_rule& rule, const unsigned long long* raw, std::int64_t cells,
+/// mapped through the axis' rule to its slots.
+void fold_values(dtype sample, const device_axis& axis, const unsigned long long* raw, std::int64_t cells,
                  unsigned long long* slots, cudaStream_t stream);
 
 /// The generic kernels (any type, stride, alignment, N-D): global_atomic, warp_aggregated, and
