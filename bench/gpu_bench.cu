@@ -186,20 +186,24 @@ void run_case(const std::string& workload, int bins, spread s, bool arbitrary, s
   record(rows, {workload, name_of(s), "cub", cub_ms, gb / cub_ms * 1e3});
 
   std::vector<double> edges(edges_f.begin(), edges_f.end());
+  const tally::axis a = arbitrary ? tally::axis::variable(edges)
+                        : std::is_floating_point_v<T> ? tally::axis::regular(bins, 0.0, 1.0, tally::dtype::f32)
+                                                      : tally::axis::integer(0, bins);
+  const auto v = tally::make_view(d, static_cast<std::int64_t>(n));
   for (auto strat : kStrategies) {
     const bool shared = strat == tally::strategy::shared || strat == tally::strategy::shared_replicated;
     if (shared && bins > 50000) continue;
     tally::options o;
     o.backend = tally::backend::cuda;
     o.strategy = strat;
-    const tally::axis a = arbitrary ? tally::axis::variable(edges)
-                          : std::is_floating_point_v<T> ? tally::axis::regular(bins, 0.0, 1.0, tally::dtype::f32)
-                                                        : tally::axis::integer(0, bins);
     tally::histogram h(a, o);
-    const auto v = tally::make_view(d, static_cast<std::int64_t>(n));
     const double ms = median_ms([&] { h.fill(v); });
     record(rows, {workload, name_of(s), "tally " + std::string(tally::name_of(strat)), ms, gb / ms * 1e3});
   }
+  // The stream-ordered entry point: counts stay on the device, nothing waits.
+  tally::device_histogram dh(a);
+  const double ms = median_ms([&] { dh.fill(v); });
+  record(rows, {workload, name_of(s), "tally device_histogram", ms, gb / ms * 1e3});
   CHECK(cudaFree(cub_counts));
   CHECK(cudaFree(d));
   if (d_edges) CHECK(cudaFree(d_edges));
@@ -253,12 +257,19 @@ void run_weighted(spread s, std::vector<row>& rows) {
   const double ms = median_ms([&] { h.fill(iv, wv); });
   record(rows, {"i32+f32 w, 256 (" + std::to_string(static_cast<int>(n / ms / 1e6)) + " Gs/s)", name_of(s),
                   "tally automatic", ms, kBytes / 1e9 / ms * 1e3});
+  tally::options dopts;
+  dopts.weighted = true;
+  tally::device_histogram dh(tally::axis::integer(0, 256), dopts);
+  const double dms = median_ms([&] { dh.fill(iv, wv); });
+  record(rows, {"i32+f32 w, 256 (" + std::to_string(static_cast<int>(n / dms / 1e6)) + " Gs/s)", name_of(s),
+                  "tally device_histogram", dms, kBytes / 1e9 / dms * 1e3});
   CHECK(cudaFree(index));
   CHECK(cudaFree(weight));
 }
 
-/// The fixed cost of one synchronous fill: 1 device-resident sample (planning, the counters'
-/// reset, the launch, the copy of 259 counts back), in microseconds.
+/// The fixed cost of one fill of 1 device-resident sample, in microseconds: synchronous
+/// (planning, the counters' reset, the launch, the copy of 259 counts back) and stream-ordered
+/// (planning and the launch, timed on the stream).
 void run_overhead(std::vector<row>& rows) {
   std::int32_t* d;
   CHECK(cudaMalloc(&d, sizeof(std::int32_t)));
@@ -268,6 +279,9 @@ void run_overhead(std::vector<row>& rows) {
   tally::histogram h(tally::axis::integer(0, 256), o);
   const double ms = median_ms([&] { h.fill(tally::make_view(d, 1)); });
   record(rows, {"fixed cost of a fill (us)", "-", "tally automatic", ms, ms * 1e3});
+  tally::device_histogram dh(tally::axis::integer(0, 256));
+  const double dms = median_ms([&] { dh.fill(tally::make_view(d, 1)); });
+  record(rows, {"fixed cost of a fill (us)", "-", "tally device_histogram", dms, dms * 1e3});
   CHECK(cudaFree(d));
 }
 

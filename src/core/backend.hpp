@@ -29,6 +29,17 @@ struct fill_job {
 /// anything if a cell would overflow the storage type. Every backend ends its count fills here.
 void add_counts(const fill_job& job, const std::vector<std::uint64_t>& add);
 
+/// The number of cells of `axes` (at least one axis; the product must fit 64 bits).
+std::int64_t cell_count(const std::vector<axis>& axes);
+/// Throws tally::error for a bad view (unknown type, negative size, null data, stride < 1).
+void check_view(const view& v, const std::string& what);
+/// Every check of a fill's arguments, shared by tally::histogram and device_histogram.
+void check_fill(const std::vector<axis>& axes, bool weighted, const std::vector<view>& columns,
+                const view* weights);
+/// What the planner looks at for a fill of n samples of type t (first: column 0, if known).
+plan_request make_request(const std::vector<axis>& axes, const options& opts, backend where, dtype t,
+                          std::int64_t n, const view* first);
+
 struct backend_ops {
   backend which;
   /// Compiled in and able to run here; `detail` says what was found or what is missing.

@@ -11,16 +11,9 @@
 #include "tally/histogram.hpp"
 
 namespace tally {
-namespace {
+namespace detail {
 
-std::uint64_t physical_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) return std::numeric_limits<std::uint64_t>::max();
-  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
-}
-
-std::int64_t checked_cells(const std::vector<axis>& axes, std::size_t cell_bytes) {
+std::int64_t cell_count(const std::vector<axis>& axes) {
   if (axes.empty()) throw error("histogram: needs at least one axis");
   std::int64_t cells = 1;
   for (const auto& a : axes) {
@@ -29,10 +22,6 @@ std::int64_t checked_cells(const std::vector<axis>& axes, std::size_t cell_bytes
                   std::to_string(axes.size()) + " axes) overflows 64 bits");
     cells *= a.bins();
   }
-  const std::uint64_t limit = physical_memory_bytes();
-  if (static_cast<std::uint64_t>(cells) > limit / cell_bytes)
-    throw error("histogram: " + std::to_string(cells) + " cells of " + std::to_string(cell_bytes) +
-                " bytes exceed this machine's memory (" + std::to_string(limit >> 20) + " MiB)");
   return cells;
 }
 
@@ -42,6 +31,71 @@ void check_view(const view& v, const std::string& what) {
   if (v.size > 0 && v.data == nullptr)
     throw error(what + ": null data pointer with " + std::to_string(v.size) + " elements");
   if (v.stride < 1) throw error(what + ": stride must be >= 1 element, got " + std::to_string(v.stride));
+}
+
+void check_fill(const std::vector<axis>& axes, bool weighted, const std::vector<view>& columns,
+                const view* weights) {
+  if (columns.size() != axes.size())
+    throw error("fill: " + std::to_string(axes.size()) + " axes need " +
+                std::to_string(axes.size()) + " sample columns, got " + std::to_string(columns.size()));
+  for (std::size_t d = 0; d < columns.size(); ++d) {
+    check_view(columns[d], "fill: column " + std::to_string(d));
+    if (columns[d].size != columns[0].size)
+      throw error("fill: columns differ in length: column 0 has " + std::to_string(columns[0].size) +
+                  " samples, column " + std::to_string(d) + " has " + std::to_string(columns[d].size));
+  }
+  if (!weights) return;
+  const std::int64_t n = columns[0].size;
+  if (!weighted)
+    throw error("fill: weights given to an unweighted histogram; construct it with options.weighted = true");
+  check_view(*weights, "fill: weights");
+  if (weights->type != dtype::f32 && weights->type != dtype::f64)
+    throw error("fill: weights must be f32 or f64, got " + std::string(name_of(weights->type)));
+  if (weights->size != n)
+    throw error("fill: " + std::to_string(n) + " samples need " + std::to_string(n) + " weights, got " +
+                std::to_string(weights->size));
+}
+
+plan_request make_request(const std::vector<axis>& axes, const options& opts, backend where, dtype t,
+                          std::int64_t n, const view* first) {
+  plan_request r;
+  // One aligned, unit-stride column (what plan_for assumes): vector loads apply.
+  r.contiguous = axes.size() == 1 &&
+                 (!first || (first->stride == 1 &&
+                             reinterpret_cast<std::uintptr_t>(first->data) % size_of(first->type) == 0));
+  r.table_bytes = table_bytes(axes.front());
+  r.where = where;
+  r.wanted = opts.strategy;
+  r.kind = axes.front().kind();
+  r.cells = cell_count(axes);
+  r.dims = static_cast<int>(axes.size());
+  r.sample = t;
+  r.weighted = opts.weighted;
+  r.counts = opts.counts;
+  r.n = n;
+  r.threads = opts.threads;
+  return r;
+}
+
+}  // namespace detail
+
+namespace {
+
+
+std::uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return std::numeric_limits<std::uint64_t>::max();
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+}
+
+std::int64_t checked_cells(const std::vector<axis>& axes, std::size_t cell_bytes) {
+  const std::int64_t cells = detail::cell_count(axes);
+  const std::uint64_t limit = physical_memory_bytes();
+  if (static_cast<std::uint64_t>(cells) > limit / cell_bytes)
+    throw error("histogram: " + std::to_string(cells) + " cells of " + std::to_string(cell_bytes) +
+                " bytes exceed this machine's memory (" + std::to_string(limit >> 20) + " MiB)");
+  return cells;
 }
 
 /// backend::automatic: the first non-CPU backend that owns the memory, else the CPU.
@@ -100,23 +154,7 @@ void histogram::fill(const std::vector<view>& columns, const view& weights) {
 }
 
 plan_request histogram::request(backend where, dtype t, std::int64_t n, const view* first) const {
-  plan_request r;
-  // One aligned, unit-stride column (what plan_for assumes): vector loads apply.
-  r.contiguous = axes_.size() == 1 &&
-                 (!first || (first->stride == 1 &&
-                             reinterpret_cast<std::uintptr_t>(first->data) % size_of(first->type) == 0));
-  r.table_bytes = detail::table_bytes(axes_.front());
-  r.where = where;
-  r.wanted = opts_.strategy;
-  r.kind = axes_.front().kind();
-  r.cells = cells_;
-  r.dims = static_cast<int>(axes_.size());
-  r.sample = t;
-  r.weighted = opts_.weighted;
-  r.counts = opts_.counts;
-  r.n = n;
-  r.threads = opts_.threads;
-  return r;
+  return detail::make_request(axes_, opts_, where, t, n, first);
 }
 
 policy histogram::plan_for(dtype t, std::int64_t n) const {
@@ -127,26 +165,8 @@ policy histogram::plan_for(dtype t, std::int64_t n) const {
 }
 
 void histogram::fill_impl(const std::vector<view>& columns, const view* weights) {
-  if (columns.size() != axes_.size())
-    throw error("fill: " + std::to_string(axes_.size()) + " axes need " +
-                std::to_string(axes_.size()) + " sample columns, got " + std::to_string(columns.size()));
-  for (std::size_t d = 0; d < columns.size(); ++d) {
-    check_view(columns[d], "fill: column " + std::to_string(d));
-    if (columns[d].size != columns[0].size)
-      throw error("fill: columns differ in length: column 0 has " + std::to_string(columns[0].size) +
-                  " samples, column " + std::to_string(d) + " has " + std::to_string(columns[d].size));
-  }
+  detail::check_fill(axes_, opts_.weighted, columns, weights);
   const std::int64_t n = columns[0].size;
-  if (weights) {
-    if (!opts_.weighted)
-      throw error("fill: weights given to an unweighted histogram; construct it with options.weighted = true");
-    check_view(*weights, "fill: weights");
-    if (weights->type != dtype::f32 && weights->type != dtype::f64)
-      throw error("fill: weights must be f32 or f64, got " + std::string(name_of(weights->type)));
-    if (weights->size != n)
-      throw error("fill: " + std::to_string(n) + " samples need " + std::to_string(n) +
-                  " weights, got " + std::to_string(weights->size));
-  }
   const auto& backend = resolve_backend(opts_.backend, columns);
 
   detail::fill_job job;
@@ -233,7 +253,7 @@ void fill_channels(std::vector<histogram>& per_channel, const view& samples, int
   if (per_channel.size() > static_cast<std::size_t>(channels))
     throw error("fill_channels: " + std::to_string(per_channel.size()) + " histograms for " +
                 std::to_string(channels) + " channels; at most one per channel");
-  check_view(samples, "fill_channels: samples");
+  detail::check_view(samples, "fill_channels: samples");
   if (samples.size % channels != 0)
     throw error("fill_channels: " + std::to_string(samples.size) +
                 " samples are not a whole number of " + std::to_string(channels) + "-channel pixels");
@@ -251,7 +271,7 @@ void fill_channels(std::vector<histogram>& per_channel, const view& samples, int
 
 std::vector<view> columns_of(const view& matrix, int dims) {
   if (dims < 1) throw error("columns_of: dims must be >= 1, got " + std::to_string(dims));
-  check_view(matrix, "columns_of: matrix");
+  detail::check_view(matrix, "columns_of: matrix");
   if (matrix.size % dims != 0)
     throw error("columns_of: " + std::to_string(matrix.size) + " elements are not a whole number of " +
                 std::to_string(dims) + "-column rows");

@@ -120,10 +120,10 @@ __global__ void __launch_bounds__(256) weighted_kernel(weighted_args a) {
   }
 }
 
-/// totals[c] = the blocks' partials of cell c, summed in a fixed order: 32 parts of
-/// consecutive blocks, each summed in order, then the parts in order.
+/// sums[c] += the blocks' partials of cell c, summed in a fixed order: 32 parts of consecutive
+/// blocks, each summed in order, then the parts in order.
 __global__ void reduce_partials_kernel(const double* partials, std::int64_t blocks, std::int64_t window,
-                                       double* totals) {
+                                       double* sums) {
   __shared__ double parts[32][33];
   const std::int64_t c = blockIdx.x * 32 + threadIdx.x;
   const std::int64_t part = threadIdx.y;
@@ -136,7 +136,7 @@ __global__ void reduce_partials_kernel(const double* partials, std::int64_t bloc
   if (threadIdx.y == 0 && c < window) {
     double total = 0.0;
     for (int p = 0; p < 32; ++p) total += parts[p][threadIdx.x];
-    totals[c] = total;
+    sums[c] += total;
   }
 }
 
@@ -172,7 +172,7 @@ void sum_weighted(const weighted_args& args, const launch_shape& shape) {
   TALLY_CUDA_CHECK(cudaGetLastError());
   const auto tiles = static_cast<unsigned>((args.window + 31) / 32);
   reduce_partials_kernel<<<tiles, dim3(32, 32), 0, shape.stream>>>(args.partials, shape.grid, args.window,
-                                                                    args.totals);
+                                                                    args.sums + args.window_lo);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 

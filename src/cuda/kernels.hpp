@@ -51,8 +51,9 @@ void count_generic(const device_axes& axes, std::int64_t n, std::int64_t cells, 
                    unsigned long long* slots, const launch_shape& shape);
 
 /// Deterministic weighted sums of the cells [window_lo, window_lo + window) into `partials`
-/// (grid x window doubles, block-major), then reduced in a fixed order into `totals` (window
-/// doubles). Flow counts of dropped samples go to flow[0..3) when count_flow.
+/// (grid x window doubles, block-major), then reduced in a fixed order and added, one addition
+/// per cell, to sums[window_lo, window_lo + window). Flow counts of dropped samples go to
+/// flow[0..3) when count_flow.
 struct weighted_args {
   device_axes axes{};
   const char* weights = nullptr;
@@ -63,7 +64,7 @@ struct weighted_args {
   std::int64_t window_lo = 0;
   std::int64_t window = 0;
   double* partials = nullptr;
-  double* totals = nullptr;
+  double* sums = nullptr;
   unsigned long long* flow = nullptr;
   bool count_flow = false;
 };

@@ -1,0 +1,272 @@
+// device_histogram: cells in device memory, fills enqueued on the caller's stream (fill.hpp's
+// steps, as the synchronous backend uses them, without the copy back).
+#include <cstring>
+#include <string>
+
+#include "core/backend.hpp"
+#include "cuda/fill.hpp"
+#include "tally/device.hpp"
+
+namespace tally {
+namespace {
+
+using detail::cuda::device_guard;
+using detail::cuda::device_of;
+
+cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+void* default_allocate(void*, std::size_t bytes, void* stream) {
+  void* p = nullptr;
+  TALLY_CUDA_CHECK(cudaMallocAsync(&p, bytes, as_stream(stream)));
+  return p;
+}
+
+void default_deallocate(void*, void* p, std::size_t, void* stream) {
+  TALLY_CUDA_CHECK(cudaFreeAsync(p, as_stream(stream)));
+}
+
+device_allocator resolved(device_allocator a) {
+  if (!a.allocate != !a.deallocate)
+    throw error("device_histogram: the allocator needs both allocate and deallocate, or neither");
+  if (!a.allocate) return device_allocator{nullptr, &default_allocate, &default_deallocate};
+  return a;
+}
+
+/// One allocation from the allocator, returned on the same stream at the end of the scope.
+class stream_memory {
+ public:
+  stream_memory(const device_allocator& a, std::size_t bytes, void* stream) : a_(a), bytes_(bytes), stream_(stream) {
+    if (bytes_) p_ = a_.allocate(a_.context, bytes_, stream_);
+    if (bytes_ && !p_) throw error("device_histogram: the allocator returned null for " + std::to_string(bytes_) + " bytes");
+  }
+  ~stream_memory() {
+    try {
+      if (p_) a_.deallocate(a_.context, p_, bytes_, stream_);
+    } catch (const error&) {
+      // A destructor cannot throw; the CUDA error stays for the caller's next call to report.
+    }
+  }
+  stream_memory(const stream_memory&) = delete;
+  stream_memory& operator=(const stream_memory&) = delete;
+  char* get() const { return static_cast<char*>(p_); }
+  /// Hands the memory over to the caller (no release at the end of the scope).
+  char* release() {
+    char* p = get();
+    p_ = nullptr;
+    return p;
+  }
+
+ private:
+  device_allocator a_;
+  std::size_t bytes_;
+  void* stream_;
+  void* p_ = nullptr;
+};
+
+std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+}  // namespace
+
+/// Device memory: the destination (cells + 3 u64 slots whose last three are the flow counters;
+/// or cells f64 sums and 3 u64 flow counters), then the tables and a 1.0 (the weight of an
+/// unweighted fill of sums). `words` is the host source of the tables' copy, kept for the
+/// object's lifetime so that the asynchronous copy never reads freed memory.
+struct device_histogram::state {
+  int device = 0;
+  device_allocator allocator;
+  void* stream = nullptr;  // of the last call: the memory is freed in its order
+  char* memory = nullptr;
+  std::size_t bytes = 0;
+  std::size_t flow_at = 0;
+  std::size_t tables_at = 0;
+  detail::cuda::rules rules;
+  std::vector<std::uint64_t> words;
+
+  explicit state(const std::vector<axis>& axes) : rules(axes) {}
+  ~state() {
+    if (!memory) return;
+    int previous = 0;
+    cudaGetDevice(&previous);
+    cudaSetDevice(device);
+    try {
+      allocator.deallocate(allocator.context, memory, bytes, stream);
+    } catch (const error&) {
+      // As in ~stream_memory: a destructor cannot throw.
+    }
+    cudaSetDevice(previous);
+  }
+};
+
+device_histogram::device_histogram(axis a, options opts, void* stream, device_allocator allocator)
+    : device_histogram(std::vector<axis>{std::move(a)}, opts, stream, allocator) {}
+
+device_histogram::device_histogram(std::vector<axis> axes, options opts, void* stream, device_allocator allocator)
+    : axes_(std::move(axes)), opts_(opts) {
+  cells_ = detail::cell_count(axes_);
+  if (opts_.backend == backend::cpu)
+    throw error("device_histogram: computes on the GPU; options.backend must be automatic or cuda");
+  if (opts_.counts != count_type::u64)
+    throw error("device_histogram: counts must be u64 (a 32-bit count could only be checked for overflow by "
+                "reading it back; use tally::histogram for checked u32 counts)");
+  if (opts_.strategy == strategy::cpu_private)
+    throw error("device_histogram: strategy cpu_private is a CPU strategy");
+  std::string detail;
+  if (!detail::cuda_backend().usable(detail)) throw error("device_histogram: " + detail);
+  TALLY_CUDA_CHECK(cudaGetDevice(&device_));
+
+  auto s = std::make_unique<state>(axes_);
+  s->device = device_;
+  s->allocator = resolved(allocator);
+  s->stream = stream;
+  s->words = s->rules.tables;
+  const double one = 1.0;
+  s->words.push_back(0);
+  std::memcpy(&s->words.back(), &one, sizeof one);
+  const auto cells = static_cast<std::size_t>(cells_);
+  s->flow_at = opts_.weighted ? aligned(cells * sizeof(double)) : cells * sizeof(std::uint64_t);
+  s->tables_at = aligned(s->flow_at + 3 * sizeof(std::uint64_t));
+  s->bytes = s->tables_at + s->words.size() * sizeof(std::uint64_t);
+  stream_memory memory(s->allocator, s->bytes, stream);
+  TALLY_CUDA_CHECK(cudaMemsetAsync(memory.get(), 0, s->tables_at, as_stream(stream)));
+  auto* tables = reinterpret_cast<std::uint64_t*>(memory.get() + s->tables_at);
+  TALLY_CUDA_CHECK(cudaMemcpyAsync(tables, s->words.data(), s->words.size() * sizeof(std::uint64_t),
+                                   cudaMemcpyHostToDevice, as_stream(stream)));
+  s->rules.point_at(tables);
+  s->memory = memory.release();
+  state_ = std::move(s);
+}
+
+device_histogram::~device_histogram() = default;
+device_histogram::device_histogram(device_histogram&&) noexcept = default;
+device_histogram& device_histogram::operator=(device_histogram&&) noexcept = default;
+
+namespace {
+
+void require_state(const void* s) {
+  if (!s) throw error("device_histogram: used after it was moved from");
+}
+
+/// The device a fill's view lives on must be the histogram's.
+void require_on(int device, const view& v, const std::string& what) {
+  if (v.size == 0) return;
+  const int at = device_of(v.data);
+  if (at == device) return;
+  throw error("device_histogram::fill: " + what + (at < 0 ? " is in host memory" : " is on device " + std::to_string(at)) +
+              "; this histogram is on device " + std::to_string(device) +
+              (at < 0 ? " (use tally::histogram for host samples)" : ""));
+}
+
+}  // namespace
+
+void device_histogram::fill(const view& samples, void* stream) { fill_impl({samples}, nullptr, stream); }
+void device_histogram::fill(const view& samples, const view& weights, void* stream) {
+  fill_impl({samples}, &weights, stream);
+}
+void device_histogram::fill(const std::vector<view>& columns, void* stream) { fill_impl(columns, nullptr, stream); }
+void device_histogram::fill(const std::vector<view>& columns, const view& weights, void* stream) {
+  fill_impl(columns, &weights, stream);
+}
+
+void device_histogram::fill_impl(const std::vector<view>& columns, const view* weights, void* stream) {
+  require_state(state_.get());
+  detail::check_fill(axes_, opts_.weighted, columns, weights);
+  for (std::size_t d = 0; d < columns.size(); ++d) require_on(device_, columns[d], "column " + std::to_string(d));
+  if (weights) require_on(device_, *weights, "the weights");
+  const std::int64_t n = columns[0].size;
+  state_->stream = stream;
+  if (n == 0) return;
+  const device_guard guard(device_);
+
+  plan_request r = detail::make_request(axes_, opts_, backend::cuda, columns[0].type, n, &columns[0]);
+  detail::cuda_backend().describe(r);
+  detail::cuda::fill_input in;
+  std::vector<const char*> data;
+  for (const auto& c : columns) data.push_back(static_cast<const char*>(c.data));
+  in.axes = state_->rules.with_columns(columns, data);
+  if (weights) {
+    in.weights = static_cast<const char*>(weights->data);
+    in.weight_type = weights->type;
+    in.weight_stride_bytes = weights->stride * static_cast<std::int64_t>(size_of(weights->type));
+  }
+  const auto* tables = reinterpret_cast<const std::uint64_t*>(state_->memory + state_->tables_at);
+  in.one = reinterpret_cast<const double*>(tables + state_->rules.tables.size());
+  in.n = n;
+  in.cells = cells_;
+  in.plan = plan(r);
+
+  auto* flow = reinterpret_cast<unsigned long long*>(state_->memory + state_->flow_at);
+  if (opts_.weighted) {
+    stream_memory temp(state_->allocator, detail::cuda::sums_temp_bytes(in.plan), stream);
+    detail::cuda::enqueue_sums(in, reinterpret_cast<double*>(state_->memory), flow, temp.get(), as_stream(stream));
+  } else {
+    stream_memory temp(state_->allocator, detail::cuda::counts_temp_bytes(in.plan), stream);
+    detail::cuda::enqueue_counts(in, reinterpret_cast<unsigned long long*>(state_->memory), temp.get(),
+                                 as_stream(stream));
+  }
+}
+
+void device_histogram::reset(void* stream) {
+  require_state(state_.get());
+  const device_guard guard(device_);
+  state_->stream = stream;
+  TALLY_CUDA_CHECK(cudaMemsetAsync(state_->memory, 0, state_->tables_at, as_stream(stream)));
+}
+
+std::vector<std::int64_t> device_histogram::shape() const {
+  std::vector<std::int64_t> s;
+  for (const auto& a : axes_) s.push_back(a.bins());
+  return s;
+}
+
+const std::uint64_t* device_histogram::counts_data() const {
+  require_state(state_.get());
+  return opts_.weighted ? nullptr : reinterpret_cast<const std::uint64_t*>(state_->memory);
+}
+
+const double* device_histogram::sums_data() const {
+  require_state(state_.get());
+  return opts_.weighted ? reinterpret_cast<const double*>(state_->memory) : nullptr;
+}
+
+const std::uint64_t* device_histogram::flow_data() const {
+  require_state(state_.get());
+  return opts_.flow ? reinterpret_cast<const std::uint64_t*>(state_->memory + state_->flow_at) : nullptr;
+}
+
+namespace {
+
+template <class T>
+std::vector<T> copy_back(const void* from, std::size_t count, int device, void* stream) {
+  const device_guard guard(device);
+  std::vector<T> host(count);
+  TALLY_CUDA_CHECK(cudaMemcpyAsync(host.data(), from, count * sizeof(T), cudaMemcpyDeviceToHost, as_stream(stream)));
+  TALLY_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream)));
+  return host;
+}
+
+}  // namespace
+
+std::vector<std::uint64_t> device_histogram::counts(void* stream) const {
+  if (opts_.weighted) throw error("counts: this histogram holds weighted sums; use sums()");
+  return copy_back<std::uint64_t>(counts_data(), static_cast<std::size_t>(cells_), device_, stream);
+}
+
+std::vector<double> device_histogram::sums(void* stream) const {
+  if (!opts_.weighted) throw error("sums: this histogram holds counts; use counts()");
+  return copy_back<double>(sums_data(), static_cast<std::size_t>(cells_), device_, stream);
+}
+
+flow_counts device_histogram::flow(void* stream) const {
+  if (!opts_.flow) throw error("flow: flow counters are off; construct with options.flow = true");
+  const auto f = copy_back<std::uint64_t>(flow_data(), 3, device_, stream);
+  return flow_counts{f[0], f[1], f[2]};
+}
+
+policy device_histogram::plan_for(dtype t, std::int64_t n) const {
+  const device_guard guard(device_);
+  plan_request r = detail::make_request(axes_, opts_, backend::cuda, t, n, nullptr);
+  detail::cuda_backend().describe(r);
+  return plan(r);
+}
+
+}  // namespace tally

@@ -1,0 +1,189 @@
+// The stream-ordered steps of a fill (fill.hpp): rules and their tables, and the launches of the
+// planner's strategy into device counts or sums.
+#include <algorithm>
+#include <cstring>
+
+#include "core/rules.hpp"
+#include "cuda/fill.hpp"
+
+namespace tally::detail::cuda {
+
+int device_of(const void* p) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  const bool on_device = attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+  return on_device ? attributes.device : -1;
+}
+
+device_guard::device_guard(int device) {
+  TALLY_CUDA_CHECK(cudaGetDevice(&previous_));
+  if (device >= 0 && device != previous_) TALLY_CUDA_CHECK(cudaSetDevice(device));
+}
+
+device_guard::~device_guard() { cudaSetDevice(previous_); }
+
+namespace {
+
+std::size_t append(std::vector<std::uint64_t>& words, const void* data, std::size_t count) {
+  const std::size_t at = words.size();
+  words.resize(at + count);
+  std::memcpy(words.data() + at, data, count * sizeof(std::uint64_t));
+  return at;
+}
+
+}  // namespace
+
+rules::rules(const std::vector<axis>& list) {
+  if (list.size() > static_cast<std::size_t>(kMaxAxes))
+    throw error("backend cuda: at most " + std::to_string(kMaxAxes) + " axes, got " + std::to_string(list.size()));
+  axes.count = static_cast<int>(list.size());
+  for (int d = 0; d < axes.count; ++d) {
+    const axis& a = list[static_cast<std::size_t>(d)];
+    device_axis& da = axes.axis[d];
+    da.kind = a.kind();
+    da.bins = a.bins();
+    switch (a.kind()) {
+      case axis_kind::regular: {
+        const auto edges = a.edges();
+        da.regular.rule = make_regular_rule(a);
+        offsets.push_back(append(tables, edges.data(), edges.size()));
+        break;
+      }
+      case axis_kind::variable: {
+        const std::vector<std::int64_t> buckets = variable_buckets(a);
+        da.variable.rule = make_variable_rule(a, &buckets);  // host pointers until point_at
+        offsets.push_back(append(tables, a.variable_edges().data(), a.variable_edges().size()));
+        offsets.push_back(append(tables, buckets.data(), buckets.size()));
+        break;
+      }
+      case axis_kind::integer:
+        da.integer.rule = make_integer_rule(a);
+        break;
+    }
+  }
+}
+
+void rules::point_at(const std::uint64_t* device_tables) {
+  std::size_t t = 0;
+  for (int d = 0; d < axes.count; ++d) {
+    device_axis& da = axes.axis[d];
+    switch (da.kind) {
+      case axis_kind::regular:
+        da.regular.rule.table = reinterpret_cast<const double*>(device_tables + offsets[t++]);
+        break;
+      case axis_kind::variable:
+        da.variable.rule.edges = reinterpret_cast<const double*>(device_tables + offsets[t++]);
+        da.variable.rule.buckets = reinterpret_cast<const std::int64_t*>(device_tables + offsets[t++]);
+        break;
+      case axis_kind::integer:
+        break;
+    }
+  }
+}
+
+device_axes rules::with_columns(const std::vector<view>& columns, const std::vector<const char*>& data) const {
+  device_axes out = axes;
+  for (int d = 0; d < out.count; ++d) {
+    const view& v = columns[static_cast<std::size_t>(d)];
+    out.axis[d].type = v.type;
+    out.axis[d].data = data[static_cast<std::size_t>(d)];
+    out.axis[d].stride_bytes = v.stride * static_cast<std::int64_t>(size_of(v.type));
+  }
+  return out;
+}
+
+std::size_t counts_temp_bytes(const policy& plan) {
+  return plan.value_table ? (256 + 3) * sizeof(unsigned long long) : 0;
+}
+
+std::size_t sums_temp_bytes(const policy& plan) {
+  return static_cast<std::size_t>(plan.grid_blocks * plan.window_cells) * sizeof(double);
+}
+
+namespace {
+
+void count_typed(dtype sample, const device_axis& axis, const typed_count_args& args, const launch_shape& shape) {
+  switch (sample) {
+    case dtype::u8: case dtype::i8: case dtype::u16: case dtype::i16:
+      return count_typed_narrow(sample, axis, args, shape);
+    case dtype::u32: case dtype::i32: case dtype::u64: case dtype::i64:
+      return count_typed_wide(sample, axis, args, shape);
+    default:
+      return count_typed_floats(sample, axis, args, shape);
+  }
+}
+
+}  // namespace
+
+/// Launches the count strategy over samples [0, n), in pieces small enough that no block's
+/// 32-bit shared counter can wrap (2^20 samples per thread and piece).
+void enqueue_counts(const fill_input& in, unsigned long long* slots, void* temp, cudaStream_t stream) {
+  const policy& plan = in.plan;
+  launch_shape shape;
+  shape.grid = static_cast<unsigned>(plan.grid_blocks);
+  shape.block = static_cast<unsigned>(plan.block_threads);
+  shape.shared_bytes = static_cast<std::size_t>(plan.shared_bytes);
+  shape.stream = stream;
+  int shift = 0;
+  while ((1 << shift) < plan.replicas) ++shift;
+  const device_axis& first = in.axes.axis[0];
+  auto* raw = static_cast<unsigned long long*>(temp);
+  if (plan.value_table) TALLY_CUDA_CHECK(cudaMemsetAsync(raw, 0, counts_temp_bytes(plan), stream));
+  const std::int64_t piece = plan.grid_blocks * plan.block_threads * (std::int64_t{1} << 20);
+  for (std::int64_t begin = 0; begin < in.n; begin += piece) {
+    const std::int64_t count = std::min(piece, in.n - begin);
+    if (plan.vector_bytes) {
+      typed_count_args a;
+      a.data = first.data + begin * first.stride_bytes;
+      a.n = count;
+      a.replica_shift = shift;
+      a.to_global = plan.chosen == strategy::global_atomic_vec;
+      a.stage_tables = plan.tables_in_shared;
+      if (plan.value_table) {
+        a.cells = 256;
+        a.slots = raw;
+        count_values(first.type, a, shape);
+      } else {
+        a.cells = in.cells;
+        a.slots = slots;
+        count_typed(first.type, first, a, shape);
+      }
+    } else {
+      device_axes shifted = in.axes;
+      for (int d = 0; d < shifted.count; ++d) shifted.axis[d].data += begin * shifted.axis[d].stride_bytes;
+      count_generic(shifted, count, in.cells, plan.chosen, shift, slots, shape);
+    }
+  }
+  if (plan.value_table) fold_values(first.type, first, raw, in.cells, slots, stream);
+}
+
+/// Window by window: the block partials of a window, then their fixed-order sum added to it.
+void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, void* temp, cudaStream_t stream) {
+  const policy& plan = in.plan;
+  weighted_args a;
+  a.axes = in.axes;
+  a.weights = in.weights ? in.weights : reinterpret_cast<const char*>(in.one);
+  a.weight_type = in.weights ? in.weight_type : dtype::f64;
+  a.weight_stride_bytes = in.weights ? in.weight_stride_bytes : 0;
+  a.n = in.n;
+  a.cells = in.cells;
+  a.partials = static_cast<double*>(temp);
+  a.sums = sums;
+  a.flow = flow;
+  launch_shape shape;
+  shape.grid = static_cast<unsigned>(plan.grid_blocks);
+  shape.block = static_cast<unsigned>(plan.block_threads);
+  shape.stream = stream;
+  for (std::int64_t lo = 0; lo < in.cells; lo += plan.window_cells) {
+    a.window_lo = lo;
+    a.window = std::min(plan.window_cells, in.cells - lo);
+    a.count_flow = lo == 0;
+    shape.shared_bytes = static_cast<std::size_t>(plan.block_threads / 32 * a.window) * sizeof(double);
+    sum_weighted(a, shape);
+  }
+}
+
+}  // namespace tally::detail::cuda

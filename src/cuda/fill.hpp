@@ -1,0 +1,67 @@
+// A fill as a sequence of stream-ordered steps into device memory, shared by the synchronous
+// backend (cuda_backend.cu: host storage, a copy back at the end) and device_histogram
+// (device_histogram.cu: device storage, no wait).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "cuda/kernels.hpp"
+#include "tally/histogram.hpp"
+
+namespace tally::detail::cuda {
+
+/// The device holding p, or -1 for host memory.
+int device_of(const void* p);
+
+/// Makes `device` current (if >= 0) and restores the caller's device at the end.
+class device_guard {
+ public:
+  explicit device_guard(int device);
+  ~device_guard();
+  device_guard(const device_guard&) = delete;
+  device_guard& operator=(const device_guard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+/// The axes' rules as the kernels see them. Their tables (regular edges; variable edges and
+/// buckets) are gathered into `tables` on the host; point_at() aims the rules at a device copy.
+/// The columns (data, type, stride) are set per fill by with_columns().
+struct rules {
+  device_axes axes{};
+  std::vector<std::uint64_t> tables;
+  std::vector<std::size_t> offsets;  // per table, in words
+
+  explicit rules(const std::vector<axis>& axes);
+  void point_at(const std::uint64_t* device_tables);
+  /// The rules with the fill's columns (device addresses in `data`, one per axis).
+  device_axes with_columns(const std::vector<view>& columns, const std::vector<const char*>& data) const;
+};
+
+/// One fill's samples on the device, ready to launch.
+struct fill_input {
+  device_axes axes{};            // rules with tables in device memory, and the columns
+  const char* weights = nullptr; // device address; null: weight 1 (see `one`)
+  dtype weight_type = dtype::f64;
+  std::int64_t weight_stride_bytes = 0;
+  const double* one = nullptr;   // a device 1.0, read for unweighted fills of sums
+  std::int64_t n = 0;
+  std::int64_t cells = 0;
+  policy plan;
+};
+
+/// Temporary device memory a fill needs beyond its destination (zeroed by the enqueue).
+std::size_t counts_temp_bytes(const policy& plan);
+std::size_t sums_temp_bytes(const policy& plan);
+
+/// Adds the fill's counts to slots[0, cells + 3) (cells, then underflow, overflow, nan).
+void enqueue_counts(const fill_input& in, unsigned long long* slots, void* temp, cudaStream_t stream);
+/// Adds the fill's weighted sums to sums[0, cells) and its dropped samples to flow[0, 3). Each
+/// cell gets one addition of the fill's total, computed in a fixed order.
+void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, void* temp, cudaStream_t stream);
+
+}  // namespace tally::detail::cuda
