@@ -149,8 +149,9 @@ template <class Call> double time_cub(Call call) {
 }
 
 constexpr tally::strategy kStrategies[] = {
-    tally::strategy::global_atomic, tally::strategy::global_atomic_vec, tally::strategy::warp_aggregated,
-    tally::strategy::shared,        tally::strategy::shared_replicated, tally::strategy::automatic};
+    tally::strategy::global_atomic,     tally::strategy::global_atomic_vec, tally::strategy::warp_aggregated,
+    tally::strategy::shared,            tally::strategy::shared_replicated, tally::strategy::cluster,
+    tally::strategy::automatic};
 
 /// One workload: 1 GiB of T over `bins` bins (arbitrary edges if `arbitrary`), CUB then every
 /// tally strategy that applies.
@@ -193,6 +194,7 @@ void run_case(const std::string& workload, int bins, spread s, bool arbitrary, s
   for (auto strat : kStrategies) {
     const bool shared = strat == tally::strategy::shared || strat == tally::strategy::shared_replicated;
     if (shared && bins > 50000) continue;
+    if (strat == tally::strategy::cluster && (sizeof(T) == 1 || bins > 200000)) continue;
     tally::options o;
     o.backend = tally::backend::cuda;
     o.strategy = strat;

@@ -39,7 +39,34 @@ TEST(CudaPlan, ReplicatedWhereCopiesFitSharedUpToTheLimitWarpAggregatedBeyond) {
   const auto largest = tally::plan(h100_request(58109));
   EXPECT_EQ(largest.chosen, tally::strategy::shared);
   EXPECT_EQ(largest.grid_blocks, 132);
-  EXPECT_EQ(tally::plan(h100_request(58110)).chosen, tally::strategy::warp_aggregated);
+  EXPECT_EQ(tally::plan(h100_request(58110)).chosen, tally::strategy::cluster);
+}
+
+TEST(CudaPlan, ClustersHoldWhatOneBlockCannotUpToEightBlocks) {
+  // 65536 cells: 2 blocks of 32768 (131084 bytes) exceed half a multiprocessor, 4 of 16384 fit.
+  const auto p = tally::plan(h100_request(65536));
+  EXPECT_EQ(p.chosen, tally::strategy::cluster);
+  EXPECT_EQ(p.cluster_blocks, 4);
+  EXPECT_EQ(p.shared_bytes, (16384 + 3) * 4);
+  EXPECT_EQ(p.grid_blocks % 4, 0);
+  EXPECT_EQ(p.vector_bytes, 16);
+  EXPECT_NE(tally::describe(p).find("cluster    4 blocks"), std::string::npos);
+  // 2^18 cells: 8 blocks of 32768, one per multiprocessor; 2^20: beyond any cluster.
+  EXPECT_EQ(tally::plan(h100_request(1 << 18)).cluster_blocks, 8);
+  EXPECT_EQ(tally::plan(h100_request(1 << 20)).chosen, tally::strategy::warp_aggregated);
+
+  // Asked for: any cell count a cluster holds; never 8-bit, strided or too many cells.
+  auto r = h100_request(256);
+  r.wanted = tally::strategy::cluster;
+  EXPECT_EQ(tally::plan(r).cluster_blocks, 2);
+  r.sample = tally::dtype::u8;
+  EXPECT_THROW(tally::plan(r), tally::error);
+  r.sample = tally::dtype::i32;
+  r.contiguous = false;
+  EXPECT_THROW(tally::plan(r), tally::error);
+  r.contiguous = true;
+  r.cells = 1 << 20;
+  EXPECT_THROW(tally::plan(r), tally::error);
 }
 
 TEST(CudaPlan, ByteSamplesCountValuesAndTablesGoToSharedMemory) {
@@ -64,6 +91,31 @@ TEST(CudaPlan, ByteSamplesCountValuesAndTablesGoToSharedMemory) {
   EXPECT_EQ(generic.block_threads, 256);
   r.wanted = tally::strategy::global_atomic_vec;
   EXPECT_THROW(tally::plan(r), tally::error);
+}
+
+TEST(CudaPlan, InterleavedByteChannelsTakeOnePassOthersOneByOne) {
+  auto r = h100_request(256, tally::dtype::u8);
+  r.channels = 4;
+  const auto rgba = tally::plan(r);
+  EXPECT_TRUE(rgba.value_table);
+  EXPECT_EQ(rgba.vector_bytes, 16);
+  // 4 x 256 values and 3 spare counters, as many copies (16) as fit half a multiprocessor.
+  EXPECT_EQ(rgba.replicas, 16);
+  EXPECT_EQ(rgba.shared_bytes, (4 * 256 + 3) * 4 * 16);
+  EXPECT_NE(tally::describe(rgba).find("4 channels of 8-bit samples"), std::string::npos);
+
+  r.channels = 5;  // more than one pass takes: each channel a strided column
+  const auto five = tally::plan(r);
+  EXPECT_FALSE(five.value_table);
+  EXPECT_EQ(five.vector_bytes, 0);
+  EXPECT_NE(tally::describe(five).find("one by one"), std::string::npos);
+
+  r.channels = 3;
+  r.sample = tally::dtype::i32;  // not 8-bit
+  EXPECT_EQ(tally::plan(r).vector_bytes, 0);
+  r.sample = tally::dtype::i8;
+  r.wanted = tally::strategy::shared;  // a named strategy: channel by channel, as asked
+  EXPECT_FALSE(tally::plan(r).value_table);
 }
 
 TEST(CudaPlan, WeightedSumsUseAGridFixedByTheSampleCount) {
@@ -106,7 +158,7 @@ TEST(CudaPlan, HonoursTheAskedStrategyOrSaysWhyNot) {
 
 TEST(CudaPlan, StrategyNamesRoundTrip) {
   for (auto s : {tally::strategy::global_atomic, tally::strategy::global_atomic_vec, tally::strategy::warp_aggregated,
-                 tally::strategy::shared, tally::strategy::shared_replicated})
+                 tally::strategy::shared, tally::strategy::shared_replicated, tally::strategy::cluster})
     EXPECT_EQ(tally::strategy_from_name(tally::name_of(s)), s);
   EXPECT_EQ(tally::name_of(tally::strategy::global_atomic), "global_atomic");
 }

@@ -40,16 +40,18 @@ class Cuda : public ::testing::Test {
   static ref::result every_strategy_matches(const axis_spec& a, const tally::view& samples);
 };
 
-constexpr strategy count_strategies[] = {strategy::automatic, strategy::global_atomic, strategy::global_atomic_vec,
-                                         strategy::warp_aggregated, strategy::shared, strategy::shared_replicated};
+constexpr strategy count_strategies[] = {strategy::automatic,        strategy::global_atomic,
+                                         strategy::global_atomic_vec, strategy::warp_aggregated,
+                                         strategy::shared,            strategy::shared_replicated,
+                                         strategy::cluster};
 
 /// Whether strategy s can run this fill (shared copies must fit; vector loads need a
-/// contiguous column aligned to its type).
+/// contiguous column aligned to its type; clusters take samples wider than 8 bits).
 bool applies(strategy s, std::int64_t cells, const tally::view& v) {
   if ((s == strategy::shared || s == strategy::shared_replicated) && cells > 50000) return false;
-  if (s == strategy::global_atomic_vec &&
-      (v.stride != 1 || reinterpret_cast<std::uintptr_t>(v.data) % tally::size_of(v.type) != 0))
-    return false;
+  const bool contiguous = v.stride == 1 && reinterpret_cast<std::uintptr_t>(v.data) % tally::size_of(v.type) == 0;
+  if (s == strategy::global_atomic_vec && !contiguous) return false;
+  if (s == strategy::cluster && (!contiguous || tally::size_of(v.type) == 1 || cells > 200000)) return false;
   return true;
 }
 
@@ -164,16 +166,19 @@ TEST_F(Cuda, BinCountsFromOneToSixteenMillion) {
 TEST_F(Cuda, SmallSizesAndRepeatedFillsAccumulate) {
   const axis_spec a = integer_spec(0, 256);
   for (std::int64_t n : {0, 1, 31, 33}) {
-    const offset_column data = offset_samples(a, dtype::u8, dist::uniform, n, 3000 + n);
-    for (strategy s : count_strategies) {
-      SCOPED_TRACE(std::to_string(n) + " " + std::string(tally::name_of(s)));
-      tally::histogram h(a.make(), cuda_options(false, s));
-      ref::result want = ref::empty({a.model()}, false);
-      for (int round = 0; round < 2; ++round) {
-        h.fill(data.view());
-        ref::fill(want, a.model(), data.view());
+    for (dtype t : {dtype::u8, dtype::i32}) {
+      const offset_column data = offset_samples(a, t, dist::uniform, n, 3000 + n);
+      for (strategy s : count_strategies) {
+        if (!applies(s, a.bins, data.view())) continue;
+        SCOPED_TRACE(std::to_string(n) + " " + std::string(tally::name_of(t)) + " " + std::string(tally::name_of(s)));
+        tally::histogram h(a.make(), cuda_options(false, s));
+        ref::result want = ref::empty({a.model()}, false);
+        for (int round = 0; round < 2; ++round) {
+          h.fill(data.view());
+          ref::fill(want, a.model(), data.view());
+        }
+        expect_matches(h, want);
       }
-      expect_matches(h, want);
     }
   }
 }
@@ -251,7 +256,7 @@ TEST_F(Cuda, TwoDimensionsAndChannels) {
   const column y = random_column_for(specs[1], dtype::i32, dist::normal, (1 << 20) + 3, 321);
   const column w = make_column(dtype::f32, random_weights((1 << 20) + 3, 322));
   for (strategy s : count_strategies) {
-    if (s == strategy::global_atomic_vec) continue;  // two columns: no vector loads
+    if (s == strategy::global_atomic_vec || s == strategy::cluster) continue;  // two columns: one sample per load
     SCOPED_TRACE(std::string(tally::name_of(s)));
     tally::histogram h(std::vector<tally::axis>{specs[0].make(), specs[1].make()}, cuda_options(false, s));
     h.fill({x.view(), y.view()});
@@ -276,6 +281,42 @@ TEST_F(Cuda, TwoDimensionsAndChannels) {
       ref::result r = ref::empty({c.model()}, false);
       ref::fill(r, c.model(), channel_view(pixels.view(), k, channels));
       expect_matches(hs[static_cast<std::size_t>(k)], r);
+    }
+  }
+}
+
+TEST_F(Cuda, InterleavedEightBitChannelsInOnePass) {
+  // 2-4 channels of 8-bit samples take one pass with a value table per channel; each channel
+  // keeps its own axis (and flow), a channel without a histogram is skipped, and the pixels may
+  // start anywhere (the head before the first 16-byte boundary).
+  std::uint64_t seed = 5000;
+  for (dtype t : {dtype::u8, dtype::i8}) {
+    const std::int64_t lo = t == dtype::u8 ? 0 : -128;
+    const std::vector<axis_spec> specs = {integer_spec(lo, 256), regular_spec(17, lo + 10.5, lo + 200.0),
+                                          variable_spec(40, lo + 3.5, lo + 250.5, 11), integer_spec(lo + 100, 7)};
+    for (int channels : {2, 3, 4}) {
+      for (dist d : {dist::uniform, dist::one_bin, dist::mostly_one_bin, dist::sorted}) {
+        ++seed;
+        const int active = static_cast<int>(seed % 2) ? channels : channels - 1;
+        const std::int64_t offset = static_cast<std::int64_t>(seed % 4) * channels;
+        const column pixels = random_column_for(specs[0], t, d, channels * 200001 + offset, seed);
+        const tally::view v = slice(pixels.view(), offset, pixels.n);
+        SCOPED_TRACE(std::string(tally::name_of(t)) + " " + std::to_string(channels) + " channels, " +
+                     std::to_string(active) + " active, " + name_of(d) + ", offset " + std::to_string(offset));
+        std::vector<tally::histogram> hs;
+        for (int k = 0; k < active; ++k) hs.emplace_back(specs[static_cast<std::size_t>(k)].make(), cuda_options());
+        tally::fill_channels(hs, v, channels);
+        tally::fill_channels(hs, v, channels);  // accumulates
+        for (int k = 0; k < active; ++k) {
+          SCOPED_TRACE("channel " + std::to_string(k));
+          const auto& spec = specs[static_cast<std::size_t>(k)];
+          ref::result r = ref::empty({spec.model()}, false);
+          ref::fill(r, spec.model(), channel_view(v, k, channels));
+          ref::fill(r, spec.model(), channel_view(v, k, channels));
+          ASSERT_GT(binned(r), 0u);
+          expect_matches(hs[static_cast<std::size_t>(k)], r);
+        }
+      }
     }
   }
 }

@@ -11,6 +11,11 @@
 
 namespace tally {
 
+namespace detail {
+struct fill_job;
+struct backend_ops;
+}  // namespace detail
+
 struct options {
   tally::backend backend = tally::backend::automatic;
   tally::strategy strategy = tally::strategy::automatic;
@@ -84,8 +89,12 @@ class histogram {
   policy plan_for(dtype t, std::int64_t n) const;
 
  private:
+  friend void fill_channels(std::vector<histogram>& per_channel, const view& samples, int channels);
   plan_request request(backend where, dtype t, std::int64_t n, const view* first) const;
   void fill_impl(const std::vector<view>& columns, const view* weights);
+  /// Checks a fill's arguments and sets `job` (storage, plan) and the backend that runs it.
+  void prepare(const std::vector<view>& columns, const view* weights, detail::fill_job& job,
+               const detail::backend_ops*& backend);
 
   std::vector<axis> axes_;
   options opts_;

@@ -24,6 +24,9 @@ enum class backend : std::uint8_t { automatic, cpu, cuda };
 ///  - shared (CUDA): one shared-memory histogram per block, added to device memory at the end.
 ///  - shared_replicated (CUDA): several interleaved copies per block; lane l uses copy
 ///    l mod R, so neighbouring lanes hit different banks and a hot bin spreads over R counters.
+///  - cluster (CUDA, Hopper): one copy of the counters spread over the shared memory of a
+///    thread-block cluster (2-8 blocks on as many multiprocessors), reached through distributed
+///    shared memory: for more bins than one block's shared memory holds (one contiguous column).
 enum class strategy : std::uint8_t {
   automatic,
   cpu_private,
@@ -31,7 +34,8 @@ enum class strategy : std::uint8_t {
   global_atomic_vec,
   warp_aggregated,
   shared,
-  shared_replicated
+  shared_replicated,
+  cluster
 };
 
 enum class count_type : std::uint8_t { u64, u32 };
@@ -75,6 +79,7 @@ struct policy {
   std::int64_t block = 65536;       // samples per block; weights sum in this block order
   int block_threads = 0;            // CUDA: threads per block
   std::int64_t grid_blocks = 0;     // CUDA: blocks per launch
+  int cluster_blocks = 0;           // CUDA cluster: blocks per cluster sharing one copy
   int vector_bytes = 0;             // CUDA: bytes per load (16, or 0 for one sample per load)
   int unroll = 1;                   // CUDA: loads in flight per thread before counting
   bool value_table = false;         // CUDA: 8-bit samples counted per value, folded into bins once

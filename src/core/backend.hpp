@@ -25,6 +25,16 @@ struct fill_job {
   policy plan;
 };
 
+/// Interleaved samples of `channels` channels: per_channel[c] fills channel c's histogram, its
+/// one column the strided view of channel c.
+struct channels_job {
+  view samples;
+  int channels = 1;
+  std::vector<fill_job> per_channel;
+};
+
+/// Throws tally::error if adding `add` to the job's storage would overflow a cell.
+void check_counts(const fill_job& job, const std::vector<std::uint64_t>& add);
 /// Adds a fill's per-cell counts to the job's storage (u32 or u64), or throws without writing
 /// anything if a cell would overflow the storage type. Every backend ends its count fills here.
 void add_counts(const fill_job& job, const std::vector<std::uint64_t>& add);
@@ -49,6 +59,9 @@ struct backend_ops {
   /// Adds what the planner needs to know about the device (null where nothing).
   void (*describe)(plan_request& request);
   void (*fill)(const fill_job& job);
+  /// All channels in one pass; returns false where it has no such kernel for the job (the
+  /// caller then fills channel by channel). Null: channel by channel always.
+  bool (*fill_channels)(const channels_job& job);
 };
 
 /// The compiled-in backends, CPU first.

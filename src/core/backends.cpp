@@ -21,7 +21,7 @@ const std::vector<backend_ops>& backend_table() {
 namespace {
 
 template <class C>
-void add_checked(C* destination, const std::vector<std::uint64_t>& add) {
+void check_room(const C* destination, const std::vector<std::uint64_t>& add) {
   const std::uint64_t limit = std::numeric_limits<C>::max();
   for (std::size_t k = 0; k < add.size(); ++k) {
     if (add[k] > limit - destination[k])
@@ -29,10 +29,20 @@ void add_checked(C* destination, const std::vector<std::uint64_t>& add) {
                   std::to_string(8 * sizeof(C)) + "-bit count (" + std::to_string(destination[k]) +
                   " + " + std::to_string(add[k]) + "); use 64-bit counts");
   }
+}
+
+template <class C>
+void add_checked(C* destination, const std::vector<std::uint64_t>& add) {
+  check_room(destination, add);
   for (std::size_t k = 0; k < add.size(); ++k) destination[k] += static_cast<C>(add[k]);
 }
 
 }  // namespace
+
+void check_counts(const fill_job& job, const std::vector<std::uint64_t>& add) {
+  if (job.counts32) check_room(job.counts32, add);
+  else check_room(job.counts64, add);
+}
 
 void add_counts(const fill_job& job, const std::vector<std::uint64_t>& add) {
   if (job.counts32) add_checked(job.counts32, add);

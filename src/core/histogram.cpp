@@ -164,27 +164,31 @@ policy histogram::plan_for(dtype t, std::int64_t n) const {
   return plan(r);
 }
 
-void histogram::fill_impl(const std::vector<view>& columns, const view* weights) {
+void histogram::prepare(const std::vector<view>& columns, const view* weights, detail::fill_job& job,
+                        const detail::backend_ops*& backend) {
   detail::check_fill(axes_, opts_.weighted, columns, weights);
-  const std::int64_t n = columns[0].size;
-  const auto& backend = resolve_backend(opts_.backend, columns);
-
-  detail::fill_job job;
+  backend = &resolve_backend(opts_.backend, columns);
   job.axes = &axes_;
   job.columns = columns;
   job.weights = weights;
-  job.n = n;
+  job.n = columns[0].size;
   job.cells = cells_;
   job.counts64 = counts64_.empty() ? nullptr : counts64_.data();
   job.counts32 = counts32_.empty() ? nullptr : counts32_.data();
   job.sums = sums_.empty() ? nullptr : sums_.data();
   job.flow = opts_.flow ? &flow_ : nullptr;
-  plan_request r = request(backend.which, columns[0].type, n, &columns[0]);
-  if (backend.describe) backend.describe(r);
+  plan_request r = request(backend->which, columns[0].type, job.n, &columns[0]);
+  if (backend->describe) backend->describe(r);
   job.plan = plan(r);
-  if (n == 0) return;
-  backend.fill(job);
-  samples_ += static_cast<std::uint64_t>(n);
+}
+
+void histogram::fill_impl(const std::vector<view>& columns, const view* weights) {
+  detail::fill_job job;
+  const detail::backend_ops* backend = nullptr;
+  prepare(columns, weights, job, backend);
+  if (job.n == 0) return;
+  backend->fill(job);
+  samples_ += static_cast<std::uint64_t>(job.n);
 }
 
 void histogram::reset() {
@@ -259,13 +263,33 @@ void fill_channels(std::vector<histogram>& per_channel, const view& samples, int
                 " samples are not a whole number of " + std::to_string(channels) + "-channel pixels");
   for (const auto& h : per_channel)
     if (h.axes().size() != 1) throw error("fill_channels: every channel histogram must be 1-D");
+  detail::channels_job all;
+  all.samples = samples;
+  all.channels = channels;
+  all.per_channel.resize(per_channel.size());
+  std::vector<const detail::backend_ops*> backends(per_channel.size());
   for (std::size_t c = 0; c < per_channel.size(); ++c) {
     view v = samples;
     v.data = static_cast<const char*>(samples.data) +
              static_cast<std::int64_t>(c) * samples.stride * static_cast<std::int64_t>(size_of(samples.type));
     v.size = samples.size / channels;
     v.stride = samples.stride * channels;
-    per_channel[c].fill(v);
+    per_channel[c].prepare({v}, nullptr, all.per_channel[c], backends[c]);
+  }
+  const auto n = static_cast<std::uint64_t>(samples.size / channels);
+  if (n == 0 || per_channel.empty()) return;
+  // One pass over the pixels where one backend runs every channel with the planner's choice.
+  const bool one_pass =
+      std::all_of(backends.begin(), backends.end(), [&](auto* b) { return b == backends[0]; }) &&
+      std::all_of(per_channel.begin(), per_channel.end(),
+                  [](const histogram& h) { return h.opts_.strategy == strategy::automatic; });
+  if (one_pass && backends[0]->fill_channels && backends[0]->fill_channels(all)) {
+    for (auto& h : per_channel) h.samples_ += n;
+    return;
+  }
+  for (std::size_t c = 0; c < per_channel.size(); ++c) {
+    backends[c]->fill(all.per_channel[c]);
+    per_channel[c].samples_ += n;
   }
 }
 

@@ -35,7 +35,7 @@ constexpr std::pair<strategy, std::string_view> kStrategies[] = {
     {strategy::automatic, "automatic"}, {strategy::cpu_private, "cpu_private"},
     {strategy::global_atomic, "global_atomic"}, {strategy::global_atomic_vec, "global_atomic_vec"},
     {strategy::warp_aggregated, "warp_aggregated"}, {strategy::shared, "shared"},
-    {strategy::shared_replicated, "shared_replicated"}};
+    {strategy::shared_replicated, "shared_replicated"}, {strategy::cluster, "cluster"}};
 constexpr std::pair<count_type, std::string_view> kCounts[] = {
     {count_type::u64, "u64"}, {count_type::u32, "u32"}};
 
@@ -125,9 +125,25 @@ policy plan_cuda(const plan_request& r) {
   if (r.wanted == strategy::global_atomic_vec && !r.contiguous)
     throw error("strategy global_atomic_vec needs one contiguous column aligned to its sample type");
   // 8-bit samples take 256 values: the shared strategies count each value, then map the 256
-  // values to bins once. Their counters always fit.
-  const bool bytes = r.contiguous && (r.sample == dtype::u8 || r.sample == dtype::i8);
-  const std::int64_t counter_bytes = ((bytes ? 256 : r.cells) + 3) * 4;  // and 3 flow counters
+  // values to bins once. Their counters always fit. Interleaved 8-bit channels (2-4, as RGB and
+  // RGBA pixels) are counted in one pass, one value table per channel; other channels are
+  // filled one by one, each a strided column.
+  const bool eight_bit = r.sample == dtype::u8 || r.sample == dtype::i8;
+  const bool one_pass = r.channels > 1 && r.channels <= 4 && eight_bit && r.contiguous &&
+                        r.wanted == strategy::automatic;
+  if (r.channels > 1 && !one_pass) {
+    plan_request each = r;
+    each.channels = 1;
+    each.contiguous = false;
+    policy p_each = plan_cuda(each);
+    p_each.reasons.insert(p_each.reasons.begin(),
+                          std::to_string(r.channels) + " channels filled one by one (one pass takes 2-4 channels of "
+                          "8-bit samples, automatic strategy)");
+    return p_each;
+  }
+  const bool bytes = r.contiguous && eight_bit;
+  const std::int64_t values = 256 * std::max(1, r.channels);
+  const std::int64_t counter_bytes = ((bytes ? values : r.cells) + 3) * 4;  // and 3 flow counters
 
   // Copies per block: as many (up to one per lane, 32) as leave two blocks per multiprocessor.
   // Measured (bench/results/2026-11-23-h100-gpu-92639ad.md): u8 skewed80 1159 GB/s with one copy,
@@ -139,6 +155,27 @@ policy plan_cuda(const plan_request& r) {
     throw error("strategy " + std::string(name_of(r.wanted)) + ": " + std::to_string(r.cells) +
                 " cells need " + std::to_string(counter_bytes) +
                 " bytes of shared memory, the device has " + std::to_string(per_block) + " per block");
+
+  // A cluster of K blocks holds one copy of the cells, 2^k cells per block (so that a slot's
+  // block is its high bits), and each block its own 3 flow counters: the smallest K of 2, 4 and
+  // 8 whose share fits half a multiprocessor, else a whole one.
+  const auto cluster_share = [&](int k) {
+    std::int64_t slice = 1;
+    while (slice * k < r.cells) slice *= 2;
+    return (slice + 3) * 4;
+  };
+  int cluster_k = 0;
+  for (std::int64_t limit : {budget, per_block}) {
+    for (int k = 2; k <= 8 && !cluster_k; k *= 2)
+      if (cluster_share(k) <= limit) cluster_k = k;
+    if (cluster_k) break;
+  }
+  const bool cluster_fits = r.contiguous && !bytes && cluster_k > 0;
+  if (r.wanted == strategy::cluster && !cluster_fits)
+    throw error("strategy cluster needs one contiguous column of samples wider than 8 bits and no more "
+                "cells than 8 blocks' shared memory holds (" + std::to_string(per_block) + " bytes each); got " +
+                std::to_string(r.cells) + " cells of " + std::string(name_of(r.sample)) +
+                (r.contiguous ? "" : " in a strided or N-D fill"));
 
   if (r.wanted != strategy::automatic) {
     p.chosen = r.wanted;
@@ -153,6 +190,10 @@ policy plan_cuda(const plan_request& r) {
   } else if (fits) {
     p.chosen = strategy::shared;
     p.reasons.push_back("shared: one copy of the counters fits in a block's shared memory");
+  } else if (cluster_fits) {
+    p.chosen = strategy::cluster;
+    p.reasons.push_back("cluster: the counters exceed one block's shared memory; " + std::to_string(cluster_k) +
+                        " blocks of a cluster hold one copy in distributed shared memory");
   } else {
     // Beyond one block's shared memory: i32 65536 bins, global_atomic_vec 296 GB/s uniform but
     // 21 on one hot bin; warp_aggregated 203 uniform, 151 hot (bench/results/2026-11-23-h100-gpu-
@@ -162,19 +203,25 @@ policy plan_cuda(const plan_request& r) {
                         "warp and bin");
   }
   const bool in_shared = p.chosen == strategy::shared || p.chosen == strategy::shared_replicated;
-  const bool typed = r.contiguous && (in_shared || p.chosen == strategy::global_atomic_vec);
+  const bool in_cluster = p.chosen == strategy::cluster;
+  const bool typed = r.contiguous && (in_shared || in_cluster || p.chosen == strategy::global_atomic_vec);
   p.value_table = bytes && in_shared;
   const std::int64_t tables = p.value_table ? 0 : r.table_bytes;
   p.replicas = p.chosen == strategy::shared_replicated ? replicas : 1;
   if (p.chosen == strategy::shared_replicated && replicas == 1)
     p.reasons.push_back("replicas 1: a second copy would not fit");
-  p.shared_bytes = in_shared ? counter_bytes * p.replicas : 0;
+  p.shared_bytes = in_shared ? counter_bytes * p.replicas : in_cluster ? cluster_share(cluster_k) : 0;
+  p.cluster_blocks = in_cluster ? cluster_k : 0;
   p.tables_in_shared = in_shared && tables > 0 && p.shared_bytes + tables <= budget;
   if (p.tables_in_shared) {
     p.shared_bytes += tables;
     p.reasons.push_back("edge tables in shared memory (" + std::to_string(tables) + " bytes)");
   }
-  if (p.value_table)
+  if (p.value_table && one_pass)
+    p.reasons.push_back("value tables: " + std::to_string(r.channels) + " channels of 8-bit samples counted per "
+                        "channel and value in one pass over the pixels (" + std::to_string(values) +
+                        " counters), each folded into its channel's bins once per fill");
+  else if (p.value_table)
     p.reasons.push_back("value table: 8-bit samples counted per value (256 counters), folded "
                         "into the axis' bins once per fill");
 
@@ -187,6 +234,7 @@ policy plan_cuda(const plan_request& r) {
   const std::int64_t by_shared = p.shared_bytes > 0 ? per_sm / (p.shared_bytes + 1024) : by_threads;
   const std::int64_t blocks_per_sm = std::max<std::int64_t>(1, std::min(by_threads, by_shared));
   p.grid_blocks = sms * blocks_per_sm;
+  if (in_cluster) p.grid_blocks = std::max<std::int64_t>(cluster_k, p.grid_blocks / cluster_k * cluster_k);
   p.reasons.push_back(
       "grid " + std::to_string(p.grid_blocks) + " x " + std::to_string(p.block_threads) + ": " +
       std::to_string(blocks_per_sm) + " resident blocks per multiprocessor, grid-stride" +
@@ -232,6 +280,7 @@ std::string describe(const policy& p) {
                                           : std::string("one sample each")) << "\n"
       << "replicas   " << p.replicas << "\n"
       << "shared     " << p.shared_bytes << " bytes per block\n";
+    if (p.cluster_blocks) s << "cluster    " << p.cluster_blocks << " blocks share one copy\n";
     if (p.value_table) s << "values     counted per 8-bit value, folded into bins\n";
     if (p.window_cells) s << "window     " << p.window_cells << " cells per pass\n";
   } else {

@@ -14,6 +14,24 @@ void count_values(dtype sample, const typed_count_args& args, const launch_shape
   throw error("count_values: not an 8-bit type");
 }
 
+void count_channel_values(dtype sample, int channels, int phase, const typed_count_args& args,
+                          const launch_shape& shape) {
+  const auto launch = [&](auto per_pixel) {
+    constexpr int C = decltype(per_pixel)::value;
+    if (sample == dtype::u8)
+      return launch_with<std::uint8_t>(channel_value_binner<C>{value_lo<std::uint8_t>, phase}, args, shape);
+    if (sample == dtype::i8)
+      return launch_with<std::int8_t>(channel_value_binner<C>{value_lo<std::int8_t>, phase}, args, shape);
+    throw error("count_channel_values: not an 8-bit type");
+  };
+  switch (channels) {
+    case 2: return launch(std::integral_constant<int, 2>{});
+    case 3: return launch(std::integral_constant<int, 3>{});
+    case 4: return launch(std::integral_constant<int, 4>{});
+    default: throw error("count_channel_values: 2, 3 or 4 channels, got " + std::to_string(channels));
+  }
+}
+
 namespace {
 
 /// Thread v maps value v + value_lo<T> (one of the 256 8-bit values) to its slot and adds its

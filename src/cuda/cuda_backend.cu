@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -214,10 +215,91 @@ void cuda_fill(const fill_job& job) {
   add_flow(job, dropped);
 }
 
+/// Interleaved 8-bit channels in one pass, where the planner chooses it: the samples once on the
+/// device, every channel's slots and tables in the scratch, the counts added on the host after
+/// every channel's overflow check.
+bool cuda_fill_channels(const channels_job& job) {
+  const view& v = job.samples;
+  for (const auto& j : job.per_channel)
+    if (j.sums) return false;
+  const fill_job& first = job.per_channel[0];
+  plan_request r;
+  r.where = backend::cuda;
+  r.kind = (*first.axes)[0].kind();
+  r.cells = first.cells;
+  r.channels = job.channels;
+  r.sample = v.type;
+  r.n = v.size;
+  r.contiguous = v.stride == 1;
+  const int first_device = device_of(v.data);
+  const device_guard guard(first_device);
+  cuda_describe(r);
+  const policy plan = tally::plan(r);
+  if (!plan.value_table) return false;
+
+  int device = 0;
+  TALLY_CUDA_CHECK(cudaGetDevice(&device));
+  scratch& s = scratch_of(device);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const device_column samples = to_device(v, first_device);
+
+  std::vector<cuda::rules> rules;
+  std::vector<std::uint64_t> words;
+  std::vector<std::size_t> table_at, slots_at;
+  carve layout;
+  for (const auto& j : job.per_channel) {
+    rules.emplace_back(*j.axes);
+    table_at.push_back(words.size());
+    words.insert(words.end(), rules.back().tables.begin(), rules.back().tables.end());
+    slots_at.push_back(layout.add<unsigned long long>(j.cells + 3));
+  }
+  const std::size_t temp_at = layout.add<char>(static_cast<std::int64_t>(cuda::channels_temp_bytes(job.channels)));
+  const std::size_t tables_at = layout.add<std::uint64_t>(static_cast<std::int64_t>(words.size()));
+  char* base = s.reserve(layout.size());
+  TALLY_CUDA_CHECK(cudaMemset(base, 0, temp_at));
+  auto* tables = reinterpret_cast<std::uint64_t*>(base + tables_at);
+  if (!words.empty())
+    TALLY_CUDA_CHECK(cudaMemcpy(tables, words.data(), words.size() * sizeof(std::uint64_t), cudaMemcpyHostToDevice));
+
+  cuda::channels_input in;
+  in.samples.type = v.type;
+  in.samples.data = samples.data;
+  in.samples.stride_bytes = 1;
+  in.n = v.size;
+  in.plan = plan;
+  in.outputs.resize(static_cast<std::size_t>(job.channels));
+  for (std::size_t c = 0; c < job.per_channel.size(); ++c) {
+    rules[c].point_at(tables + table_at[c]);
+    in.outputs[c].axis = rules[c].axes.axis[0];
+    in.outputs[c].cells = job.per_channel[c].cells;
+    in.outputs[c].slots = reinterpret_cast<unsigned long long*>(base + slots_at[c]);
+  }
+  cuda::enqueue_channels(in, base + temp_at, nullptr);
+
+  std::vector<std::vector<std::uint64_t>> added(job.per_channel.size());
+  for (std::size_t c = 0; c < job.per_channel.size(); ++c) {
+    added[c].resize(static_cast<std::size_t>(job.per_channel[c].cells) + 3);
+    TALLY_CUDA_CHECK(cudaMemcpy(added[c].data(), base + slots_at[c], added[c].size() * sizeof(std::uint64_t),
+                                cudaMemcpyDeviceToHost));
+  }
+  std::vector<std::array<std::uint64_t, 3>> dropped(added.size());
+  for (std::size_t c = 0; c < added.size(); ++c) {
+    std::copy(added[c].end() - 3, added[c].end(), dropped[c].begin());
+    added[c].resize(added[c].size() - 3);
+    check_counts(job.per_channel[c], added[c]);
+  }
+  for (std::size_t c = 0; c < added.size(); ++c) {
+    add_counts(job.per_channel[c], added[c]);
+    add_flow(job.per_channel[c], dropped[c].data());
+  }
+  return true;
+}
+
 }  // namespace
 
 const backend_ops& cuda_backend() {
-  static const backend_ops ops{backend::cuda, &cuda_usable, &cuda_owns, &cuda_describe, &cuda_fill};
+  static const backend_ops ops{backend::cuda, &cuda_usable, &cuda_owns, &cuda_describe, &cuda_fill,
+                               &cuda_fill_channels};
   return ops;
 }
 

@@ -99,6 +99,8 @@ std::size_t counts_temp_bytes(const policy& plan) {
   return plan.value_table ? (256 + 3) * sizeof(unsigned long long) : 0;
 }
 
+std::size_t channels_temp_bytes(int channels) { return static_cast<std::size_t>(256 * channels) * sizeof(unsigned long long); }
+
 std::size_t sums_temp_bytes(const policy& plan) {
   return static_cast<std::size_t>(plan.grid_blocks * plan.window_cells) * sizeof(double);
 }
@@ -116,32 +118,49 @@ void count_typed(dtype sample, const device_axis& axis, const typed_count_args& 
   }
 }
 
-}  // namespace
-
-/// Launches the count strategy over samples [0, n), in pieces small enough that no block's
-/// 32-bit shared counter can wrap (2^20 samples per thread and piece).
-void enqueue_counts(const fill_input& in, unsigned long long* slots, void* temp, cudaStream_t stream) {
-  const policy& plan = in.plan;
+launch_shape shape_of(const policy& plan, cudaStream_t stream) {
   launch_shape shape;
   shape.grid = static_cast<unsigned>(plan.grid_blocks);
   shape.block = static_cast<unsigned>(plan.block_threads);
   shape.shared_bytes = static_cast<std::size_t>(plan.shared_bytes);
   shape.stream = stream;
-  int shift = 0;
-  while ((1 << shift) < plan.replicas) ++shift;
+  return shape;
+}
+
+/// Samples per launch: small enough that no block's 32-bit shared counter can wrap (2^20
+/// samples per thread of the block, or of the cluster that adds into it).
+std::int64_t piece_of(const policy& plan) {
+  return plan.grid_blocks * plan.block_threads * ((std::int64_t{1} << 20) / std::max(1, plan.cluster_blocks));
+}
+
+/// The typed kernels' arguments for samples [begin, begin + count) of a contiguous column.
+typed_count_args typed_args(const policy& plan, const device_axis& column, std::int64_t begin, std::int64_t count) {
+  typed_count_args a;
+  a.data = column.data + begin * column.stride_bytes;
+  a.n = count;
+  while ((1 << a.replica_shift) < plan.replicas) ++a.replica_shift;
+  a.to_global = plan.chosen == strategy::global_atomic_vec;
+  a.stage_tables = plan.tables_in_shared;
+  a.cluster_blocks = plan.cluster_blocks;
+  if (a.cluster_blocks)
+    while ((std::int64_t{a.cluster_blocks} << a.slice_shift) < column.bins) ++a.slice_shift;
+  return a;
+}
+
+}  // namespace
+
+/// Launches the count strategy over samples [0, n), piece by piece.
+void enqueue_counts(const fill_input& in, unsigned long long* slots, void* temp, cudaStream_t stream) {
+  const policy& plan = in.plan;
+  const launch_shape shape = shape_of(plan, stream);
   const device_axis& first = in.axes.axis[0];
   auto* raw = static_cast<unsigned long long*>(temp);
   if (plan.value_table) TALLY_CUDA_CHECK(cudaMemsetAsync(raw, 0, counts_temp_bytes(plan), stream));
-  const std::int64_t piece = plan.grid_blocks * plan.block_threads * (std::int64_t{1} << 20);
+  const std::int64_t piece = piece_of(plan);
   for (std::int64_t begin = 0; begin < in.n; begin += piece) {
     const std::int64_t count = std::min(piece, in.n - begin);
     if (plan.vector_bytes) {
-      typed_count_args a;
-      a.data = first.data + begin * first.stride_bytes;
-      a.n = count;
-      a.replica_shift = shift;
-      a.to_global = plan.chosen == strategy::global_atomic_vec;
-      a.stage_tables = plan.tables_in_shared;
+      typed_count_args a = typed_args(plan, first, begin, count);
       if (plan.value_table) {
         a.cells = 256;
         a.slots = raw;
@@ -154,10 +173,28 @@ void enqueue_counts(const fill_input& in, unsigned long long* slots, void* temp,
     } else {
       device_axes shifted = in.axes;
       for (int d = 0; d < shifted.count; ++d) shifted.axis[d].data += begin * shifted.axis[d].stride_bytes;
-      count_generic(shifted, count, in.cells, plan.chosen, shift, slots, shape);
+      count_generic(shifted, count, in.cells, plan.chosen, typed_args(plan, first, 0, 0).replica_shift, slots, shape);
     }
   }
   if (plan.value_table) fold_values(first.type, first, raw, in.cells, slots, stream);
+}
+
+void enqueue_channels(const channels_input& in, void* temp, cudaStream_t stream) {
+  const launch_shape shape = shape_of(in.plan, stream);
+  const int channels = static_cast<int>(in.outputs.size());
+  auto* raw = static_cast<unsigned long long*>(temp);
+  TALLY_CUDA_CHECK(cudaMemsetAsync(raw, 0, channels_temp_bytes(channels), stream));
+  const std::int64_t piece = piece_of(in.plan);
+  for (std::int64_t begin = 0; begin < in.n; begin += piece) {
+    typed_count_args a = typed_args(in.plan, in.samples, begin, std::min(piece, in.n - begin));
+    a.cells = 256 * channels;
+    a.slots = raw;
+    count_channel_values(in.samples.type, channels, static_cast<int>(begin % channels), a, shape);
+  }
+  for (int c = 0; c < channels; ++c) {
+    const channel_output& out = in.outputs[static_cast<std::size_t>(c)];
+    if (out.slots) fold_values(in.samples.type, out.axis, raw + 256 * c, out.cells, out.slots, stream);
+  }
 }
 
 /// Window by window: the block partials of a window, then their fixed-order sum added to it.

@@ -54,12 +54,33 @@ struct fill_input {
   policy plan;
 };
 
+/// One channel of an interleaved fill: its axis' rule (tables in device memory) and its slots
+/// (cells + 3); null slots: an interleaved channel no histogram takes.
+struct channel_output {
+  device_axis axis{};
+  std::int64_t cells = 0;
+  unsigned long long* slots = nullptr;
+};
+
+/// Interleaved 8-bit samples of outputs.size() (2-4) channels, contiguous: sample i belongs to
+/// channel i mod channels.
+struct channels_input {
+  device_axis samples{};  // data, type, stride_bytes (the rule is unused)
+  std::int64_t n = 0;     // samples, all channels together
+  std::vector<channel_output> outputs;
+  policy plan;
+};
+
 /// Temporary device memory a fill needs beyond its destination (zeroed by the enqueue).
 std::size_t counts_temp_bytes(const policy& plan);
+std::size_t channels_temp_bytes(int channels);
 std::size_t sums_temp_bytes(const policy& plan);
 
 /// Adds the fill's counts to slots[0, cells + 3) (cells, then underflow, overflow, nan).
 void enqueue_counts(const fill_input& in, unsigned long long* slots, void* temp, cudaStream_t stream);
+/// Counts every channel's values in one pass over the samples, then adds each channel's counts
+/// to its slots through its rule.
+void enqueue_channels(const channels_input& in, void* temp, cudaStream_t stream);
 /// Adds the fill's weighted sums to sums[0, cells) and its dropped samples to flow[0, 3). Each
 /// cell gets one addition of the fill's total, computed in a fixed order.
 void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, void* temp, cudaStream_t stream);

@@ -28,6 +28,8 @@ struct typed_count_args {
   int replica_shift = 0;     // 2^shift interleaved copies per block
   bool to_global = false;    // global_atomic_vec: atomics straight into `slots`
   bool stage_tables = false; // copy the rule's edge tables into shared memory first
+  int cluster_blocks = 0;    // cluster: blocks sharing one copy (launched as a cluster)
+  int slice_shift = 0;       // cluster: each block holds 2^slice_shift cells
   unsigned long long* slots = nullptr;  // cells + 3 device counters, added to
 };
 
@@ -40,6 +42,10 @@ void count_typed_floats(dtype sample, const device_axis& axis, const typed_count
 
 /// 8-bit samples: counts per value (args.cells = 256) into args.slots, the value table.
 void count_values(dtype sample, const typed_count_args& args, const launch_shape& shape);
+/// Interleaved 8-bit samples of `channels` (2-4) channels, sample i in channel (i + phase) mod
+/// channels: counts per channel and value (args.cells = 256 * channels) into args.slots.
+void count_channel_values(dtype sample, int channels, int phase, const typed_count_args& args,
+                          const launch_shape& shape);
 /// 8-bit samples: per-value counts raw[0..256) (value v - lo, lo = 0 for u8, -128 for i8) are
 /// mapped through the axis' rule to its slots.
 void fold_values(dtype sample, const device_axis& axis, const unsigned long long* raw, std::int64_t cells,
