@@ -42,6 +42,28 @@ TEST(CudaPlan, ReplicatedWhereCopiesFitSharedUpToTheLimitWarpAggregatedBeyond) {
   EXPECT_EQ(tally::plan(h100_request(58110)).chosen, tally::strategy::cluster);
 }
 
+TEST(CudaPlan, SmallFillsLaunchOnlyTheBlocksOneStepNeeds) {
+  // A block's step: 512 threads x 4 loads x 16 bytes = 8192 i32 samples or 32768 u8 samples.
+  auto r = h100_request(256);
+  r.n = 1;
+  EXPECT_EQ(tally::plan(r).grid_blocks, 1);
+  r.n = 8192 * 5 + 1;
+  EXPECT_EQ(tally::plan(r).grid_blocks, 6);
+  EXPECT_NE(tally::describe(tally::plan(r)).find("one grid-stride step"), std::string::npos);
+  r.sample = tally::dtype::u8;
+  EXPECT_EQ(tally::plan(r).grid_blocks, 2);
+  // Generic kernel (strided): one sample per thread and step of 256 threads.
+  r.contiguous = false;
+  r.n = 257;
+  EXPECT_EQ(tally::plan(r).grid_blocks, 2);
+  // Clusters launch whole: 4 blocks for 65536 cells even for one sample.
+  auto c = h100_request(65536);
+  c.n = 1;
+  EXPECT_EQ(tally::plan(c).grid_blocks, 4);
+  // Large fills keep every resident block.
+  EXPECT_EQ(tally::plan(h100_request(256)).grid_blocks % 132, 0);
+}
+
 TEST(CudaPlan, ClustersHoldWhatOneBlockCannotUpToEightBlocks) {
   // 65536 cells: 2 blocks of 32768 (131084 bytes) exceed half a multiprocessor, 4 of 16384 fit.
   const auto p = tally::plan(h100_request(65536));

@@ -59,7 +59,7 @@ struct backend_ops {
   /// Adds what the planner needs to know about the device (null where nothing).
   void (*describe)(plan_request& request);
   void (*fill)(const fill_job& job);
-  /// All channels in one pass; returns false where it has no such kernel for the job (the
+  /// All channels (2 or more) in one pass; returns false where it has no such kernel for the job (the
   /// caller then fills channel by channel). Null: channel by channel always.
   bool (*fill_channels)(const channels_job& job);
 };

@@ -278,8 +278,10 @@ void fill_channels(std::vector<histogram>& per_channel, const view& samples, int
   }
   const auto n = static_cast<std::uint64_t>(samples.size / channels);
   if (n == 0 || per_channel.empty()) return;
-  // One pass over the pixels where one backend runs every channel with the planner's choice.
+  // One pass over the pixels where one backend runs every channel with the planner's choice
+  // (one channel is a plain fill).
   const bool one_pass =
+      channels > 1 &&
       std::all_of(backends.begin(), backends.end(), [&](auto* b) { return b == backends[0]; }) &&
       std::all_of(per_channel.begin(), per_channel.end(),
                   [](const histogram& h) { return h.opts_.strategy == strategy::automatic; });

@@ -233,11 +233,20 @@ policy plan_cuda(const plan_request& r) {
   const std::int64_t by_threads = 2048 / p.block_threads;
   const std::int64_t by_shared = p.shared_bytes > 0 ? per_sm / (p.shared_bytes + 1024) : by_threads;
   const std::int64_t blocks_per_sm = std::max<std::int64_t>(1, std::min(by_threads, by_shared));
-  p.grid_blocks = sms * blocks_per_sm;
-  if (in_cluster) p.grid_blocks = std::max<std::int64_t>(cluster_k, p.grid_blocks / cluster_k * cluster_k);
+  // No more blocks than one grid-stride step over the samples needs: every block zeroes and
+  // flushes its copy, which is most of a small fill's time (a fill of 1 sample took 12 us on the
+  // H100 with the full grid, bench/results/2026-11-23-h100-gpu-97ce624.md).
+  const std::int64_t per_step =
+      p.block_threads * (typed ? p.unroll * p.vector_bytes / static_cast<std::int64_t>(size_of(r.sample)) : 1);
+  const std::int64_t needed = std::max<std::int64_t>(1, (r.n + per_step - 1) / per_step);
+  const std::int64_t k = in_cluster ? cluster_k : 1;  // whole clusters
+  const std::int64_t resident = std::max(k, sms * blocks_per_sm / k * k);
+  p.grid_blocks = std::min(resident, (needed + k - 1) / k * k);
+  const bool small = p.grid_blocks < resident;
   p.reasons.push_back(
       "grid " + std::to_string(p.grid_blocks) + " x " + std::to_string(p.block_threads) + ": " +
-      std::to_string(blocks_per_sm) + " resident blocks per multiprocessor, grid-stride" +
+      (small ? "one grid-stride step over the samples (at most " : "") + std::to_string(blocks_per_sm) +
+      " resident blocks per multiprocessor" + (small ? ")" : ", grid-stride") +
       (typed ? "; 16-byte loads, 4 in flight per thread (64 KiB per 1024 threads in flight)"
              : "; one sample per load (strided, N-D or unaligned samples)"));
   return p;
