@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "core/rules.hpp"
 #include "random_data.hpp"
 #include "reference.hpp"
 #include "tally/tally.hpp"
@@ -230,6 +231,44 @@ TEST(RegularAxis, ShortcutAgreesWithTheEdgesOnRandomRanges) {
     tally::histogram h(made, cpu_options());
     ASSERT_GT(binned(fill_both(h, a, data.view())), 0u);
   }
+}
+
+/// f32 samples take an f32 estimate first (regular_rule::fast32): on random awkward ranges with
+/// f64 and f32 edges, every edge rounded to f32, its f32 neighbours and random f32 values between
+/// must land where the edges say (the reference searches the edges).
+TEST(RegularAxis, FloatEstimateAgreesWithTheEdgesOnRandomRanges) {
+  std::mt19937_64 gen(78);
+  std::uniform_int_distribution<int> exponent(-30, 30), bins_of(1, 5000);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  int fast = 0;
+  for (int round = 0; round < 300; ++round) {
+    const dtype edge_type = round % 2 ? dtype::f32 : dtype::f64;
+    const double scale = std::ldexp(1.0, exponent(gen));
+    double lo = unit(gen) * scale, hi = lo + std::fabs(unit(gen)) * scale * std::ldexp(1.0, exponent(gen) / 4);
+    if (round % 5 == 0) hi = lo + 3 * std::fabs(lo) * 1e-4;  // a narrow range far from zero
+    if (round % 7 == 0) lo = 0;
+    axis_spec a = regular_spec(bins_of(gen), lo, hi, edge_type);
+    tally::axis made = tally::axis::regular(1, 0, 1);
+    try {
+      made = a.make();
+    } catch (const tally::error&) {
+      continue;  // too many bins for the range in this edge type
+    }
+    fast += tally::detail::make_regular_rule(made).fast32;
+    SCOPED_TRACE(a.name() + " over [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    std::vector<double> values;
+    for (double e : made.edges()) {
+      const float f = static_cast<float>(e);
+      values.push_back(f);
+      values.push_back(std::nextafter(f, HUGE_VALF));
+      values.push_back(std::nextafter(f, -HUGE_VALF));
+    }
+    for (int i = 0; i < 5000; ++i) values.push_back(static_cast<float>(lo + (hi - lo) * (0.5 + 0.55 * unit(gen))));
+    const column data = make_column(dtype::f32, values);
+    tally::histogram h(made, cpu_options());
+    ASSERT_GT(binned(fill_both(h, a, data.view())), 0u);
+  }
+  EXPECT_GT(fast, 150);  // the f32 estimate was in use for most ranges
 }
 
 // ---- integer axes ----

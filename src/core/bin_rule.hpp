@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <limits>  // is_signed only: constexpr data, usable on the device
+#include <type_traits>
 
 #include "core/float_format.hpp"
 #include "core/hd.hpp"
@@ -46,6 +47,12 @@ struct regular_rule {
   /// further than this from both bin boundaries is the bin, with no edge looked at. 1 turns
   /// the shortcut off.
   double guard = 1.0;
+  /// f32 samples: the estimate in f32 arithmetic, where make_regular_rule can bound its error
+  /// (fast32). first32 is `first` rounded up and last32 `last` rounded down to f32, so for an
+  /// f32 x the comparisons are exact; an estimate whose fraction lies in (guard32, upper32) is
+  /// the bin, anything else takes the f64 rule.
+  bool fast32 = false;
+  float first32 = 0, last32 = 0, scale32 = 0, guard32 = 1, upper32 = 0;
 
   TALLY_HD double computed_edge(std::int64_t k) const {
     if (k == bins) return last;
@@ -77,6 +84,16 @@ struct regular_rule {
   TALLY_HD_HOT std::int64_t index(double x) const {
     if (table) return index_with_table(x);
     return locate(x, [this](std::int64_t k) { return computed_edge(k); });
+  }
+  /// The bin of an f32 sample: the f32 estimate where it is decisive, else the f64 rule.
+  TALLY_HD_HOT std::int64_t index(float x) const {
+    if (fast32 && x >= first32 && x <= last32) {
+      const float t = (x - first32) * scale32;  // < 2^30 (make_regular_rule checks)
+      const int i = static_cast<int>(t);
+      const float f = t - static_cast<float>(i);  // exact
+      if (f > guard32 && f < upper32 && i < bins) return i;
+    }
+    return index(static_cast<double>(x));
   }
 };
 
@@ -174,17 +191,20 @@ template <class T> TALLY_HD_HOT std::int64_t integer_index(const integer_rule& r
 }
 
 /// The rules as callables over samples of any type, shared by the backends' typed loops.
+/// f32 samples take the regular rule's f32 estimate (regular_rule::index(float)).
 struct regular_binner {
   regular_rule rule;
   template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const {
-    return rule.index(sample_traits<T>::to_value(v));
+    if constexpr (std::is_same_v<T, float>) return rule.index(v);
+    else return rule.index(sample_traits<T>::to_value(v));
   }
 };
 /// The same rule with its edges looked up in a table (rule.table set): no branch per sample.
 struct regular_table_binner {
   regular_rule rule;
   template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const {
-    return rule.index_with_table(sample_traits<T>::to_value(v));
+    if constexpr (std::is_same_v<T, float>) return rule.index(v);
+    else return rule.index_with_table(sample_traits<T>::to_value(v));
   }
 };
 struct variable_binner {
