@@ -1,0 +1,287 @@
+// tally._tally: the C++ API as the Python package sees it. Arrays come in through nanobind's
+// ndarray (DLPack or the buffer protocol, any device, any strides) and become tally::view without
+// a copy; numpy's rules for edges and arguments live in python/src/tally/.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tally/tally.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using any_array = nb::ndarray<nb::ro>;
+
+/// Raised when an array's elements are not one strided sequence of memory; the package copies
+/// such an array once and tries again.
+struct not_one_stride {};
+
+tally::dtype dtype_of(const nb::dlpack::dtype& t) {
+  using code = nb::dlpack::dtype_code;
+  struct entry {
+    code c;
+    int bits;
+    tally::dtype type;
+  };
+  static constexpr entry table[] = {
+      {code::UInt, 8, tally::dtype::u8},    {code::UInt, 16, tally::dtype::u16},
+      {code::UInt, 32, tally::dtype::u32},  {code::UInt, 64, tally::dtype::u64},
+      {code::Int, 8, tally::dtype::i8},     {code::Int, 16, tally::dtype::i16},
+      {code::Int, 32, tally::dtype::i32},   {code::Int, 64, tally::dtype::i64},
+      {code::Float, 16, tally::dtype::f16}, {code::Float, 32, tally::dtype::f32},
+      {code::Float, 64, tally::dtype::f64}, {code::Bfloat, 16, tally::dtype::bf16},
+      // One byte, 0 or 1: the package decides where numpy allows bool.
+      {code::Bool, 8, tally::dtype::u8}};
+  for (const auto& e : table)
+    if (t.lanes == 1 && t.code == static_cast<std::uint8_t>(e.c) && t.bits == e.bits) return e.type;
+  throw nb::type_error(("tally: unsupported sample type (DLPack code " + std::to_string(t.code) +
+                        ", " + std::to_string(t.bits) + " bits); supported: u8 i8 u16 i16 u32 i32 "
+                        "u64 i64 f16 bf16 f32 f64")
+                           .c_str());
+}
+
+/// The array as one strided view, or not_one_stride. With any_order (unweighted counts, where
+/// the order of the samples does not matter) the dimensions may be visited in any order and in
+/// either direction, so transposed and reversed arrays need no copy; otherwise the elements
+/// must come in C order (numpy's ravel order), as weights must pair with their samples.
+tally::view one_view(const any_array& a, bool any_order) {
+  tally::view v;
+  v.type = dtype_of(a.dtype());
+  const std::int64_t item = static_cast<std::int64_t>(tally::size_of(v.type));
+  const char* data = static_cast<const char*>(a.data());
+  std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (stride, size), innermost first
+  std::int64_t n = 1;
+  for (std::size_t d = a.ndim(); d-- > 0;) {
+    const auto size = static_cast<std::int64_t>(a.shape(d));
+    n *= size;
+    if (size > 1) dims.emplace_back(a.stride(d), size);
+  }
+  v.size = n;
+  v.data = data;
+  if (n <= 1 || dims.empty()) return v;
+  if (any_order) {
+    for (auto& [stride, size] : dims) {
+      if (stride < 0) {
+        data += stride * (size - 1) * item;
+        stride = -stride;
+      }
+    }
+    std::sort(dims.begin(), dims.end());
+  }
+  if (dims[0].first < 1) throw not_one_stride{};
+  for (std::size_t k = 1; k < dims.size(); ++k)
+    if (dims[k].first != dims[k - 1].first * dims[k - 1].second) throw not_one_stride{};
+  v.data = data;
+  v.stride = dims[0].first;
+  return v;
+}
+
+tally::backend backend_named(const std::string& name) {
+  if (name == "auto" || name.empty()) return tally::backend::automatic;
+  return tally::backend_from_name(name);
+}
+
+nb::dict policy_dict(const tally::policy& p) {
+  nb::dict d;
+  d["backend"] = std::string(tally::name_of(p.where));
+  d["strategy"] = std::string(tally::name_of(p.chosen));
+  d["threads"] = p.threads;
+  d["replicas"] = p.replicas;
+  d["edge_table"] = p.edge_table;
+  d["block"] = p.block;
+  d["block_threads"] = p.block_threads;
+  d["grid_blocks"] = p.grid_blocks;
+  d["vector_bytes"] = p.vector_bytes;
+  d["unroll"] = p.unroll;
+  d["value_table"] = p.value_table;
+  d["tables_in_shared"] = p.tables_in_shared;
+  d["shared_bytes"] = p.shared_bytes;
+  d["window_cells"] = p.window_cells;
+  d["reasons"] = p.reasons;
+  d["description"] = tally::describe(p);
+  return d;
+}
+
+/// A new numpy array of `shape` holding a copy of `values`.
+template <class Out, class In>
+nb::ndarray<nb::numpy, Out> numpy_copy(const In* values, const std::vector<std::int64_t>& shape) {
+  std::size_t n = 1;
+  std::vector<std::size_t> dims;
+  for (auto s : shape) {
+    dims.push_back(static_cast<std::size_t>(s));
+    n *= static_cast<std::size_t>(s);
+  }
+  auto* out = new Out[n == 0 ? 1 : n];
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<Out>(values[i]);
+  nb::capsule owner(out, [](void* p) noexcept { delete[] static_cast<Out*>(p); });
+  return nb::ndarray<nb::numpy, Out>(out, dims.size(), dims.data(), owner);
+}
+
+/// tally::histogram for Python: axes and options by name, fills from arrays.
+class py_histogram {
+ public:
+  py_histogram(std::vector<tally::axis> axes, bool weighted, const std::string& strategy,
+               const std::string& backend, bool flow, bool counts32, int threads)
+      : h_(std::move(axes), make_options(weighted, strategy, backend, flow, counts32, threads)) {}
+
+  void fill(const std::vector<any_array>& columns, std::optional<any_array> weights, bool any_order) {
+    std::vector<tally::view> views;
+    for (const auto& c : columns) views.push_back(one_view(c, any_order && !weights));
+    std::optional<tally::view> w;
+    if (weights) {
+      w = one_view(*weights, false);
+      if (w->type != tally::dtype::f32 && w->type != tally::dtype::f64)
+        throw nb::type_error("tally: weights must be float32 or float64");
+    }
+    nb::gil_scoped_release release;
+    if (w) h_.fill(views, *w);
+    else h_.fill(views);
+  }
+
+  nb::object values() const {
+    const auto shape = h_.shape();
+    if (h_.weighted()) return nb::cast(numpy_copy<double>(h_.sums().data(), shape));
+    if (const auto* c = h_.counts_u64()) return nb::cast(numpy_copy<std::int64_t>(c, shape));
+    return nb::cast(numpy_copy<std::int64_t>(h_.counts_u32(), shape));
+  }
+
+  nb::object density() const {
+    const auto d = h_.density();
+    return nb::cast(numpy_copy<double>(d.data(), h_.shape()));
+  }
+
+  std::tuple<std::uint64_t, std::uint64_t, std::uint64_t> flow() const {
+    const auto f = h_.flow();
+    return {f.underflow, f.overflow, f.nan};
+  }
+
+  nb::dict plan(const std::string& type, std::int64_t n) const {
+    return policy_dict(h_.plan_for(tally::dtype_from_name(type), n));
+  }
+
+  tally::histogram& get() { return h_; }
+  const tally::histogram& get() const { return h_; }
+
+ private:
+  static tally::options make_options(bool weighted, const std::string& strategy,
+                                     const std::string& backend, bool flow, bool counts32, int threads) {
+    tally::options o;
+    o.weighted = weighted;
+    o.strategy = tally::strategy_from_name(strategy);
+    o.backend = backend_named(backend);
+    o.flow = flow;
+    o.counts = counts32 ? tally::count_type::u32 : tally::count_type::u64;
+    o.threads = threads;
+    return o;
+  }
+
+  tally::histogram h_;
+};
+
+nb::ndarray<nb::numpy, double> numpy_edges(const std::vector<double>& e) {
+  return numpy_copy<double>(e.data(), {static_cast<std::int64_t>(e.size())});
+}
+
+}  // namespace
+
+NB_MODULE(_tally, m) {
+  m.doc() = "tally's C++ library; use the package `tally`, which gives numpy's semantics.";
+
+  static nb::object layout_error =
+      nb::steal(PyErr_NewException("tally._tally.LayoutError", PyExc_Exception, nullptr));
+  m.attr("LayoutError") = layout_error;
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const not_one_stride&) {
+      PyErr_SetString(layout_error.ptr(), "the array is not one strided sequence of memory");
+    } catch (const tally::error& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+
+  m.def("version", [] { return std::string(tally::version()); });
+  m.def("backends", [] {
+    std::vector<std::tuple<std::string, bool, bool, std::string>> out;
+    for (const auto& b : tally::backends())
+      out.emplace_back(std::string(tally::name_of(b.which)), b.compiled, b.usable, b.detail);
+    return out;
+  });
+  m.def("strategy_names", [] {
+    std::vector<std::string> names;
+    for (auto s : {tally::strategy::automatic, tally::strategy::cpu_private, tally::strategy::global_atomic,
+                   tally::strategy::global_atomic_vec, tally::strategy::warp_aggregated,
+                   tally::strategy::shared, tally::strategy::shared_replicated})
+      names.emplace_back(tally::name_of(s));
+    return names;
+  });
+  m.def("sample_type", [](const any_array& a) { return std::string(tally::name_of(dtype_of(a.dtype()))); },
+        "array"_a, "The tally sample type of an array (raises TypeError for other types).");
+
+  nb::class_<tally::axis>(m, "Axis")
+      .def_static("regular", [](std::int64_t bins, double lo, double hi, const std::string& edge_type) {
+        return tally::axis::regular(bins, lo, hi, tally::dtype_from_name(edge_type));
+      }, "bins"_a, "lo"_a, "hi"_a, "edge_type"_a = "f64")
+      .def_static("variable", [](nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu> e) {
+        return tally::axis::variable(std::vector<double>(e.data(), e.data() + e.shape(0)));
+      }, "edges"_a)
+      .def_static("integer", &tally::axis::integer, "lo"_a, "hi"_a)
+      .def_prop_ro("kind", [](const tally::axis& a) {
+        switch (a.kind()) {
+          case tally::axis_kind::regular: return "regular";
+          case tally::axis_kind::variable: return "variable";
+          default: return "integer";
+        }
+      })
+      .def_prop_ro("bins", &tally::axis::bins)
+      .def_prop_ro("edge_type", [](const tally::axis& a) { return std::string(tally::name_of(a.edge_type())); })
+      .def_prop_ro("lo", &tally::axis::lo)
+      .def_prop_ro("hi", &tally::axis::hi)
+      .def("edges", [](const tally::axis& a) { return numpy_edges(a.edges()); })
+      .def("widths", [](const tally::axis& a) { return numpy_edges(a.widths()); })
+      .def("__eq__", [](const tally::axis& a, const tally::axis& b) { return a == b; });
+
+  nb::class_<py_histogram>(m, "Hist")
+      .def(nb::init<std::vector<tally::axis>, bool, const std::string&, const std::string&, bool, bool, int>(),
+           "axes"_a, "weighted"_a = false, "strategy"_a = "automatic", "backend"_a = "auto",
+           "flow"_a = false, "counts32"_a = false, "threads"_a = 0)
+      .def("fill", &py_histogram::fill, "columns"_a, "weights"_a = nb::none(), "any_order"_a = true)
+      .def("reset", [](py_histogram& h) { h.get().reset(); })
+      .def("values", &py_histogram::values)
+      .def("density", &py_histogram::density)
+      .def("flow", &py_histogram::flow)
+      .def("plan", &py_histogram::plan, "sample_type"_a, "n"_a)
+      .def_prop_ro("samples", [](const py_histogram& h) { return h.get().samples(); })
+      .def_prop_ro("weighted", [](const py_histogram& h) { return h.get().weighted(); })
+      .def_prop_ro("shape", [](const py_histogram& h) { return h.get().shape(); })
+      .def_prop_ro("axes", [](const py_histogram& h) { return h.get().axes(); });
+
+  m.def("fill_channels", [](std::vector<py_histogram*> per_channel, const any_array& samples, int channels) {
+    const tally::view v = one_view(samples, false);
+    std::vector<tally::histogram> hs;
+    // fill_channels takes the histograms by vector; fill moved copies and move them back.
+    for (auto* h : per_channel) hs.push_back(std::move(h->get()));
+    try {
+      nb::gil_scoped_release release;
+      tally::fill_channels(hs, v, channels);
+    } catch (...) {
+      for (std::size_t c = 0; c < hs.size(); ++c) per_channel[c]->get() = std::move(hs[c]);
+      throw;
+    }
+    for (std::size_t c = 0; c < hs.size(); ++c) per_channel[c]->get() = std::move(hs[c]);
+  }, "per_channel"_a, "samples"_a, "channels"_a);
+}

@@ -1,0 +1,247 @@
+"""Arrays in and out: which library an input comes from, where it lives, and results back in kind.
+
+numpy, torch and cupy arrays are recognised by type; anything else with ``__dlpack__`` or the
+buffer protocol is read through the extension (DLPack or the buffer protocol) and answered with
+numpy arrays; plain sequences go through ``numpy.asarray`` as numpy.histogram does.
+"""
+
+import operator
+import sys
+
+import numpy as np
+
+from . import _tally
+
+# tally's sample type names by numpy dtype name (bool is read as u8 where numpy allows it).
+_NAMES = {
+    "uint8": "u8", "int8": "i8", "uint16": "u16", "int16": "i16", "uint32": "u32",
+    "int32": "i32", "uint64": "u64", "int64": "i64", "float16": "f16", "bfloat16": "bf16",
+    "float32": "f32", "float64": "f64", "bool": "bool",
+}
+FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
+
+
+def _torch():
+    return sys.modules.get("torch")
+
+
+def _cupy():
+    return sys.modules.get("cupy")
+
+
+class Source:
+    """One input array: the object handed to the extension, its library, type and device."""
+
+    __slots__ = ("obj", "lib", "type", "np_dtype", "shape", "device", "index")
+
+    def __init__(self, obj, what="a"):
+        torch, cupy = _torch(), _cupy()
+        if isinstance(obj, np.ndarray):
+            self._from_numpy(obj)
+        elif torch is not None and isinstance(obj, torch.Tensor):
+            self.obj, self.lib = obj, "torch"
+            self.type = _NAMES.get(str(obj.dtype).replace("torch.", ""))
+            self.np_dtype = None if self.type in (None, "bf16") else np.dtype(str(obj.dtype)[6:])
+            self.shape = tuple(obj.shape)
+            self.device = obj.device.type
+            self.index = obj.device.index
+        elif cupy is not None and isinstance(obj, cupy.ndarray):
+            self.obj, self.lib = obj, "cupy"
+            self.np_dtype = obj.dtype
+            self.type = _NAMES.get(obj.dtype.name)
+            self.shape = obj.shape
+            self.device, self.index = "cuda", obj.device.id
+        elif hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+            kind, index = obj.__dlpack_device__()
+            if int(kind) in (1, 3):  # CPU or CUDA host memory: numpy reads it without a copy
+                self._from_numpy(np.from_dlpack(obj))
+            else:
+                self.obj, self.lib = obj, "other"
+                self.type = _tally.sample_type(obj)
+                self.np_dtype = None if self.type == "bf16" else np.dtype(_numpy_name(self.type))
+                self.shape = tuple(obj.shape)
+                self.device, self.index = "cuda", int(index)
+        else:
+            self._from_numpy(np.asarray(obj))
+        if self.type is None:
+            raise TypeError(f"tally: {what} has an unsupported dtype {self.dtype_name}; supported: "
+                            "uint8 int8 uint16 int16 uint32 int32 uint64 int64 float16 bfloat16 "
+                            "float32 float64")
+
+    def _from_numpy(self, a):
+        self.obj, self.lib = a, "numpy"
+        self.np_dtype = a.dtype
+        self.type = _NAMES.get(a.dtype.name) if a.dtype.isnative else None
+        self.shape = a.shape
+        self.device, self.index = "cpu", None
+
+    @property
+    def dtype_name(self):
+        return str(getattr(self.obj, "dtype", "?"))
+
+    @property
+    def size(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def on_cuda(self):
+        return self.device == "cuda"
+
+    def where(self):
+        return f"cuda:{self.index}" if self.on_cuda else "cpu"
+
+    # ---- views and copies of the input (new Source objects, same library) ----
+    def _derived(self, obj):
+        s = Source.__new__(Source)
+        s.obj, s.lib, s.type, s.np_dtype = obj, self.lib, self.type, self.np_dtype
+        s.shape, s.device, s.index = tuple(obj.shape), self.device, self.index
+        return s
+
+    def bool_as_u8(self):
+        """A bool array read as its bytes (0 or 1), without a copy."""
+        if self.type != "bool":
+            return self
+        if self.lib == "torch":
+            s = self._derived(self.obj.view(_torch().uint8))
+        elif self.lib == "cupy":
+            s = self._derived(self.obj.view(_cupy().uint8))
+        else:
+            s = self._derived(np.asarray(self.obj).view(np.uint8))
+        s.type, s.np_dtype = "u8", np.dtype(np.uint8)
+        return s
+
+    def contiguous(self):
+        """A C-contiguous copy, for layouts that are not one strided sequence of memory."""
+        if self.lib == "torch":
+            return self._derived(self.obj.contiguous())
+        if self.lib == "cupy":
+            return self._derived(_cupy().ascontiguousarray(self.obj))
+        if self.lib == "numpy":
+            return self._derived(np.ascontiguousarray(self.obj))
+        raise ValueError("tally: this array's layout needs a copy, which tally cannot make for "
+                         f"{type(self.obj).__name__}; pass a contiguous array")
+
+    def column(self, i):
+        """Column i of an (N, D) array, as a strided view."""
+        return self._derived(self.obj[:, i])
+
+    def as_weights(self):
+        """f32 and f64 weights as they are; other numeric types converted to f64 (a copy)."""
+        if self.type in ("f32", "f64"):
+            return self
+        if self.lib == "torch":
+            s = self._derived(self.obj.to(_torch().float64))
+        elif self.lib == "cupy":
+            s = self._derived(self.obj.astype(np.float64))
+        elif self.lib == "numpy":
+            s = self._derived(self.obj.astype(np.float64))
+        else:
+            raise TypeError("tally: weights must be float32 or float64")
+        s.type, s.np_dtype = "f64", np.dtype(np.float64)
+        return s
+
+    # ---- reductions and host copies ----
+    def min_max(self):
+        """numpy's a.min(), a.max(): scalars of the array's own type (NaN if any is NaN).
+        bf16 gives Python floats (numpy has no bf16)."""
+        if self.lib == "torch":
+            try:
+                lo, hi = _torch().aminmax(self.obj)
+            except (RuntimeError, NotImplementedError):  # torch lacks it for some uint types
+                a = self.host()
+                return a.min(), a.max()
+            values = _torch().stack([lo, hi]).tolist()
+        elif self.lib == "cupy":
+            values = _cupy().stack([self.obj.min(), self.obj.max()]).get().tolist()
+        elif self.lib == "numpy":
+            return self.obj.min(), self.obj.max()
+        else:
+            return self.host().min(), self.host().max()
+        if self.np_dtype is None:
+            return float(values[0]), float(values[1])
+        return self.np_dtype.type(values[0]), self.np_dtype.type(values[1])
+
+    def host(self):
+        """The samples as a numpy array on the host (a copy for device memory)."""
+        return to_host(self.obj)
+
+    # ---- results ----
+    def result(self, host_array, dtype=None):
+        """A host numpy result as this input's library and device, optionally cast (dtype may
+        be 'bfloat16', which only torch results hold; numpy results then use float32)."""
+        if self.lib == "torch":
+            torch = _torch()
+            t = torch.from_numpy(np.ascontiguousarray(host_array))
+            if dtype is not None:
+                t = t.to(getattr(torch, dtype))
+            return t.to(f"cuda:{self.index}") if self.on_cuda else t
+        if dtype == "bfloat16":
+            dtype = "float32"
+        out = host_array if dtype is None else host_array.astype(dtype)
+        if self.lib == "cupy":
+            with _cupy().cuda.Device(self.index):
+                return _cupy().asarray(out)
+        return out
+
+    def zeros(self, n, weighted):
+        return self.result(np.zeros(n, np.float64 if weighted else np.int64))
+
+
+def _numpy_name(tally_type):
+    for name, t in _NAMES.items():
+        if t == tally_type:
+            return name
+    raise KeyError(tally_type)
+
+
+def to_host(obj):
+    """Any array (numpy, torch CPU/CUDA, cupy, DLPack, sequence) as a numpy array."""
+    torch, cupy = _torch(), _cupy()
+    if torch is not None and isinstance(obj, torch.Tensor):
+        t = obj.detach().cpu()
+        return t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy()
+    if cupy is not None and isinstance(obj, cupy.ndarray):
+        return obj.get()
+    if not isinstance(obj, np.ndarray) and hasattr(obj, "__dlpack__"):
+        try:
+            return np.from_dlpack(obj)
+        except (BufferError, RuntimeError, TypeError):
+            pass
+    return np.asarray(obj)
+
+
+def same_device(a, b, what="weights"):
+    if (a.device, a.index) != (b.device, b.index):
+        raise ValueError(f"tally: the samples are on {a.where()} and the {what} on {b.where()}; "
+                         "put both on one device")
+
+
+def backend_for(device, src):
+    """The extension's backend name for the device= keyword: None/'auto' picks where the data
+    are; 'cpu' or 'cuda' ('cuda:N', torch.device) insist."""
+    if device is None:
+        return "auto"
+    text = str(device)
+    if text == "auto":
+        return "auto"
+    if text == "cpu":
+        return "cpu"
+    if text == "cuda" or text.startswith("cuda:"):
+        if ":" in text and src is not None and src.on_cuda and int(text.split(":")[1]) != src.index:
+            raise ValueError(f"tally: device={text!r} but the samples are on {src.where()}")
+        return "cuda"
+    raise ValueError(f"tally: device must be None, 'auto', 'cpu' or 'cuda[:N]', got {device!r}")
+
+
+def operator_index(value, message):
+    try:
+        return operator.index(value)
+    except TypeError as e:
+        raise TypeError(message) from e

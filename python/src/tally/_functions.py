@@ -1,0 +1,339 @@
+"""numpy's and torch's histogram functions, computed by tally: histogram, histogram2d,
+histogramdd, bincount, histc, and plan (what the planner would pick for such a call)."""
+
+import builtins
+import functools
+import warnings
+
+import numpy as np
+
+from . import _edges, _tally
+from ._arrays import FLOAT_TYPES, Source, backend_for, operator_index, same_device, to_host
+
+_range = builtins.range
+
+
+def fill(axes, columns, weights, src, strategy, device, flow=False):
+    """The one place that runs a one-shot fill: a histogram over `axes` from `columns`
+    (Sources, one per axis) and optional `weights`; returns (values as src's library and
+    device, flow counts or None). Counts int64, weighted sums float64.
+
+    CUDA inputs go through the synchronous tally::histogram, which reads device memory and
+    keeps its cells on the host: the caller's current stream is waited for (fill_into), and the
+    result is copied to the input's device."""
+    h = _tally.Hist(axes, weights is not None, strategy, backend_for(device, src), flow)
+    fill_into(h, columns, weights, src)
+    return src.result(h.values()), (h.flow() if flow else None)
+
+
+def fill_into(h, columns, weights, src):
+    """Fills the extension's histogram `h` from Sources, on the input's device, copying an input
+    only where it is not one strided sequence of memory (e.g. a[::2, ::3])."""
+    if src.on_cuda and not _cuda_usable():
+        raise ValueError(f"tally: the samples are in CUDA memory ({src.where()}) but this build of "
+                         "tally has no usable CUDA backend; copy them to the host")
+    any_order = len(columns) == 1 and weights is None
+    with _device_of(src):
+        try:
+            h.fill([c.obj for c in columns], None if weights is None else weights.obj, any_order)
+        except _tally.LayoutError:
+            columns = [c.contiguous() for c in columns]
+            weights = None if weights is None else weights.contiguous()
+            h.fill([c.obj for c in columns], None if weights is None else weights.obj, any_order)
+
+
+@functools.lru_cache(maxsize=1)
+def _cuda_usable():
+    return any(name == "cuda" and usable for name, _, usable, _ in _tally.backends())
+
+
+class _device_of:
+    """Makes the input's CUDA device current and waits for the caller's current stream (the
+    synchronous fill reads the samples on its own stream)."""
+
+    def __init__(self, src):
+        self.src, self.context = src, None
+
+    def __enter__(self):
+        if self.src.on_cuda and self.src.lib == "torch":
+            import torch
+            self.context = torch.cuda.device(self.src.index)
+            self.context.__enter__()
+            torch.cuda.current_stream().synchronize()
+        elif self.src.on_cuda and self.src.lib == "cupy":
+            import cupy
+            self.context = cupy.cuda.Device(self.src.index)
+            self.context.__enter__()
+            cupy.cuda.get_current_stream().synchronize()
+
+    def __exit__(self, *exc):
+        if self.context is not None:
+            self.context.__exit__(*exc)
+        return False
+
+
+def _weights_of(weights, src, message):
+    if weights is None:
+        return None
+    w = Source(weights, "weights")
+    if w.shape != src.shape:
+        raise ValueError(message)
+    same_device(src, w)
+    return w.as_weights()
+
+
+def _histogram_input(a):
+    src = Source(a)
+    if src.type == "bool":
+        warnings.warn("Converting input from bool to <class 'numpy.uint8'> for compatibility.",
+                      RuntimeWarning, stacklevel=3)
+        src = src.bool_as_u8()
+    return src
+
+
+def _edges_for(src, bins, range, weights, plan_only=False):
+    """numpy's _get_bin_edges: (host edges, output dtype, axis, Fixup or None)."""
+    if isinstance(bins, str):
+        # numpy's estimators ('auto', 'fd', 'sturges', ...) read every sample: they run in numpy
+        # on a host copy, and give the number of equal bins, which then take the path below.
+        if weights is not None:
+            raise TypeError("Automated estimation of the number of bins is not supported for "
+                            "weighted data")
+        bins = np.histogram_bin_edges(src.host().ravel(), bins, range).size - 1
+    if np.ndim(bins) == 0:
+        n = operator_index(bins, "`bins` must be an integer, a string, or an array")
+        if n < 1:
+            raise ValueError("`bins` must be positive, when an integer")
+        edges, out_dtype, axis = _edges.regular(src, n, range)
+        return edges.copy(), out_dtype, axis, None
+    if np.ndim(bins) == 1:
+        edges = _edges.check_monotonic(to_host(bins), "`bins` must increase monotonically, when an array")
+        if edges.size < 2:
+            return edges, None, None, None
+        axis, fix = _edges.from_array(edges)
+        return edges, None, axis, fix
+    raise ValueError("`bins` must be 1d, when an array")
+
+
+def histogram(a, bins=10, range=None, weights=None, density=False, *, strategy="automatic",
+              device=None):
+    """numpy.histogram, computed by tally: returns ``(hist, bin_edges)``.
+
+    ``a`` may be a numpy, torch (CPU or CUDA) or cupy array, anything with ``__dlpack__`` or the
+    buffer protocol, or a sequence; it is read in place (strided views too) and the results come
+    back in the same library on the same device. ``hist`` is int64 counts, or float64 sums with
+    ``weights`` (numpy returns the weights' dtype; float64 weights give numpy's bits), or
+    numpy's density with ``density=True``. ``bin_edges`` are numpy's, bit for bit and of
+    numpy's dtype (float32 for float32 data with ``bins`` an integer, float64 for integers).
+    ``bins`` may be an integer, an array of edges, or one of numpy's estimator names ('auto',
+    'fd', 'sturges', ...), which numpy computes from a host copy of the data.
+
+    ``strategy`` names one of tally's strategies ('automatic' lets the planner choose, see
+    :func:`plan`); ``device`` is None (where the data are), 'cpu' or 'cuda'.
+    """
+    src = _histogram_input(a)
+    w = _weights_of(weights, src, "weights should have the same shape as a.")
+    edges, out_dtype, axis, fix = _edges_for(src, bins, range, w)
+    if axis is None:  # fewer than two edges: no bins, as numpy
+        empty = src.zeros(0, w is not None)
+        return (src.result(np.zeros(0)) if density else empty), src.result(edges)
+    needs_flow = fix is not None and fix.needs_flow
+    values, flow = fill([axis], [src], w, src, strategy, device, needs_flow)
+    if fix is not None:
+        values = src.result(fix.apply(to_host(values), 0, flow))
+    edges_out = src.result(edges, out_dtype)
+    if density:
+        widths = src.result(np.array(np.diff(edges), float))
+        return values / widths / values.sum(), edges_out
+    return values, edges_out
+
+
+def histogramdd(sample, bins=10, range=None, weights=None, density=False, *,
+                strategy="automatic", device=None):
+    """numpy.histogramdd, computed by tally: returns ``(H, edges)`` with ``H`` float64 (as
+    numpy: counts, sums of weights, or the density) and ``edges`` a list of numpy's edges per
+    dimension. ``sample`` is an (N, D) array (its columns are read in place, any strides) or a
+    sequence of D arrays of length N. Keywords as :func:`histogram`."""
+    columns, src = _columns_of(sample)
+    d = len(columns)
+    w = None
+    if weights is not None:
+        w = Source(weights, "weights")
+        same_device(src, w)
+        if w.ndim != 1:
+            raise ValueError("object too deep for desired array")
+        w = w.as_weights()
+    try:
+        if len(bins) != d:
+            raise ValueError("The dimension of bins must be equal to the dimension of the sample x.")
+    except TypeError:
+        bins = d * [bins]
+    if range is None:
+        range = (None,) * d
+    elif len(range) != d:
+        raise ValueError("range argument must have one entry per dimension")
+
+    axes, edges, fixes = [], [], []
+    for i in _range(d):
+        if np.ndim(bins[i]) == 0:
+            if bins[i] < 1:
+                raise ValueError(f"`bins[{i}]` must be positive, when an integer")
+            first, last = _edges.outer_edges(columns[i], range[i])
+            n = operator_index(bins[i], f"`bins[{i}]` must be an integer, when a scalar")
+            e = np.linspace(first, last, n + 1)
+        elif np.ndim(bins[i]) == 1:
+            e = _edges.check_monotonic(to_host(bins[i]),
+                                       f"`bins[{i}]` must be monotonically increasing, when an array")
+        else:
+            raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
+        axis, fix = _edges.from_array(e)
+        if fix is not None and fix.needs_flow:
+            raise ValueError("tally.histogramdd: infinite bin edges are supported by "
+                             "tally.histogram only")
+        axes.append(axis)
+        edges.append(e)
+        fixes.append(fix)
+    if w is not None and w.size != (columns[0].size if d else 0):
+        raise ValueError("The weights and list don't have the same length.")
+
+    values, _ = fill(axes, columns, w, src, strategy, device)
+    if any(f is not None for f in fixes):
+        host = to_host(values)
+        for i, f in enumerate(fixes):
+            if f is not None:
+                host = f.apply(host, i)
+        values = src.result(host)
+    values = values.reshape(tuple(e.size - 1 for e in edges))
+    values = values.double() if src.lib == "torch" else values.astype(np.float64)
+    if density:
+        total = values.sum()
+        for i, e in enumerate(edges):
+            shape = [1] * d
+            shape[i] = e.size - 1
+            values = values / src.result(np.diff(e).reshape(shape))
+        values = values / total
+    return values, [src.result(e) for e in edges]
+
+
+def _columns_of(sample):
+    """numpy's reading of histogramdd's sample: an (N, D) array, else a sequence of D arrays."""
+    shape = getattr(sample, "shape", None)
+    if shape is not None and len(shape) == 2:
+        src = Source(sample, "sample")
+        return [src.column(i) for i in _range(shape[1])], src
+    if shape is not None and len(shape) == 1:
+        src = Source(sample, "sample")
+        return [src], src
+    if shape is not None:
+        raise ValueError(f"too many values to unpack (expected 2): sample has shape {tuple(shape)}")
+    columns = [Source(c, "sample") for c in sample]
+    if not columns:
+        raise ValueError("histogramdd: the sample has no dimensions")
+    for c in columns[1:]:
+        same_device(columns[0], c, "other columns")
+    if any(c.ndim != 1 or c.size != columns[0].size for c in columns):
+        raise ValueError("histogramdd: every column of the sample must be 1-D and of one length")
+    return columns, columns[0]
+
+
+def histogram2d(x, y, bins=10, range=None, weights=None, density=False, *,
+                strategy="automatic", device=None):
+    """numpy.histogram2d, computed by tally: returns ``(H, xedges, yedges)``, ``H`` float64.
+    ``bins`` is an int, a pair of ints, one edges array for both, or a pair of edges arrays, as
+    numpy's. Keywords as :func:`histogram`."""
+    if len(x) != len(y):
+        raise ValueError("x and y must have the same length.")
+    try:
+        n = len(bins)
+    except TypeError:
+        n = 1
+    if n != 1 and n != 2:
+        bins = [bins, bins]
+    hist, edges = histogramdd([x, y], bins, range, weights, density, strategy=strategy, device=device)
+    return hist, edges[0], edges[1]
+
+
+def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None):
+    """numpy.bincount, computed by tally: the count (or the sum of ``weights``, float64) of each
+    value 0 .. max(x) of a 1-D array of non-negative integers, at least ``minlength`` bins.
+    Keywords as :func:`histogram`."""
+    src = Source(x, "x")
+    if src.ndim != 1:
+        raise ValueError("object too deep for desired array" if src.ndim > 1
+                         else "object of too small depth for desired array")
+    if src.type in FLOAT_TYPES and not (src.size == 0 and not hasattr(x, "dtype")):  # [] is fine
+        raise TypeError(f"Cannot cast array data from dtype('{src.dtype_name}') to dtype('int64') "
+                        "according to the rule 'safe'")
+    src = src.bool_as_u8()
+    minlength = operator_index(minlength, "'minlength' must be an integer")
+    if minlength < 0:
+        raise ValueError("'minlength' must not be negative")
+    w = _weights_of(weights, src, "The weights and list don't have the same length.")
+    if src.size == 0:
+        return src.zeros(minlength, w is not None)
+    lo, hi = src.min_max()
+    if lo < 0:
+        raise ValueError("'list' argument must have no negative elements")
+    axis = _tally.Axis.integer(0, max(int(hi) + 1, minlength))
+    values, _ = fill([axis], [src], w, src, strategy, device)
+    return values
+
+
+_HISTC_TYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64"}
+
+
+def histc(input, bins=100, min=0, max=0, *, strategy="automatic", device=None):
+    """torch.histc, computed by tally: counts in ``bins`` equal bins over [min, max] (the data's
+    own min and max when min == max, widened by 1 each side if they are equal), samples outside
+    and NaN ignored, returned in the input's float dtype (float32 for integer inputs), in the
+    input's library and device. Samples are binned by numpy's rule against the edges
+    linspace(min, max, bins + 1) rounded to the input's float type, so a sample within rounding
+    of an edge may land one bin away from torch.histc's arithmetic estimate."""
+    src = Source(input, "input").bool_as_u8()
+    bins = operator_index(bins, "histc: bins must be an integer")
+    if bins < 1:
+        raise ValueError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
+    lo, hi = float(min), float(max)
+    if lo == hi and src.size > 0:
+        lo, hi = (float(v) for v in src.min_max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise ValueError(f"torch.histc: range of [{lo}, {hi}] is not finite")
+    if not lo < hi:
+        raise ValueError("torch.histc: max must be larger than min")
+    edge_type = src.type if src.type in FLOAT_TYPES else "f64"
+    axis = _tally.Axis.regular(bins, lo, hi, edge_type)
+    values, _ = fill([axis], [src], None, src, strategy, device)
+    out = _HISTC_TYPES.get(src.type, "float32")
+    if src.lib == "torch":
+        import torch
+        return values.to(getattr(torch, out))
+    return values.astype("float32" if out == "bfloat16" else out)
+
+
+def plan(a=None, bins=10, range=None, weights=None, *, dtype=None, n=None,
+         strategy="automatic", device=None):
+    """The planner's choice for ``histogram(a, bins, range, weights, strategy=, device=)`` as a
+    dict (backend, strategy, launch shape, and the measured reason for each choice). Without
+    ``a``, give ``dtype`` (e.g. 'f32' or numpy.float32) and ``n``."""
+    if a is not None:
+        src = _histogram_input(a)
+        sample_type, count = src.type, src.size
+        w = _weights_of(weights, src, "weights should have the same shape as a.")
+        axis = _edges_for(src, bins, range, w)[2]
+    else:
+        if dtype is None or n is None:
+            raise ValueError("tally.plan: give an array, or dtype= and n=")
+        sample_type = _tally.sample_type(np.empty(0, dtype)) if not isinstance(dtype, str) else dtype
+        count, src, w = int(n), None, weights
+        if np.ndim(bins) == 1:
+            axis = _edges.from_array(to_host(bins))[0]
+        else:
+            lo, hi = (0.0, 1.0) if range is None else range
+            axis = _tally.Axis.regular(operator_index(bins, "`bins` must be an integer"), lo, hi)
+    backend = backend_for(device, src)
+    if backend == "auto":
+        backend = "cuda" if src is not None and src.on_cuda else "cpu"
+    h = _tally.Hist([axis], w is not None, strategy, backend)
+    return h.plan(sample_type, count)

@@ -1,0 +1,144 @@
+"""tally.Histogram: axes x storage, filled chunk by chunk, read at the end (tally::histogram)."""
+
+import numpy as np
+
+from . import _tally
+from ._arrays import Source, backend_for, same_device
+from ._functions import _device_of, fill_into
+
+
+class Histogram:
+    """A histogram over one or more axes (``tally.axis.regular / variable / integer``), filled
+    chunk by chunk from arrays of any library and device, with its cells on the host.
+
+    - 1-D: ``Histogram(axis)``; ``fill(x)`` takes samples of any shape (all of them count).
+    - N-D: ``Histogram([ax0, ax1, ...])``; ``fill(x0, x1, ...)`` or ``fill(sample)`` with an
+      (N, D) sample; cells row-major as numpy.histogramdd.
+    - Channels: ``Histogram(axis, channels=3)`` (or one axis per channel) histograms each
+      channel of interleaved pixels; ``fill(pixels)`` takes (..., C) arrays; ``values()`` has
+      one row per channel.
+
+    ``weighted=True`` stores float64 sums of ``fill(..., weight=w)``; ``flow=True`` counts the
+    samples dropped as underflow, overflow and NaN; ``count_bits=32`` stores 32-bit counts (a
+    fill that would overflow one raises). ``strategy``, ``device`` and ``threads`` as in
+    :func:`tally.histogram`."""
+
+    def __init__(self, axes, *, weighted=False, channels=None, flow=False, count_bits=64,
+                 strategy="automatic", device=None, threads=0):
+        axes = [axes] if isinstance(axes, _tally.Axis) else list(axes)
+        if count_bits not in (32, 64):
+            raise ValueError(f"count_bits must be 32 or 64, got {count_bits}")
+        self._backend = backend_for(device, None)
+        make = lambda a: _tally.Hist(a, weighted, strategy, self._backend, flow, count_bits == 32, threads)
+        self._channels = channels
+        if channels is None:
+            self._hists = [make(axes)]
+        else:
+            if weighted:
+                raise ValueError("Histogram: channels are counted, not weighted")
+            if len(axes) == 1:
+                axes = axes * channels
+            if len(axes) != channels:
+                raise ValueError(f"Histogram: {channels} channels need one axis or {channels} axes, "
+                                 f"got {len(axes)}")
+            self._hists = [make([a]) for a in axes]
+        self._flow = flow
+
+    @property
+    def axes(self):
+        if self._channels is not None:
+            return [h.axes[0] for h in self._hists]
+        return self._hists[0].axes
+
+    @property
+    def ndim(self):
+        return 1 if self._channels is not None else len(self._hists[0].axes)
+
+    def fill(self, *samples, weight=None):
+        """Adds samples (and their weights, for a weighted histogram)."""
+        if not samples:
+            raise TypeError("fill() needs samples")
+        if self._channels is not None:
+            return self._fill_channels(samples, weight)
+        d = self.ndim
+        if len(samples) == 1 and d > 1:
+            src = Source(samples[0], "sample")
+            if src.ndim != 2 or src.shape[1] != d:
+                raise ValueError(f"fill: a {d}-D histogram takes {d} arrays or one (N, {d}) array, "
+                                 f"got shape {src.shape}")
+            columns = [src.column(i) for i in range(d)]
+        else:
+            if len(samples) != d:
+                raise ValueError(f"fill: a {d}-D histogram takes {d} arrays, got {len(samples)}")
+            columns = [Source(x, "sample").bool_as_u8() for x in samples]
+            src = columns[0]
+            for c in columns[1:]:
+                same_device(src, c, "other columns")
+                if c.shape != src.shape:
+                    raise ValueError("fill: the sample arrays differ in shape")
+        w = None
+        if weight is not None:
+            w = Source(weight, "weight")
+            same_device(src, w)
+            if w.size != columns[0].size:
+                raise ValueError(f"fill: {columns[0].size} samples need as many weights, got {w.size}")
+            w = w.as_weights()
+        fill_into(self._hists[0], columns, w, src)
+
+    def _fill_channels(self, samples, weight):
+        if len(samples) != 1 or weight is not None:
+            raise ValueError("fill: a channel histogram takes one array of interleaved pixels")
+        src = Source(samples[0], "pixels").bool_as_u8()
+        with _device_of(src):
+            try:
+                _tally.fill_channels(self._hists, src.obj, self._channels)
+            except _tally.LayoutError:
+                _tally.fill_channels(self._hists, src.contiguous().obj, self._channels)
+
+    def values(self):
+        """Counts (int64) or sums (float64), shaped by the axes; for channels, one row per
+        channel (a list where the channels' axes differ in bins)."""
+        return self._per_channel([h.values() for h in self._hists])
+
+    def density(self):
+        """numpy's density: values / bin volume / total."""
+        return self._per_channel([h.density() for h in self._hists])
+
+    def _per_channel(self, arrays):
+        if self._channels is None:
+            return arrays[0]
+        same = all(a.shape == arrays[0].shape for a in arrays)
+        return np.stack(arrays) if same else arrays
+
+    @property
+    def edges(self):
+        """The edges: one array for a 1-D histogram, else one per axis (or channel)."""
+        edges = [a.edges() for a in self.axes]
+        return edges[0] if len(edges) == 1 else edges
+
+    @property
+    def flow(self):
+        """Samples dropped from the bins (with flow=True): underflow, overflow, nan."""
+        if not self._flow:
+            raise ValueError("flow: construct the Histogram with flow=True")
+        counts = [h.flow() for h in self._hists]
+        return {k: sum(c[i] for c in counts) for i, k in enumerate(("underflow", "overflow", "nan"))}
+
+    @property
+    def samples(self):
+        """Samples passed to fill since construction or reset (per channel for channels)."""
+        return self._hists[0].samples
+
+    def reset(self):
+        for h in self._hists:
+            h.reset()
+
+    def plan(self, dtype, n):
+        """The planner's choice for a fill of n contiguous samples of ``dtype``."""
+        if not isinstance(dtype, str):
+            dtype = np.dtype(dtype).name
+        return self._hists[0].plan(dtype, int(n))
+
+    def __repr__(self):
+        kinds = ", ".join(f"{a.kind}({a.bins} bins)" for a in self.axes)
+        return f"tally.Histogram([{kinds}], samples={self.samples})"

@@ -1,0 +1,187 @@
+"""CUDA inputs (torch and cupy) against numpy on host copies, and the results' library, device,
+dtype and stream. Every test here is skipped where torch/cupy, a CUDA device or tally's CUDA
+backend is missing (as in CI); scripts/gpu_check runs them on the GPU machine."""
+
+import numpy as np
+import pytest
+
+import tally
+from conftest import NP, NUMPY_TYPES, assert_same_array, counts_by_edges, samples, ulp_distance
+
+
+def _cuda_backend():
+    if not any(b["name"] == "cuda" and b["usable"] for b in tally.backends()):
+        pytest.skip("tally's CUDA backend is not compiled in or finds no device")
+
+
+@pytest.fixture
+def torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch finds no CUDA device")
+    _cuda_backend()
+    return torch
+
+
+@pytest.fixture
+def cupy():
+    cupy = pytest.importorskip("cupy")
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("cupy finds no CUDA device")
+    except cupy.cuda.runtime.CUDARuntimeError:
+        pytest.skip("cupy finds no CUDA device")
+    _cuda_backend()
+    return cupy
+
+
+def host(t):
+    return t.cpu().numpy() if hasattr(t, "cpu") else t.get()
+
+
+TORCH_TYPES = {"u8": "uint8", "i8": "int8", "u16": "uint16", "i16": "int16", "u32": "uint32",
+               "i32": "int32", "u64": "uint64", "i64": "int64", "f16": "float16", "f32": "float32",
+               "f64": "float64"}
+
+
+@pytest.mark.parametrize("type_name", NUMPY_TYPES)
+@pytest.mark.parametrize("distribution", ["uniform", "hot", "sorted"])
+def test_torch_cuda_histogram(torch, rng, type_name, distribution):
+    a = samples(rng, type_name, 100003, distribution)
+    x = torch.from_numpy(a).cuda()
+    for kw in [dict(bins=10), dict(bins=64, range=(0.1, 0.7)), dict(bins=[-5, 0, 0.5, 3, 4000]),
+               dict(bins=7, density=True)]:
+        h, e = tally.histogram(x, **kw)
+        want_h, want_e = np.histogram(a, **kw)
+        assert isinstance(h, torch.Tensor) and h.device == x.device and e.device == x.device
+        assert_same_array(host(e), want_e)
+        if kw.get("density"):
+            assert h.dtype == torch.float64 and ulp_distance(host(h), want_h).max() <= 1
+        else:
+            assert h.dtype == torch.int64
+            assert_same_array(host(h), counts_by_edges(a, want_e) if a.dtype == np.float16 else want_h)
+
+
+def test_torch_bfloat16(torch, rng):
+    x = torch.from_numpy(samples(rng, "f32", 50001, "skewed")).cuda().to(torch.bfloat16)
+    a = x.float().cpu().numpy()
+    h, e = tally.histogram(x, bins=33, range=(0.1, 5.7))
+    assert e.dtype == torch.bfloat16 and h.dtype == torch.int64
+    assert_same_array(host(e.double()), tally.axis.regular(33, 0.1, 5.7, "bf16").edges())
+    assert_same_array(host(h), counts_by_edges(a, host(e.double())))
+    h, e = tally.histogram(x, bins=12)
+    assert float(e[0]) == a.min() and float(e[-1]) == a.max()
+    assert_same_array(host(h), counts_by_edges(a, host(e.double())))
+    c = tally.histc(x, bins=12)
+    assert c.dtype == torch.bfloat16 and float(c.float().sum()) == pytest.approx(a.size, rel=1e-2)
+
+
+def test_torch_weights_strides_and_nd(torch, rng):
+    a = samples(rng, "f32", 3 * 40001, "uniform")
+    x = torch.from_numpy(a).cuda()
+    w = torch.from_numpy(rng.integers(-3, 9, a.size).astype(np.float64)).cuda()
+    # Integer-valued weights: every partial sum is exact, so any order gives numpy's bits.
+    h, _ = tally.histogram(x, bins=20, weights=w)
+    assert h.dtype == torch.float64
+    assert_same_array(host(h), np.histogram(a, bins=20, weights=host(w))[0])
+    wr = torch.rand(a.size, device="cuda", dtype=torch.float64)
+    h, _ = tally.histogram(x, bins=20, weights=wr)
+    np.testing.assert_allclose(host(h), np.histogram(a, bins=20, weights=host(wr))[0], rtol=1e-12)
+    m = x.reshape(-1, 3)
+    for view in [x[::3], x.flip(0)[::7], m.t(), m[:, 1], m[::2, ::2]]:
+        h, e = tally.histogram(view, bins=9)
+        assert_same_array(host(h), np.histogram(host(view), bins=9)[0])
+    H, edges = tally.histogramdd(m, bins=(3, 4, 5))
+    want, want_edges = np.histogramdd(host(m), bins=(3, 4, 5))
+    assert H.device == x.device and H.dtype == torch.float64
+    assert_same_array(host(H), want)
+    for g, e in zip(edges, want_edges):
+        assert_same_array(host(g), e)
+
+
+def test_torch_bincount_and_histc(torch, rng):
+    x = torch.randint(0, 5000, (1 << 20,), device="cuda")
+    assert torch.equal(tally.bincount(x), torch.bincount(x))
+    assert torch.equal(tally.bincount(x, minlength=9000), torch.bincount(x, minlength=9000))
+    w = torch.ones(x.numel(), device="cuda", dtype=torch.float32)
+    assert torch.equal(tally.bincount(x, weights=w), torch.bincount(x, weights=w).double())
+    f = torch.rand(1 << 20, device="cuda")
+    c = tally.histc(f, bins=100)
+    assert c.dtype == torch.float32 and c.device == f.device
+    lo, hi = float(f.min()), float(f.max())
+    assert np.array_equal(host(c), np.histogram(host(f), bins=100, range=(lo, hi))[0].astype(np.float32))
+    # torch.histc estimates bins arithmetically: within rounding of an edge it may differ by one.
+    assert np.abs(host(c) - host(torch.histc(f, bins=100))).sum() <= 0.001 * f.numel()
+
+
+def test_torch_current_stream(torch):
+    """Samples written on a side stream are read after that stream's work, and the result is
+    ordered on the caller's current stream."""
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        x = torch.empty(1 << 24, device="cuda")
+        x.uniform_(0, 10)
+        x.mul_(0.5)
+        h, e = tally.histogram(x, bins=16, range=(0, 5))
+        total = h.sum()
+    s.synchronize()
+    assert int(total) == x.numel()
+    assert np.array_equal(host(h), np.histogram(host(x), bins=16, range=(0, 5))[0])
+
+
+def test_torch_no_input_copy(torch):
+    x = torch.rand(1 << 24, device="cuda")
+    torch.cuda.synchronize()
+    for view in [x, x[::2]]:
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        tally.histogram(view, bins=256, range=(0, 1))
+        assert torch.cuda.max_memory_allocated() - base < view.numel() * view.element_size() // 4
+
+
+def test_torch_devices(torch, rng):
+    x = torch.rand(1000, device="cuda")
+    with pytest.raises(ValueError, match="cuda"):
+        tally.histogram(x, device="cpu")
+    with pytest.raises(ValueError):
+        tally.histogram(x, weights=torch.rand(1000))  # weights on the host, samples on a GPU
+    if torch.cuda.device_count() < 2:
+        pytest.skip("one GPU: the two-device cases need two")
+    y = torch.rand(1000, device="cuda:1")
+    h, e = tally.histogram(y, bins=4)
+    assert h.device == y.device and e.device == y.device
+    with pytest.raises(ValueError, match="cuda:0.*cuda:1"):
+        tally.histogram(x, weights=torch.rand(1000, device="cuda:1"))
+
+
+def test_torch_cpu_tensors(rng):
+    torch = pytest.importorskip("torch")
+    a = samples(rng, "f32", 10001, "uniform")
+    h, e = tally.histogram(torch.from_numpy(a), bins=11)
+    assert isinstance(h, torch.Tensor) and h.device.type == "cpu"
+    assert_same_array(h.numpy(), np.histogram(a, bins=11)[0])
+    assert_same_array(e.numpy(), np.histogram(a, bins=11)[1])
+
+
+@pytest.mark.parametrize("type_name", ["u8", "i32", "i64", "f16", "f32", "f64"])
+def test_cupy(cupy, rng, type_name):
+    a = samples(rng, type_name, 100003, "skewed")
+    x = cupy.asarray(a)
+    h, e = tally.histogram(x, bins=50)
+    want_h, want_e = np.histogram(a, bins=50)
+    assert isinstance(h, cupy.ndarray) and h.device.id == x.device.id
+    assert_same_array(host(e), want_e)
+    assert_same_array(host(h), counts_by_edges(a, want_e) if a.dtype == np.float16 else want_h)
+    assert_same_array(host(tally.histogram(x[::3], bins=[0, 1, 2, 50])[0]),
+                      np.histogram(a[::3], bins=[0, 1, 2, 50])[0])
+    if type_name in ("u8", "i32", "i64"):
+        assert_same_array(host(tally.bincount(x)), host(cupy.bincount(x)))
+
+
+def test_cupy_current_stream(cupy):
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        x = cupy.random.random(1 << 24, dtype=cupy.float32) * 4
+        h, _ = tally.histogram(x, bins=8, range=(0, 4))
+        total = int(h.sum())
+    assert total == x.size

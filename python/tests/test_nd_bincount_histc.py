@@ -1,0 +1,134 @@
+"""tally.histogram2d / histogramdd / bincount / histc against numpy (histc: torch's range rule,
+numpy's bin rule) on seeded random inputs."""
+
+import numpy as np
+import pytest
+
+import tally
+from conftest import DISTRIBUTIONS, INT_TYPES, NP, NUMPY_TYPES, assert_same_array, samples, ulp_distance
+
+
+def check_dd(sample, **kw):
+    got_h, got_e = tally.histogramdd(sample, **kw)
+    want_h, want_e = np.histogramdd(sample, **kw)
+    assert len(got_e) == len(want_e)
+    for g, w in zip(got_e, want_e):
+        assert_same_array(g, w)
+    if kw.get("density"):
+        assert got_h.dtype == np.float64 and got_h.shape == want_h.shape
+        assert ulp_distance(got_h, want_h).max() <= 1
+    else:
+        assert_same_array(got_h, want_h)
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+@pytest.mark.parametrize("type_name", NUMPY_TYPES)
+def test_histogramdd_matrix(rng, type_name, distribution):
+    m = samples(rng, type_name, 3 * 7001, distribution).reshape(7001, 3)
+    check_dd(m, bins=5)
+    check_dd(m, bins=(3, 4, 6), range=[(0.1, 0.7), None, (-2, 40.5)])
+    check_dd(m, bins=[np.array([-5.0, 0, 1, 2, 100]), 4, [0, 10, 20, 5000]])
+    check_dd(m.T.copy().T, bins=4)  # Fortran order: columns read with their strides
+    check_dd(m[::3], bins=4)
+
+
+@pytest.mark.parametrize("type_name", ["i16", "f32", "f64"])
+def test_histogramdd_sequence_weights_density(rng, type_name):
+    cols = [samples(rng, type_name, 5000, d) for d in ("uniform", "skewed", "hot")]
+    check_dd(cols, bins=6)
+    check_dd(cols, bins=6, density=True)
+    w = rng.random(5000)
+    # One block of samples: numpy's bincount sums in input order, as tally: the same bits.
+    check_dd(cols, bins=(2, 3, 4), weights=w)
+    check_dd(cols, bins=(2, 3, 4), weights=w.astype(np.float32).astype(np.float64))
+    got, _ = tally.histogramdd(cols, bins=7, weights=w, density=True)
+    want, _ = np.histogramdd(cols, bins=7, weights=w, density=True)
+    assert ulp_distance(got, want).max() <= 2  # sums in another order, then two divisions
+
+
+def test_histogramdd_many_weights_close(rng):
+    cols = [samples(rng, "f64", 300000, "uniform") for _ in range(2)]
+    w = rng.random(300000)
+    got, _ = tally.histogramdd(cols, bins=8, weights=w)
+    want, _ = np.histogramdd(cols, bins=8, weights=w)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_histogramdd_one_column_and_repeated_edges(rng):
+    x = samples(rng, "f64", 3000, "uniform")
+    check_dd(x, bins=9)
+    check_dd([x, x[::-1]], bins=[[0, 1, 1, 2], [-3, 0, 7, 7]])
+
+
+@pytest.mark.parametrize("type_name", NUMPY_TYPES)
+def test_histogram2d(rng, type_name):
+    x = samples(rng, type_name, 9001, "uniform")
+    y = samples(rng, type_name, 9001, "skewed")
+    for kw in [dict(bins=10), dict(bins=(3, 17)), dict(bins=[0, 1, 2.5, 6, 30]),
+               dict(bins=[[0, 1, 2], [-1, 3, 9, 4000]]), dict(bins=4, range=[[0.1, 0.7], [1, 5]]),
+               dict(bins=5, density=True), dict(bins=6, weights=rng.random(9001))]:
+        got = tally.histogram2d(x, y, **kw)
+        want = np.histogram2d(x, y, **kw)
+        if kw.get("density"):
+            assert ulp_distance(got[0], want[0]).max() <= 1
+        else:
+            assert_same_array(got[0], want[0])
+        assert_same_array(got[1], want[1])
+        assert_same_array(got[2], want[2])
+
+
+def test_histogram2d_documented_example():
+    # numpy's docstring: H, xedges, yedges = np.histogram2d(x, y, bins=(xedges, yedges)) with
+    # x = [0, 1, 1, 2, 5, 6], y = [0, 1, 2, 3, 4, 5]... counted by hand: 2x2 edges [0,3,6]
+    H, xe, ye = tally.histogram2d([0, 1, 1, 2, 5, 6], [0, 1, 2, 3, 4, 5], bins=[[0, 3, 6], [0, 3, 6]])
+    assert H.tolist() == [[3.0, 1.0], [0.0, 2.0]]
+
+
+@pytest.mark.parametrize("type_name", INT_TYPES + ["bool"])
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_bincount(rng, type_name, distribution):
+    if type_name == "bool":
+        x = rng.random(10007) < 0.3
+    else:
+        x = samples(rng, type_name, 10007, distribution, 0, 3000 if np.iinfo(NP[type_name]).max > 3000 else 127)
+    assert_same_array(tally.bincount(x), np.bincount(x))
+    assert_same_array(tally.bincount(x, minlength=5000), np.bincount(x, minlength=5000))
+    assert_same_array(tally.bincount(x[::3]), np.bincount(x[::3]))
+    for w in [rng.random(x.size), rng.random(x.size).astype(np.float32), rng.integers(0, 9, x.size)]:
+        assert_same_array(tally.bincount(x, weights=w), np.bincount(x, weights=w))
+
+
+def test_bincount_empty_and_large_values(rng):
+    for x in [np.array([], np.uint8), [], np.array([2**40], np.int64)[:0]]:
+        assert_same_array(tally.bincount(x, minlength=2), np.bincount(x, minlength=2))
+    x = rng.integers(2**20 - 50, 2**20, 1000)
+    assert_same_array(tally.bincount(x), np.bincount(x))
+
+
+def test_bincount_documented_examples():
+    # numpy's docstring: np.bincount(np.arange(5)) -> [1, 1, 1, 1, 1]
+    assert tally.bincount(np.arange(5)).tolist() == [1, 1, 1, 1, 1]
+    # np.bincount(np.array([0, 1, 1, 3, 2, 1, 7])) -> [1, 3, 1, 1, 0, 0, 0, 1]
+    assert tally.bincount(np.array([0, 1, 1, 3, 2, 1, 7])).tolist() == [1, 3, 1, 1, 0, 0, 0, 1]
+    # weights [0.3, 0.5, 0.2, 0.7, 1., -0.6] on [0, 1, 1, 2, 2, 2] -> [0.3, 0.7, 1.1]
+    got = tally.bincount(np.array([0, 1, 1, 2, 2, 2]), weights=[0.3, 0.5, 0.2, 0.7, 1., -0.6])
+    assert_same_array(got, np.bincount(np.array([0, 1, 1, 2, 2, 2]), weights=[0.3, 0.5, 0.2, 0.7, 1., -0.6]))
+    assert_same_array(tally.bincount(np.array([], np.int64), minlength=3), np.zeros(3, np.int64))
+
+
+@pytest.mark.parametrize("type_name", NUMPY_TYPES)
+def test_histc(rng, type_name):
+    """torch.histc's range (the data's min and max when min == max), counts in the input's
+    float type (float32 for integers), binned by numpy's rule for that type and range."""
+    a = samples(rng, type_name, 20011, "skewed")
+    out = np.dtype(NP[type_name]) if type_name.startswith("f") else np.dtype(np.float32)
+    lo, hi = float(a.min()), float(a.max())
+    for bins, mn, mx in [(100, 0, 0), (7, lo, hi), (16, 0.1, 0.7), (50, -1, 2.5)]:
+        got = tally.histc(a, bins=bins, min=mn, max=mx)
+        rng_ = (lo, hi) if mn == mx else (mn, mx)
+        want = np.histogram(a, bins=bins, range=rng_)[0]
+        assert got.dtype == out
+        assert np.array_equal(got, want.astype(out))
+    # torch: min == max == a constant -> [c - 1, c + 1]
+    got = tally.histc(np.full(10, 3, NP[type_name]), bins=4)
+    assert got.tolist() == [0, 0, 10, 0]
