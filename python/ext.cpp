@@ -90,6 +90,14 @@ tally::view one_view(const any_array& a, bool any_order) {
   return v;
 }
 
+/// Weights, in C order: float32 or float64 (the package converts other types).
+tally::view weight_view(const any_array& weights) {
+  const tally::view w = one_view(weights, false);
+  if (w.type != tally::dtype::f32 && w.type != tally::dtype::f64)
+    throw nb::type_error("tally: weights must be float32 or float64");
+  return w;
+}
+
 tally::backend backend_named(const std::string& name) {
   if (name == "auto" || name.empty()) return tally::backend::automatic;
   return tally::backend_from_name(name);
@@ -105,6 +113,7 @@ nb::dict policy_dict(const tally::policy& p) {
   d["block"] = p.block;
   d["block_threads"] = p.block_threads;
   d["grid_blocks"] = p.grid_blocks;
+  d["cluster_blocks"] = p.cluster_blocks;
   d["vector_bytes"] = p.vector_bytes;
   d["unroll"] = p.unroll;
   d["value_table"] = p.value_table;
@@ -142,11 +151,7 @@ class py_histogram {
     std::vector<tally::view> views;
     for (const auto& c : columns) views.push_back(one_view(c, any_order && !weights));
     std::optional<tally::view> w;
-    if (weights) {
-      w = one_view(*weights, false);
-      if (w->type != tally::dtype::f32 && w->type != tally::dtype::f64)
-        throw nb::type_error("tally: weights must be float32 or float64");
-    }
+    if (weights) w = weight_view(*weights);
     nb::gil_scoped_release release;
     if (w) h_.fill(views, *w);
     else h_.fill(views);
@@ -192,6 +197,49 @@ class py_histogram {
   tally::histogram h_;
 };
 
+/// A one-shot fill of samples in CUDA memory, enqueued on the caller's stream with no host wait:
+/// a tally::device_histogram on the current device, whose cells are handed to Python in place as
+/// a DLPack array that owns the histogram (its memory is freed with the array). Counts come as
+/// int64 (the u64 counts' bits; no bin reaches 2^63), sums as float64. The flow counters, asked
+/// for only where numpy's edges need them, are read back (a wait on the stream).
+nb::tuple fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_array>& columns,
+                         std::optional<any_array> weights, bool any_order, bool flow,
+                         const std::string& strategy, std::uintptr_t stream_handle, int device) {
+  std::vector<tally::view> views;
+  for (const auto& c : columns) views.push_back(one_view(c, any_order && !weights));
+  std::optional<tally::view> w;
+  if (weights) w = weight_view(*weights);
+  tally::options o;
+  o.weighted = weights.has_value();
+  o.strategy = tally::strategy_from_name(strategy);
+  o.backend = tally::backend::cuda;
+  o.flow = flow;
+  auto* stream = reinterpret_cast<void*>(stream_handle);
+  auto h = std::make_unique<tally::device_histogram>(std::move(axes), o, stream);
+  if (h->device() != device)
+    throw tally::error("tally: the current CUDA device is " + std::to_string(h->device()) +
+                       ", the samples are on device " + std::to_string(device));
+  {
+    nb::gil_scoped_release release;
+    if (w) h->fill(views, *w, stream);
+    else h->fill(views, stream);
+  }
+  nb::object counts_flow = nb::none();
+  if (flow) {
+    const auto f = h->flow(stream);
+    counts_flow = nb::make_tuple(f.underflow, f.overflow, f.nan);
+  }
+  std::vector<std::size_t> dims;
+  for (auto s : h->shape()) dims.push_back(static_cast<std::size_t>(s));
+  void* cells = h->weighted() ? static_cast<void*>(const_cast<double*>(h->sums_data()))
+                              : static_cast<void*>(const_cast<std::uint64_t*>(h->counts_data()));
+  const auto type = h->weighted() ? nb::dtype<double>() : nb::dtype<std::int64_t>();
+  const int at = h->device();
+  nb::capsule owner(h.release(), [](void* p) noexcept { delete static_cast<tally::device_histogram*>(p); });
+  nb::ndarray<> values(cells, dims.size(), dims.data(), owner, nullptr, type, nb::device::cuda::value, at);
+  return nb::make_tuple(nb::cast(values), counts_flow);
+}
+
 nb::ndarray<nb::numpy, double> numpy_edges(const std::vector<double>& e) {
   return numpy_copy<double>(e.data(), {static_cast<std::int64_t>(e.size())});
 }
@@ -225,7 +273,7 @@ NB_MODULE(_tally, m) {
     std::vector<std::string> names;
     for (auto s : {tally::strategy::automatic, tally::strategy::cpu_private, tally::strategy::global_atomic,
                    tally::strategy::global_atomic_vec, tally::strategy::warp_aggregated,
-                   tally::strategy::shared, tally::strategy::shared_replicated})
+                   tally::strategy::shared, tally::strategy::shared_replicated, tally::strategy::cluster})
       names.emplace_back(tally::name_of(s));
     return names;
   });
@@ -269,6 +317,9 @@ NB_MODULE(_tally, m) {
       .def_prop_ro("weighted", [](const py_histogram& h) { return h.get().weighted(); })
       .def_prop_ro("shape", [](const py_histogram& h) { return h.get().shape(); })
       .def_prop_ro("axes", [](const py_histogram& h) { return h.get().axes(); });
+
+  m.def("fill_on_stream", &fill_on_stream, "axes"_a, "columns"_a, "weights"_a.none(), "any_order"_a,
+        "flow"_a, "strategy"_a, "stream"_a, "device"_a);
 
   m.def("fill_channels", [](std::vector<py_histogram*> per_channel, const any_array& samples, int channels) {
     const tally::view v = one_view(samples, false);

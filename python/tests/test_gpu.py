@@ -129,6 +129,32 @@ def test_torch_current_stream(torch):
     assert np.array_equal(host(h), np.histogram(host(x), bins=16, range=(0, 5))[0])
 
 
+def test_torch_call_does_not_wait_for_the_gpu(torch, rng):
+    """With the range given, nothing of the result needs the host: the call enqueues its work on
+    the current stream and returns while that stream is still busy, and the results are right
+    once the stream reaches them."""
+    a = samples(rng, "f32", 1 << 22, "hot", 0, 1)
+    w = rng.random(a.size)
+    x, wx = torch.from_numpy(a).cuda(), torch.from_numpy(w).cuda()
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(1 << 30)  # about half a second of one busy stream
+        h, e = tally.histogram(x, bins=64, range=(0.1, 0.9))
+        hw, _ = tally.histogram(x, bins=[0, 0.25, 0.5, 1], weights=wx)
+        d, _ = tally.histogram(x[::2], bins=5, range=(0, 1), density=True)
+        H, _ = tally.histogramdd(x.reshape(-1, 2), bins=3, range=[(0, 1), (0, 1)])
+        busy = not s.query()
+    assert busy, "a call waited for its stream"
+    s.synchronize()
+    assert h.device == x.device and h.dtype == torch.int64
+    assert_same_array(host(h), np.histogram(a, bins=64, range=(0.1, 0.9))[0])
+    assert_same_array(host(e), np.histogram(a, bins=64, range=(0.1, 0.9))[1])
+    np.testing.assert_allclose(host(hw), np.histogram(a, bins=[0, 0.25, 0.5, 1], weights=w)[0], rtol=1e-12)
+    assert ulp_distance(host(d), np.histogram(a[::2], bins=5, range=(0, 1), density=True)[0]).max() <= 1
+    assert_same_array(host(H), np.histogramdd(a.reshape(-1, 2), bins=3, range=[(0, 1), (0, 1)])[0])
+
+
 def test_torch_no_input_copy(torch):
     x = torch.rand(1 << 24, device="cuda")
     torch.cuda.synchronize()
@@ -185,3 +211,37 @@ def test_cupy_current_stream(cupy):
         h, _ = tally.histogram(x, bins=8, range=(0, 4))
         total = int(h.sum())
     assert total == x.size
+
+
+def test_cupy_weights_nd_and_bincount(cupy, rng):
+    a = samples(rng, "f64", 3 * 20001, "skewed")
+    w = rng.integers(-2, 7, a.size).astype(np.float64)  # integer-valued: exact in any order
+    x, wx = cupy.asarray(a), cupy.asarray(w)
+    h, _ = tally.histogram(x, bins=12, weights=wx)
+    assert isinstance(h, cupy.ndarray) and h.dtype == np.float64
+    assert_same_array(host(h), np.histogram(a, bins=12, weights=w)[0])
+    m = x.reshape(-1, 3)
+    H, edges = tally.histogramdd(m, bins=(2, 3, 4), density=True)
+    want, want_edges = np.histogramdd(a.reshape(-1, 3), bins=(2, 3, 4), density=True)
+    assert ulp_distance(host(H), want).max() <= 1
+    for g, e in zip(edges, want_edges):
+        assert_same_array(host(g), e)
+    k = cupy.asarray(rng.integers(0, 700, a.size))
+    assert_same_array(host(tally.bincount(k, weights=wx[:k.size])),
+                      np.bincount(host(k), weights=w[:k.size]))
+
+
+def test_streaming_histogram_from_cuda_chunks(torch, rng):
+    """tally.Histogram keeps its cells on the host and takes chunks from any device."""
+    a = samples(rng, "i32", 200003, "skewed", 0, 1000)
+    x = torch.from_numpy(a).cuda()
+    h = tally.Histogram(tally.axis.integer(0, 1000))
+    for chunk in x.split(30000):
+        h.fill(chunk)
+    h.fill(a[:1000])  # and a host chunk
+    assert_same_array(h.values(), np.bincount(np.concatenate([a, a[:1000]]), minlength=1000))
+    w = rng.random(a.size)
+    g = tally.Histogram(tally.axis.regular(20, 0, 1000), weighted=True)
+    g.fill(x, weight=torch.from_numpy(w).cuda())
+    np.testing.assert_allclose(g.values(), np.histogram(a, bins=20, range=(0, 1000), weights=w)[0],
+                               rtol=1e-12)

@@ -213,13 +213,14 @@ def test_bool_input_is_read_as_uint8():
     assert_same_array(got[1], want[1])
 
 
-def test_sequences_and_documented_example():
-    # numpy's docstring: np.histogram([1, 2, 1], bins=[0, 1, 2, 3]) -> [0, 2, 1]
-    h, e = tally.histogram([1, 2, 1], bins=[0, 1, 2, 3])
-    assert h.tolist() == [0, 2, 1] and e.tolist() == [0, 1, 2, 3]
-    # np.histogram(np.arange(4), bins=np.arange(5), density=True) -> [0.25, 0.25, 0.25, 0.25]
-    h, _ = tally.histogram(np.arange(4), bins=np.arange(5), density=True)
-    assert h.tolist() == [0.25, 0.25, 0.25, 0.25]
+def test_sequences_and_lists():
+    """Python sequences are read as numpy.asarray reads them (numpy's docstring examples)."""
+    for a, kw in [([1, 2, 1], dict(bins=[0, 1, 2, 3])), (np.arange(4), dict(bins=np.arange(5), density=True)),
+                  ([[1, 2, 1], [1, 0, 1]], dict(bins=[0, 1, 2, 3])), ([0.5, 1.5, 2.5], dict(bins=3))]:
+        got = tally.histogram(a, **kw)
+        want = np.histogram(a, **kw)
+        assert_same_array(got[0], want[0])
+        assert_same_array(got[1], want[1])
 
 
 @pytest.mark.parametrize("strategy", ["automatic", "cpu_private"])

@@ -179,9 +179,9 @@ class Source:
         if self.lib == "torch":
             torch = _torch()
             t = torch.from_numpy(np.ascontiguousarray(host_array))
-            if dtype is not None:
-                t = t.to(getattr(torch, dtype))
-            return t.to(f"cuda:{self.index}") if self.on_cuda else t
+            if self.on_cuda:  # from pinned memory, ordered on the current stream, no host wait
+                t = t.pin_memory().to(f"cuda:{self.index}", non_blocking=True)
+            return t if dtype is None else t.to(getattr(torch, dtype))
         if dtype == "bfloat16":
             dtype = "float32"
         out = host_array if dtype is None else host_array.astype(dtype)
@@ -189,6 +189,13 @@ class Source:
             with _cupy().cuda.Device(self.index):
                 return _cupy().asarray(out)
         return out
+
+    def from_dlpack(self, array):
+        """A result in CUDA memory (a DLPack array from the extension) as this input's library,
+        in place."""
+        if self.lib == "torch":
+            return _torch().from_dlpack(array)
+        return _cupy().from_dlpack(array)
 
     def zeros(self, n, weighted):
         return self.result(np.zeros(n, np.float64 if weighted else np.int64))

@@ -18,28 +18,51 @@ def fill(axes, columns, weights, src, strategy, device, flow=False):
     (Sources, one per axis) and optional `weights`; returns (values as src's library and
     device, flow counts or None). Counts int64, weighted sums float64.
 
-    CUDA inputs go through the synchronous tally::histogram, which reads device memory and
-    keeps its cells on the host: the caller's current stream is waited for (fill_into), and the
-    result is copied to the input's device."""
-    h = _tally.Hist(axes, weights is not None, strategy, backend_for(device, src), flow)
+    torch and cupy arrays in CUDA memory are counted by tally::device_histogram on the caller's
+    current stream, without a host wait, and the cells come back in place as a tensor of that
+    library on that device. Other inputs go through tally::histogram, whose cells are on the
+    host."""
+    backend = backend_for(device, src)
+    if src.on_cuda and backend != "cpu" and src.lib in ("torch", "cupy"):
+        return _fill_on_stream(axes, columns, weights, src, strategy, flow)
+    h = _tally.Hist(axes, weights is not None, strategy, backend, flow)
     fill_into(h, columns, weights, src)
     return src.result(h.values()), (h.flow() if flow else None)
 
 
+def _fill_on_stream(axes, columns, weights, src, strategy, flow):
+    _require_cuda(src)
+    any_order = len(columns) == 1 and weights is None
+    with _device_of(src, wait=False) as stream:
+        values, counts = _in_layout(
+            lambda c, w: _tally.fill_on_stream(axes, c, w, any_order, flow, strategy, stream, src.index),
+            columns, weights)
+        return src.from_dlpack(values), counts
+
+
 def fill_into(h, columns, weights, src):
-    """Fills the extension's histogram `h` from Sources, on the input's device, copying an input
-    only where it is not one strided sequence of memory (e.g. a[::2, ::3])."""
+    """Fills the extension's histogram `h` from Sources, on the input's device."""
+    _require_cuda(src)
+    any_order = len(columns) == 1 and weights is None
+    with _device_of(src, wait=True):
+        _in_layout(lambda c, w: h.fill(c, w, any_order), columns, weights)
+
+
+def _in_layout(call, columns, weights):
+    """call(column arrays, weights array or None), and again on contiguous copies where an input
+    is not one strided sequence of memory (e.g. a[::2, ::3]): the only copy of an input made."""
+    try:
+        return call([c.obj for c in columns], None if weights is None else weights.obj)
+    except _tally.LayoutError:
+        columns = [c.contiguous() for c in columns]
+        weights = None if weights is None else weights.contiguous()
+        return call([c.obj for c in columns], None if weights is None else weights.obj)
+
+
+def _require_cuda(src):
     if src.on_cuda and not _cuda_usable():
         raise ValueError(f"tally: the samples are in CUDA memory ({src.where()}) but this build of "
                          "tally has no usable CUDA backend; copy them to the host")
-    any_order = len(columns) == 1 and weights is None
-    with _device_of(src):
-        try:
-            h.fill([c.obj for c in columns], None if weights is None else weights.obj, any_order)
-        except _tally.LayoutError:
-            columns = [c.contiguous() for c in columns]
-            weights = None if weights is None else weights.contiguous()
-            h.fill([c.obj for c in columns], None if weights is None else weights.obj, any_order)
 
 
 @functools.lru_cache(maxsize=1)
@@ -48,23 +71,31 @@ def _cuda_usable():
 
 
 class _device_of:
-    """Makes the input's CUDA device current and waits for the caller's current stream (the
-    synchronous fill reads the samples on its own stream)."""
+    """Makes the input's CUDA device current and gives the caller's current stream (a handle,
+    0 for host inputs); with wait=True, waits for that stream first (the synchronous fill reads
+    the samples on its own stream)."""
 
-    def __init__(self, src):
-        self.src, self.context = src, None
+    def __init__(self, src, wait):
+        self.src, self.wait, self.context = src, wait, None
 
     def __enter__(self):
-        if self.src.on_cuda and self.src.lib == "torch":
+        if not self.src.on_cuda or self.src.lib not in ("torch", "cupy"):
+            return 0
+        if self.src.lib == "torch":
             import torch
             self.context = torch.cuda.device(self.src.index)
             self.context.__enter__()
-            torch.cuda.current_stream().synchronize()
-        elif self.src.on_cuda and self.src.lib == "cupy":
+            stream = torch.cuda.current_stream()
+            handle = stream.cuda_stream
+        else:
             import cupy
             self.context = cupy.cuda.Device(self.src.index)
             self.context.__enter__()
-            cupy.cuda.get_current_stream().synchronize()
+            stream = cupy.cuda.get_current_stream()
+            handle = stream.ptr
+        if self.wait:
+            stream.synchronize()
+        return handle
 
     def __exit__(self, *exc):
         if self.context is not None:

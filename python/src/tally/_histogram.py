@@ -89,7 +89,7 @@ class Histogram:
         if len(samples) != 1 or weight is not None:
             raise ValueError("fill: a channel histogram takes one array of interleaved pixels")
         src = Source(samples[0], "pixels").bool_as_u8()
-        with _device_of(src):
+        with _device_of(src, wait=True):
             try:
                 _tally.fill_channels(self._hists, src.obj, self._channels)
             except _tally.LayoutError:
