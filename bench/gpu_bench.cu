@@ -16,47 +16,11 @@
 #include <vector>
 
 #include "tally/tally.hpp"
+#include "timing.cuh"
 
 namespace {
 
-#define CHECK(expr)                                                                               \
-  do {                                                                                            \
-    cudaError_t e = (expr);                                                                       \
-    if (e != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e)); \
-      std::exit(2);                                                                               \
-    }                                                                                             \
-  } while (0)
-
 constexpr std::size_t kBytes = std::size_t{1} << 30;  // 1 GiB of samples per case
-
-/// Median of timed runs after one warm-up (CUDA events around each run); 15 runs, or 3 where
-/// one run takes over 20 ms (the slow rungs of the ladder on hot data).
-double median_ms(const std::function<void()>& run) {
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  float first = 0;
-  CHECK(cudaEventRecord(a));
-  run();
-  CHECK(cudaEventRecord(b));
-  CHECK(cudaEventSynchronize(b));
-  CHECK(cudaEventElapsedTime(&first, a, b));
-  const int runs = first > 20 ? 3 : 15;
-  if (runs == 15) run();  // a second warm-up where it is cheap
-  std::vector<float> ms(static_cast<std::size_t>(runs));
-  for (auto& m : ms) {
-    CHECK(cudaEventRecord(a));
-    run();
-    CHECK(cudaEventRecord(b));
-    CHECK(cudaEventSynchronize(b));
-    CHECK(cudaEventElapsedTime(&m, a, b));
-  }
-  std::sort(ms.begin(), ms.end());
-  CHECK(cudaEventDestroy(a));
-  CHECK(cudaEventDestroy(b));
-  return ms[ms.size() / 2];
-}
 
 __device__ std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
   x += 0x9e3779b97f4a7c15ull;

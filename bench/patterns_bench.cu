@@ -1,0 +1,230 @@
+// GPU benchmark of the parallel patterns, against CUB and cuBLAS in the same run: sigmoid (every
+// tally::transform strategy and the library call), a + b[:, None], sum, and SGEMM (TF32 off).
+// Device-resident data, CUDA events after warm-up, median (bench/timing.cuh). Prints a table and
+// writes JSON to argv[1] (default patterns_bench.json). torch anchors: bench/patterns_torch.py.
+#include <cub/device/device_reduce.cuh>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tally/elementwise.hpp"
+#include "tally/matmul.hpp"
+#include "tally/ops.hpp"
+#include "tally/reduce.hpp"
+#include "tally/transform.cuh"
+#include "timing.cuh"
+
+namespace {
+
+#define CUBLAS_CHECK(expr)                                                        \
+  do {                                                                            \
+    if ((expr) != CUBLAS_STATUS_SUCCESS) {                                        \
+      std::fprintf(stderr, "%s:%d %s failed\n", __FILE__, __LINE__, #expr);       \
+      std::exit(2);                                                               \
+    }                                                                             \
+  } while (0)
+
+struct row {
+  std::string workload, who, unit;  // unit: GB/s, us or TFLOP/s
+  double ms, value;
+};
+
+std::vector<row> rows;
+
+void record(const std::string& workload, const std::string& who, const std::string& unit, double ms, double value) {
+  std::fprintf(stderr, "measured %s %s: %.4f ms, %.2f %s\n", workload.c_str(), who.c_str(), ms, value, unit.c_str());
+  rows.push_back({workload, who, unit, ms, value});
+}
+
+/// Values in (-4, 4), never 0, from a hash of the index.
+template <class T> __global__ void generate(T* out, std::size_t n, std::uint32_t seed) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    const float v = ((h >> 8) + 0.5f) / 16777216.0f * 8.0f - 4.0f;
+    out[i] = tally::detail::map::narrow<T>(v);
+  }
+}
+
+template <class T> T* device_array(std::size_t n, std::uint32_t seed) {
+  T* p;
+  CHECK(cudaMalloc(&p, n * sizeof(T)));
+  generate<<<1024, 256>>>(p, n, seed);
+  CHECK(cudaGetLastError());
+  return p;
+}
+
+/// Sigmoid over n elements of T: every transform strategy, then tally::sigmoid; GB/s of bytes
+/// read and written.
+template <class T> void sigmoid_ladder(const std::string& workload, std::size_t n) {
+  T* x = device_array<T>(n, 1);
+  T* y;
+  CHECK(cudaMalloc(&y, n * sizeof(T)));
+  const double gb = 2.0 * n * sizeof(T) / 1e9;
+  const auto count = static_cast<std::int64_t>(n);
+  auto strategy = [&](auto s, const char* name) {
+    const double ms = median_ms([&] { tally::transform<decltype(s)::value>(nullptr, count, y, tally::ops::sigmoid{}, x); });
+    record(workload, std::string("transform ") + name, "GB/s", ms, gb / ms * 1e3);
+  };
+  using S = tally::map_strategy;
+  strategy(std::integral_constant<S, S::scalar>{}, "scalar");
+  strategy(std::integral_constant<S, S::x2>{}, "x2");
+  strategy(std::integral_constant<S, S::x4>{}, "x4");
+  strategy(std::integral_constant<S, S::x8>{}, "x8");
+  strategy(std::integral_constant<S, S::packed128>{}, "packed128");
+  const double ms = median_ms([&] { tally::sigmoid(x, y, count); });
+  record(workload, "tally::sigmoid", "GB/s", ms, gb / ms * 1e3);
+  CHECK(cudaFree(x));
+  CHECK(cudaFree(y));
+}
+
+void sigmoid_small(std::size_t side) {
+  const std::size_t n = side * side;
+  float* x = device_array<float>(n, 2);
+  float* y;
+  CHECK(cudaMalloc(&y, n * sizeof(float)));
+  const double ms = median_ms([&] { tally::sigmoid(x, y, static_cast<std::int64_t>(n)); });
+  record("sigmoid f32 " + std::to_string(side) + "^2", "tally::sigmoid", "us", ms, ms * 1e3);
+  CHECK(cudaFree(x));
+  CHECK(cudaFree(y));
+}
+
+void broadcast_add() {
+  const std::int64_t side = 16384;
+  const std::size_t n = static_cast<std::size_t>(side * side);
+  float* a = device_array<float>(n, 3);
+  float* b = device_array<float>(static_cast<std::size_t>(side), 4);
+  float* out;
+  CHECK(cudaMalloc(&out, n * sizeof(float)));
+  const double gb = (2.0 * n + side) * sizeof(float) / 1e9;
+  const double ms = median_ms([&] {
+    tally::add(tally::make_array(a, {side, side}), tally::make_array(b, {side, 1}), tally::make_out_array(out, {side, side}));
+  });
+  record("a + b[:, None] f32 16384^2", "tally::add", "GB/s", ms, gb / ms * 1e3);
+  CHECK(cudaFree(a));
+  CHECK(cudaFree(b));
+  CHECK(cudaFree(out));
+}
+
+/// Sum of 2^28 f32: CUB DeviceReduce::Sum first (its GB/s is the read bandwidth of the table).
+double sums() {
+  const std::size_t n = std::size_t{1} << 28;
+  float* x = device_array<float>(n, 5);
+  float* out;
+  double* out64;
+  CHECK(cudaMalloc(&out, sizeof(float)));
+  CHECK(cudaMalloc(&out64, sizeof(double)));
+  const double gb = n * sizeof(float) / 1e9;
+  std::size_t temp_bytes = 0;
+  cub::DeviceReduce::Sum(nullptr, temp_bytes, x, out, static_cast<int>(n));
+  void* temp;
+  CHECK(cudaMalloc(&temp, temp_bytes));
+  const double cub_ms = median_ms([&] { cub::DeviceReduce::Sum(temp, temp_bytes, x, out, static_cast<int>(n)); });
+  record("sum f32 2^28", "cub", "GB/s", cub_ms, gb / cub_ms * 1e3);
+  const auto count = static_cast<std::int64_t>(n);
+  double ms = median_ms([&] { tally::reduce(tally::reduce_op::sum, tally::dtype::f32, x, count, tally::dtype::f32, out); });
+  record("sum f32 2^28", "tally::reduce f32", "GB/s", ms, gb / ms * 1e3);
+  ms = median_ms([&] { tally::reduce(tally::reduce_op::sum, tally::dtype::f32, x, count, tally::dtype::f64, out64); });
+  record("sum f32 2^28", "tally::reduce f64 acc", "GB/s", ms, gb / ms * 1e3);
+  // Same bits on every run: two more sums compared with the last.
+  float first = 0, again = 0;
+  tally::reduce(tally::reduce_op::sum, tally::dtype::f32, x, count, tally::dtype::f32, out);
+  CHECK(cudaMemcpy(&first, out, sizeof first, cudaMemcpyDeviceToHost));
+  tally::reduce(tally::reduce_op::sum, tally::dtype::f32, x, count, tally::dtype::f32, out);
+  CHECK(cudaMemcpy(&again, out, sizeof again, cudaMemcpyDeviceToHost));
+  std::printf("sum f32 2^28: %.9g, again %.9g (%s)\n", first, again, first == again ? "same bits" : "DIFFERENT");
+  CHECK(cudaFree(temp));
+  CHECK(cudaFree(x));
+  CHECK(cudaFree(out));
+  CHECK(cudaFree(out64));
+  return gb / cub_ms * 1e3;
+}
+
+void sgemm(cublasHandle_t handle, int size, bool naive) {
+  const std::size_t n = static_cast<std::size_t>(size) * size;
+  float* a = device_array<float>(n, 6);
+  float* b = device_array<float>(n, 7);
+  float *c, *ref;
+  CHECK(cudaMalloc(&c, n * sizeof(float)));
+  CHECK(cudaMalloc(&ref, n * sizeof(float)));
+  const double flops = 2.0 * size * size * static_cast<double>(size);
+  const std::string workload = "sgemm " + std::to_string(size) + "^3";
+  const float one = 1, zero = 0;
+  // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first.
+  double ms = median_ms([&] {
+    CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, size, size, size, &one, b, size, a, size, &zero, ref, size));
+  });
+  record(workload, "cublas (fp32, TF32 off)", "TFLOP/s", ms, flops / ms / 1e9);
+  tally::matmul_options o;
+  o.strategy = tally::matmul_strategy::blocked128;
+  ms = median_ms([&] { tally::matmul(a, b, c, size, size, size, o); });
+  record(workload, "tally blocked128", "TFLOP/s", ms, flops / ms / 1e9);
+  std::vector<float> hc(n), hr(n);
+  CHECK(cudaMemcpy(hc.data(), c, n * sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(hr.data(), ref, n * sizeof(float), cudaMemcpyDeviceToHost));
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    diff = std::max(diff, static_cast<double>(std::fabs(hc[i] - hr[i])));
+    scale = std::max(scale, static_cast<double>(std::fabs(hr[i])));
+  }
+  std::printf("%s: max |tally - cublas| = %.3g (max |C| %.3g)\n", workload.c_str(), diff, scale);
+  if (naive) {
+    o.strategy = tally::matmul_strategy::tiled16;
+    ms = median_ms([&] { tally::matmul(a, b, c, size, size, size, o); });
+    record(workload, "tally tiled16 (textbook)", "TFLOP/s", ms, flops / ms / 1e9);
+  }
+  CHECK(cudaFree(a));
+  CHECK(cudaFree(b));
+  CHECK(cudaFree(c));
+  CHECK(cudaFree(ref));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+#ifndef NDEBUG
+  std::fprintf(stderr, "patterns_bench: a debug build; configure with -DCMAKE_BUILD_TYPE=Release\n");
+  return 1;
+#endif
+  const std::string out = argc > 1 ? argv[1] : "patterns_bench.json";
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  const double read_gbs = sums();
+  sigmoid_ladder<float>("sigmoid f32 2^28", std::size_t{1} << 28);
+  sigmoid_ladder<tally::half>("sigmoid f16 2^28", std::size_t{1} << 28);
+  sigmoid_small(1024);
+  sigmoid_small(4096);
+  broadcast_add();
+  cublasHandle_t handle;
+  CUBLAS_CHECK(cublasCreate(&handle));
+  CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH));  // fp32 throughout: no TF32
+  sgemm(handle, 4096, true);
+  sgemm(handle, 8192, false);
+  CUBLAS_CHECK(cublasDestroy(handle));
+
+  std::printf("device %s, read bandwidth %.0f GB/s (CUB DeviceReduce::Sum over 1 GiB of f32)\n", prop.name, read_gbs);
+  std::printf("%-28s %-26s %10s %12s %8s\n", "workload", "who", "ms", "value", "of bw");
+  std::ofstream json(out);
+  json << "{\"device\":\"" << prop.name << "\",\"read_gbs\":" << read_gbs << ",\"rows\":[";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    std::printf("%-28s %-26s %10.4f %8.2f %-7s", r.workload.c_str(), r.who.c_str(), r.ms, r.value, r.unit.c_str());
+    if (r.unit == "GB/s") std::printf(" %5.1f%%", 100 * r.value / read_gbs);
+    std::printf("\n");
+    json << (i ? "," : "") << "{\"workload\":\"" << r.workload << "\",\"who\":\"" << r.who << "\",\"ms\":" << r.ms
+         << ",\"" << (r.unit == "us" ? "us" : r.unit == "GB/s" ? "gbs" : "tflops") << "\":" << r.value;
+    if (r.unit == "GB/s") json << ",\"of_bandwidth\":" << r.value / read_gbs;
+    json << "}";
+  }
+  json << "]}\n";
+  return 0;
+}

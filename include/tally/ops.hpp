@@ -1,0 +1,114 @@
+// The activation functions as f32 functors, one formula for both backends: the CPU backend
+// calls them on the host, the CUDA backend and tally::transform users on the device. CUDA-free:
+// the functions are marked __host__ __device__ only when nvcc compiles them.
+#pragma once
+
+#include <math.h>
+
+#if defined(__CUDACC__)
+#define TALLY_OP_HD __host__ __device__ __forceinline__
+#else
+#define TALLY_OP_HD inline
+#endif
+
+namespace tally::ops {
+
+namespace detail {
+
+/// s * sigmoid(t) = s / (1 + e^-t) to about one ulp, with no overflow for any t. With
+/// e^-|t| = 2^k (1 + p) (k <= 0 an integer, |p| < 0.42), the power of two stays exact and p
+/// is found by Cody-Waite reduction and a degree-8 polynomial; the numerator s * (1 or e^-|t|)
+/// and the denominator 1 + e^-|t| are each carried as a sum of two floats, and the one
+/// division's remainder (exact through fma) is folded back. Only +, -, *, /, fma and rint:
+/// correctly rounded on every IEEE machine, so both backends give the same bits.
+TALLY_OP_HD float scaled_sigmoid(float t, float s) {
+  if (t != t) return t;
+  const float a = fmaxf(-fabsf(t), -200.0f);  // e^a, a in [-200, 0]; FLT_MAX e^-200 < 2^-149
+  const float k = rintf(a * 1.44269504088896341f);
+  float r = fmaf(k, -0.693145751953125f, a);  // ln 2's upper 16 bits: k * them is exact
+  r = fmaf(k, -1.42860682030941723e-6f, r);   // ln 2's lower bits; |r| <= 0.35
+  float q = 1.0f / 40320.0f;
+  q = fmaf(q, r, 1.0f / 5040.0f);
+  q = fmaf(q, r, 1.0f / 720.0f);
+  q = fmaf(q, r, 1.0f / 120.0f);
+  q = fmaf(q, r, 1.0f / 24.0f);
+  q = fmaf(q, r, 1.0f / 6.0f);
+  q = fmaf(q, r, 0.5f);
+  const float p = fmaf(r * r, q, r);                    // e^r - 1 (truncation below 2^-32)
+  const float e = ldexpf(1.0f, static_cast<int>(k));  // 2^k, 0 below 2^-149
+  const float ep = e * p;
+  // 1 + e^-|t| = d + d_lo (two Fast2Sums: each larger term comes first).
+  const float one_e = 1.0f + e;
+  const float lo = (e - (one_e - 1.0f)) + ep;
+  const float d = one_e + lo;
+  const float d_lo = lo - (d - one_e);
+  // s * sigmoid(|t|) = s / D; s * sigmoid(-|t|) = s e^-|t| / D.
+  float n = s, n_lo = 0.0f;
+  if (t < 0.0f) {
+    const float se = ldexpf(s, static_cast<int>(k)), sep = se * p;  // s e exact, even subnormal
+    n = se + sep;
+    n_lo = sep - (n - se);
+  }
+  const float y = n / d;
+  const float remainder = fmaf(-y, d, n) + (n_lo - y * d_lo);
+  return isfinite(y) ? y + remainder / d : y;
+}
+
+}  // namespace detail
+
+/// 1 / (1 + e^-x), within 1.5 ulp of the exact value over all f32 (tests/patterns_test.cpp
+/// measures it); exactly 0 or 1 far out, never NaN for a number; NaN stays NaN.
+struct sigmoid {
+  TALLY_OP_HD float operator()(float x) const { return detail::scaled_sigmoid(x, 1.0f); }
+};
+
+/// max(x, 0); NaN stays NaN (as torch.relu).
+struct relu {
+  TALLY_OP_HD float operator()(float x) const { return x > 0.0f || x != x ? x : 0.0f; }
+};
+
+/// x * sigmoid(x) (also called swish).
+struct silu {
+  TALLY_OP_HD float operator()(float x) const { return detail::scaled_sigmoid(x, x); }
+};
+
+/// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), computed as
+/// x * sigmoid(2u), which equals it and does not cancel for negative x.
+struct gelu_tanh {
+  TALLY_OP_HD float operator()(float x) const {
+    constexpr float c1 = 1.5957691216057308f;  // 2 sqrt(2/pi)
+    constexpr float c3 = 0.0713548162726009f;  // 2 sqrt(2/pi) * 0.044715
+    return detail::scaled_sigmoid(x * (c1 + c3 * (x * x)), x);
+  }
+};
+
+/// GELU, exact form: 0.5 x (1 + erf(x / sqrt 2)), computed as 0.5 x erfc(-x / sqrt 2), which
+/// does not cancel for negative x.
+struct gelu_erf {
+  TALLY_OP_HD float operator()(float x) const {
+    constexpr float inv_sqrt2 = 0.70710678118654752f;
+    return 0.5f * x * erfcf(-x * inv_sqrt2);
+  }
+};
+
+struct tanh {
+  TALLY_OP_HD float operator()(float x) const { return tanhf(x); }
+};
+
+/// The binary operations of tally::binary, computed in f32 (f16 and bf16 results are then
+/// rounded once, which gives the correctly rounded f16/bf16 result: f32 carries more than
+/// twice their precision plus two bits).
+struct add {
+  TALLY_OP_HD float operator()(float a, float b) const { return a + b; }
+};
+struct sub {
+  TALLY_OP_HD float operator()(float a, float b) const { return a - b; }
+};
+struct mul {
+  TALLY_OP_HD float operator()(float a, float b) const { return a * b; }
+};
+struct div {
+  TALLY_OP_HD float operator()(float a, float b) const { return a / b; }
+};
+
+}  // namespace tally::ops

@@ -1,0 +1,178 @@
+// tally::transform: a parallel map of a user's device functor or lambda over one or more arrays,
+// vectorized and tail-safe by the library. The one CUDA header of the public API (a template over
+// device code needs nvcc): include it only from .cu files. The rest of tally is CUDA-free.
+//
+//   tally::transform(stream, n, y, [] __device__ (float v) { return v * v; }, x);
+//
+// Elements of tally::half and tally::bfloat16 reach the functor as float and its result is
+// rounded once to the output type; other element types are passed as they are.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "tally/dtype.hpp"
+#include "tally/error.hpp"
+
+namespace tally {
+
+/// How the map reads and writes (the ladder of the seeds; automatic is packed128):
+///  - scalar: one element per thread;
+///  - x2, x4, x8: 2, 4 or 8 neighbouring elements per thread, one load each;
+///  - packed128: 16-byte vector loads and stores (of the widest type; narrower types load
+///    the same number of elements), two vectors per thread in flight. The aligned body only:
+///    a scalar head reaches the first aligned output address, a scalar tail the end, and nothing
+///    is ever loaded past n. Where the arrays' addresses differ modulo 16 bytes, elements
+///    are loaded one by one instead.
+enum class map_strategy : std::uint8_t { automatic, scalar, x2, x4, x8, packed128 };
+
+inline std::string_view name_of(map_strategy s) {
+  switch (s) {
+    case map_strategy::automatic: return "automatic";
+    case map_strategy::scalar: return "scalar";
+    case map_strategy::x2: return "x2";
+    case map_strategy::x4: return "x4";
+    case map_strategy::x8: return "x8";
+    case map_strategy::packed128: return "packed128";
+  }
+  return "?";
+}
+
+namespace detail::map {
+
+/// What the functor sees of an element type: f32 for tally's 16-bit floats, else the type.
+template <class T> struct compute_of { using type = T; };
+template <> struct compute_of<half> { using type = float; };
+template <> struct compute_of<bfloat16> { using type = float; };
+
+template <class T> __device__ __forceinline__ typename compute_of<T>::type widen(T v) { return v; }
+__device__ __forceinline__ float widen(half v) { return __half2float(__ushort_as_half(v.bits)); }
+__device__ __forceinline__ float widen(bfloat16 v) { return __uint_as_float(static_cast<unsigned>(v.bits) << 16); }
+
+template <class T, class V> __device__ __forceinline__ T narrow(V v) { return static_cast<T>(v); }
+template <> __device__ __forceinline__ half narrow<half, float>(float v) {
+  return half{__half_as_ushort(__float2half_rn(v))};
+}
+template <> __device__ __forceinline__ bfloat16 narrow<bfloat16, float>(float v) {
+  return bfloat16{__bfloat16_as_ushort(__float2bfloat16_rn(v))};
+}
+
+/// N elements loaded or stored as one aligned vector (N * sizeof(T) a power of two <= 16).
+template <class T, int N> struct alignas(N * sizeof(T)) pack {
+  T v[N];
+};
+
+/// The launch shape of a strategy: Items elements per chunk, chunks loaded as vectors or not,
+/// Unroll chunks per thread.
+template <map_strategy S, std::size_t Widest> struct shape_of {
+  static constexpr bool packed = S == map_strategy::packed128 || S == map_strategy::automatic;
+  static constexpr int items = packed ? static_cast<int>(16 / Widest)
+                               : S == map_strategy::x2 ? 2
+                               : S == map_strategy::x4 ? 4
+                               : S == map_strategy::x8 ? 8
+                                                       : 1;
+  static constexpr int unroll = packed ? 2 : 1;
+  static constexpr int threads = 256;
+};
+
+template <class F, class Out, class... In>
+__device__ __forceinline__ void map_one(std::int64_t i, const F& f, Out* out, const In*... in) {
+  out[i] = narrow<Out>(f(widen(in[i])...));
+}
+
+/// Chunk c covers elements [head + c * Items, + Items). The head [0, head) and the tail after
+/// the last whole chunk are mapped one element per thread by block 0. `vectors`: the chunks'
+/// addresses are aligned for pack loads (else element loads; the branch is uniform).
+template <int Items, bool Packed, int Unroll, class F, class Out, class... In>
+__global__ void __launch_bounds__(256) map_kernel(std::int64_t n, std::int64_t head, std::int64_t chunks,
+                                                  bool vectors, F f, Out* out, const In*... in) {
+  const std::int64_t tail = head + chunks * Items;
+  if (blockIdx.x == 0) {
+    if (threadIdx.x < head) map_one(threadIdx.x, f, out, in...);
+    if (tail + threadIdx.x < n) map_one(tail + threadIdx.x, f, out, in...);
+  }
+  const std::int64_t per_block = static_cast<std::int64_t>(blockDim.x) * Unroll;
+  for (std::int64_t first = blockIdx.x * per_block; first < chunks; first += per_block * gridDim.x) {
+#pragma unroll
+    for (int u = 0; u < Unroll; ++u) {
+      const std::int64_t c = first + u * blockDim.x + threadIdx.x;
+      if (c >= chunks) break;
+      const std::int64_t i = head + c * Items;
+      if (Packed && vectors) {
+        pack<Out, Items> o;
+        [&](const auto&... v) {
+#pragma unroll
+          for (int j = 0; j < Items; ++j) o.v[j] = narrow<Out>(f(widen(v.v[j])...));
+        }(*reinterpret_cast<const pack<In, Items>*>(in + i)...);
+        *reinterpret_cast<pack<Out, Items>*>(out + i) = o;
+      } else {
+#pragma unroll
+        for (int j = 0; j < Items; ++j) map_one(i + j, f, out, in...);
+      }
+    }
+  }
+}
+
+inline void check(cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return;
+  cudaGetLastError();
+  throw error(std::string("tally::transform: CUDA error ") + cudaGetErrorString(status) + " in " + what);
+}
+
+template <class T> std::uintptr_t address(const T* p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+/// Throws unless every input is either the output itself (same address and type: in place) or
+/// apart from it.
+template <class Out, class In> void check_aliasing(const Out* out, const In* in, std::int64_t n) {
+  if (static_cast<const void*>(out) == static_cast<const void*>(in) && sizeof(Out) == sizeof(In)) return;
+  const std::uintptr_t o = address(out), i = address(in);
+  if (o < i + n * sizeof(In) && i < o + n * sizeof(Out))
+    throw error("tally::transform: the output overlaps an input without being the same array");
+}
+
+}  // namespace detail::map
+
+/// out[i] = f(in[i]...) for i < n, enqueued on `stream` (nullptr: the default stream). Pointers
+/// are device pointers aligned to their element types; out may be one of the inputs (in place:
+/// same address and element size); any other overlap, a null pointer or n < 0 throws
+/// tally::error before anything is launched. Returns without waiting for the device.
+template <map_strategy S = map_strategy::automatic, class Out, class F, class... In>
+void transform(cudaStream_t stream, std::int64_t n, Out* out, F f, const In*... in) {
+  static_assert(sizeof...(In) >= 1, "tally::transform maps at least one input");
+  if (n < 0) throw error("tally::transform: n must be >= 0, got " + std::to_string(n));
+  if (n == 0) return;
+  if (!out || ((in == nullptr) || ...)) throw error("tally::transform: null pointer with n = " + std::to_string(n));
+  if (detail::map::address(out) % alignof(Out) || ((detail::map::address(in) % alignof(In)) || ...))
+    throw error("tally::transform: a pointer is not aligned to its element type");
+  (detail::map::check_aliasing(out, in, n), ...);
+
+  constexpr std::size_t widest = std::max({sizeof(Out), sizeof(In)...});
+  using shape = detail::map::shape_of<S, widest>;
+  constexpr int items = shape::items;
+  std::int64_t head = 0;
+  bool vectors = false;
+  if constexpr (shape::packed) {
+    static_assert(16 % widest == 0 && widest <= 16, "packed128 needs element sizes dividing 16 bytes");
+    // Elements up to the output's first vector-aligned address; the inputs share that alignment
+    // or fall back to element loads.
+    constexpr std::uintptr_t out_align = items * sizeof(Out);
+    head = std::min<std::int64_t>(n, static_cast<std::int64_t>((out_align - detail::map::address(out) % out_align) %
+                                                               out_align / sizeof(Out)));
+    vectors = ((detail::map::address(in + head) % (items * sizeof(In)) == 0) && ...);
+  }
+  const std::int64_t chunks = (n - head) / items;
+  const std::int64_t per_block = static_cast<std::int64_t>(shape::threads) * shape::unroll;
+  const std::int64_t blocks = std::clamp<std::int64_t>((chunks + per_block - 1) / per_block, 1, 1 << 30);
+  detail::map::map_kernel<items, shape::packed, shape::unroll>
+      <<<static_cast<unsigned>(blocks), shape::threads, 0, stream>>>(n, head, chunks, vectors, f, out, in...);
+  detail::map::check(cudaGetLastError(), "the map kernel's launch");
+}
+
+}  // namespace tally

@@ -1,0 +1,135 @@
+// The validated jobs of the parallel patterns, and the table of what each backend implements.
+// src/core/patterns.cpp checks every argument and builds these; a backend only computes.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "core/dispatch.hpp"
+#include "tally/elementwise.hpp"
+#include "tally/matmul.hpp"
+#include "tally/ops.hpp"
+#include "tally/reduce.hpp"
+
+namespace tally::detail {
+
+struct unary_job {
+  unary_op op;
+  dtype type;  // f32, f16 or bf16
+  const void* x;
+  void* y;  // == x for in place; else not overlapping x
+  std::int64_t n;
+  run_options run;
+};
+
+/// out[i] = a[i] op b[i] over a common shape, dimensions of length 1 dropped and neighbours
+/// merged where all three layouts allow (rank >= 1; the last dimension varies fastest).
+/// Strides in elements; an input's stride is 0 along a broadcast dimension.
+struct binary_job {
+  binary_op op;
+  int rank;
+  std::int64_t shape[max_dims];
+  std::int64_t n;  // elements of out
+  const void* a;
+  dtype a_type;
+  std::int64_t a_strides[max_dims];
+  const void* b;
+  dtype b_type;
+  std::int64_t b_strides[max_dims];
+  void* out;
+  dtype out_type;
+  std::int64_t out_strides[max_dims];
+  run_options run;
+};
+
+/// whole: result[0] = op over x[0 .. cols) (rows == 1). Else result[r] = op over
+/// x[r * row_stride .. + cols) for r < rows. cols >= 1 for min and max.
+struct reduce_job {
+  reduce_op op;
+  bool whole;
+  dtype type;
+  const void* x;
+  std::int64_t rows, cols, row_stride;
+  dtype result_type;
+  void* result;
+  run_options run;
+};
+
+struct matmul_job {
+  const float* a;
+  const float* b;
+  float* c;
+  std::int64_t m, n, k;
+  matmul_options options;
+};
+
+struct pattern_ops {
+  void (*unary)(const unary_job&);
+  void (*binary)(const binary_job&);
+  void (*reduce)(const reduce_job&);
+  void (*matmul)(const matmul_job&);
+};
+
+const pattern_ops& cpu_patterns();
+#if defined(TALLY_HAVE_CUDA)
+const pattern_ops& cuda_patterns();
+#endif
+
+/// Calls f(type_tag<T>{}) for one of the float element types f32, f16, bf16.
+template <class F> void with_float_type(dtype t, F&& f) {
+  switch (t) {
+    case dtype::f16: return f(type_tag<half>{});
+    case dtype::bf16: return f(type_tag<bfloat16>{});
+    default: return f(type_tag<float>{});
+  }
+}
+
+/// Calls f with the operation's functor (tally/ops.hpp).
+template <class F> void with_unary_op(unary_op op, F&& f) {
+  switch (op) {
+    case unary_op::sigmoid: return f(ops::sigmoid{});
+    case unary_op::relu: return f(ops::relu{});
+    case unary_op::silu: return f(ops::silu{});
+    case unary_op::gelu_tanh: return f(ops::gelu_tanh{});
+    case unary_op::gelu_erf: return f(ops::gelu_erf{});
+    case unary_op::tanh: return f(ops::tanh{});
+  }
+}
+
+/// Calls f with the operation's functor.
+template <class F> void with_binary_op(binary_op op, F&& f) {
+  switch (op) {
+    case binary_op::add: return f(ops::add{});
+    case binary_op::sub: return f(ops::sub{});
+    case binary_op::mul: return f(ops::mul{});
+    case binary_op::div: return f(ops::div{});
+  }
+}
+
+/// The types of a validated reduction, the same on every backend: calls
+/// f(type_tag<T>{}, type_tag<Acc>{}, type_tag<Out>{}, std::bool_constant<Extreme>{}) with the
+/// element type, the accumulation type, the result type and whether it is a min or max.
+template <class F> void with_reduce_types(const reduce_job& job, F&& f) {
+  const bool extreme = job.op == reduce_op::min || job.op == reduce_op::max;
+  if (job.type == dtype::i32) {
+    if (extreme) return f(type_tag<std::int32_t>{}, type_tag<std::int32_t>{}, type_tag<std::int32_t>{}, std::true_type{});
+    if (job.result_type == dtype::i64)
+      return f(type_tag<std::int32_t>{}, type_tag<std::int64_t>{}, type_tag<std::int64_t>{}, std::false_type{});
+    // The mean of i32: the exact i64 sum, divided once in f64.
+    return f(type_tag<std::int32_t>{}, type_tag<std::int64_t>{}, type_tag<double>{}, std::false_type{});
+  }
+  with_float_type(job.type, [&](auto tag) {
+    // The extreme is one of the elements: found in f32, stored back in T exactly.
+    if (extreme) return f(tag, type_tag<float>{}, tag, std::true_type{});
+    if (job.result_type == dtype::f64) return f(tag, type_tag<double>{}, type_tag<double>{}, std::false_type{});
+    return f(tag, type_tag<float>{}, type_tag<float>{}, std::false_type{});
+  });
+}
+
+/// The bytes [lo, hi) a strided layout touches, relative to its data pointer.
+struct byte_span {
+  std::int64_t lo = 0, hi = 0;
+};
+byte_span span_of(int rank, const std::int64_t* shape, const std::int64_t* strides, std::size_t element_size);
+
+}  // namespace tally::detail

@@ -1,0 +1,163 @@
+// CUDA elementwise kernels: the activations through tally::transform (16-byte vectors on the
+// aligned body), and binary arithmetic with broadcasting over strided N-D arrays.
+#include <cstdint>
+
+#include "cuda/common.cuh"
+#include "cuda/patterns.hpp"
+#include "tally/ops.hpp"
+#include "tally/transform.cuh"
+
+namespace tally::detail::cuda {
+namespace {
+
+/// Quotient and remainder, in 32 bits where both fit (several times cheaper on the GPU).
+__device__ __forceinline__ std::int64_t divide(std::int64_t a, std::int64_t b, std::int64_t& remainder) {
+  if (((a | b) >> 31) == 0) {
+    const auto q = static_cast<std::uint32_t>(a) / static_cast<std::uint32_t>(b);
+    remainder = a - static_cast<std::int64_t>(q) * b;
+    return q;
+  }
+  const std::int64_t q = a / b;
+  remainder = a - q * b;
+  return q;
+}
+
+struct binary_layout {
+  int rank;
+  std::int64_t shape[max_dims];
+  std::int64_t a[max_dims], b[max_dims], out[max_dims];  // strides in elements
+};
+
+__device__ __forceinline__ float apply(binary_op op, float a, float b) {
+  switch (op) {
+    case binary_op::add: return ops::add{}(a, b);
+    case binary_op::sub: return ops::sub{}(a, b);
+    case binary_op::mul: return ops::mul{}(a, b);
+    case binary_op::div: return ops::div{}(a, b);
+  }
+  return 0.0f;
+}
+
+/// Loads V neighbouring elements along the last dimension (stride 0: one element repeated;
+/// vector: V at once, the host checked their alignment; else one by one).
+template <int V, bool Vector, class T>
+__device__ __forceinline__ void load_row(const T* p, std::int64_t stride, float (&v)[V]) {
+  if (stride == 0) {
+    const float x = map::widen(*p);
+#pragma unroll
+    for (int j = 0; j < V; ++j) v[j] = x;
+  } else if (Vector) {
+    const auto pk = *reinterpret_cast<const map::pack<T, V>*>(p);
+#pragma unroll
+    for (int j = 0; j < V; ++j) v[j] = map::widen(pk.v[j]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < V; ++j) v[j] = map::widen(p[j * stride]);
+  }
+}
+
+/// One unit is V neighbouring outputs of one row (the last dimension); each thread maps
+/// Units units, blockDim.x apart. The row's offsets are recomputed only when the row changes.
+/// Vector: V > 1 and the host checked rows of a multiple of V elements, output and stride-1
+/// inputs aligned to V elements.
+template <int V, bool Vector, class A, class B, class O>
+__global__ void __launch_bounds__(256) binary_kernel(binary_op op, binary_layout l, std::int64_t units,
+                                                     const A* a, const B* b, O* out) {
+  constexpr int kUnits = 4;
+  const int last = l.rank - 1;
+  const std::int64_t cols = l.shape[last];
+  std::int64_t row = -1, oa = 0, ob = 0, oo = 0;
+  for (std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x) * kUnits; first < units;
+       first += static_cast<std::int64_t>(gridDim.x) * blockDim.x * kUnits) {
+#pragma unroll
+    for (int k = 0; k < kUnits; ++k) {
+      const std::int64_t u = first + k * blockDim.x + threadIdx.x;
+      if (u >= units) break;
+      std::int64_t col;
+      const std::int64_t r = divide(u * V, cols, col);
+      if (r != row) {
+        row = r;
+        oa = ob = oo = 0;
+        std::int64_t rest = r;
+        for (int d = last - 1; d >= 0; --d) {
+          std::int64_t i;
+          rest = divide(rest, l.shape[d], i);
+          oa += i * l.a[d];
+          ob += i * l.b[d];
+          oo += i * l.out[d];
+        }
+      }
+      float x[V], y[V];
+      load_row<V, Vector>(a + oa + col * l.a[last], l.a[last], x);
+      load_row<V, Vector>(b + ob + col * l.b[last], l.b[last], y);
+      O* o = out + oo + col * l.out[last];
+      if (Vector) {
+        map::pack<O, V> pk;
+#pragma unroll
+        for (int j = 0; j < V; ++j) pk.v[j] = map::narrow<O>(apply(op, x[j], y[j]));
+        *reinterpret_cast<map::pack<O, V>*>(o) = pk;
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j) o[j * l.out[last]] = map::narrow<O>(apply(op, x[j], y[j]));
+      }
+    }
+  }
+}
+
+bool aligned_rows(const void* p, int rank, const std::int64_t* strides, std::size_t element, int v) {
+  if (reinterpret_cast<std::uintptr_t>(p) % (element * v)) return false;
+  for (int d = 0; d < rank - 1; ++d)
+    if (strides[d] % v) return false;
+  return true;
+}
+
+}  // namespace
+
+void launch_unary(const unary_job& job) {
+  with_float_type(job.type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    with_unary_op(job.op, [&](auto f) {
+      tally::transform(stream_of(job.run), job.n, static_cast<T*>(job.y), f, static_cast<const T*>(job.x));
+    });
+  });
+}
+
+void launch_binary(const binary_job& job) {
+  binary_layout l{};
+  l.rank = job.rank;
+  for (int d = 0; d < job.rank; ++d) {
+    l.shape[d] = job.shape[d];
+    l.a[d] = job.a_strides[d];
+    l.b[d] = job.b_strides[d];
+    l.out[d] = job.out_strides[d];
+  }
+  const int last = job.rank - 1;
+  constexpr int kVector = 4;
+  // 4-element vectors where every row splits into them and each array is either repeated along
+  // the row (stride 0) or contiguous and aligned along it.
+  bool vector = job.shape[last] % kVector == 0 && l.out[last] == 1 &&
+                aligned_rows(job.out, job.rank, l.out, size_of(job.out_type), kVector);
+  for (auto [p, strides, type] : {std::tuple{job.a, l.a, job.a_type}, std::tuple{job.b, l.b, job.b_type}})
+    vector = vector && (strides[last] == 0 || (strides[last] == 1 && aligned_rows(p, job.rank, strides, size_of(type), kVector)));
+  const int v = vector ? kVector : 1;
+  const std::int64_t units = job.n / v;
+  const std::int64_t per_block = 256 * 4;
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((units + per_block - 1) / per_block, 1 << 30));
+  const cudaStream_t stream = stream_of(job.run);
+  with_float_type(job.a_type, [&](auto ta) {
+    with_float_type(job.b_type, [&](auto tb) {
+      using A = typename decltype(ta)::type;
+      using B = typename decltype(tb)::type;
+      // The result type: the common type, or f32 for a mix (promote()).
+      using O = std::conditional_t<std::is_same_v<A, B>, A, float>;
+      const auto* a = static_cast<const A*>(job.a);
+      const auto* b = static_cast<const B*>(job.b);
+      auto* out = static_cast<O*>(job.out);
+      if (vector) binary_kernel<kVector, true><<<blocks, 256, 0, stream>>>(job.op, l, units, a, b, out);
+      else binary_kernel<1, false><<<blocks, 256, 0, stream>>>(job.op, l, units, a, b, out);
+      TALLY_CUDA_CHECK(cudaGetLastError());
+    });
+  });
+}
+
+}  // namespace tally::detail::cuda
