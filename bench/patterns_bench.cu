@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -30,16 +31,22 @@ namespace {
     }                                                                             \
   } while (0)
 
+/// The measured limits a GB/s figure is a fraction of: reading only (CUB's sum), or reading and
+/// writing as much (a device-to-device copy).
+enum class limit { none, read, copy };
+
 struct row {
   std::string workload, who, unit;  // unit: GB/s, us or TFLOP/s
   double ms, value;
+  limit of;
 };
 
 std::vector<row> rows;
 
-void record(const std::string& workload, const std::string& who, const std::string& unit, double ms, double value) {
+void record(const std::string& workload, const std::string& who, const std::string& unit, double ms, double value,
+            limit of = limit::none) {
   std::fprintf(stderr, "measured %s %s: %.4f ms, %.2f %s\n", workload.c_str(), who.c_str(), ms, value, unit.c_str());
-  rows.push_back({workload, who, unit, ms, value});
+  rows.push_back({workload, who, unit, ms, value, of});
 }
 
 /// Values in (-4, 4), never 0, from a hash of the index.
@@ -73,7 +80,7 @@ template <class T> void sigmoid_ladder(const std::string& workload, std::size_t 
   const auto count = static_cast<std::int64_t>(n);
   auto strategy = [&](auto s, const char* name) {
     const double ms = median_ms([&] { tally::transform<decltype(s)::value>(nullptr, count, y, tally::ops::sigmoid{}, x); });
-    record(workload, std::string("transform ") + name, "GB/s", ms, gb / ms * 1e3);
+    record(workload, std::string("transform ") + name, "GB/s", ms, gb / ms * 1e3, limit::copy);
   };
   using S = tally::map_strategy;
   strategy(std::integral_constant<S, S::scalar>{}, "scalar");
@@ -82,7 +89,7 @@ template <class T> void sigmoid_ladder(const std::string& workload, std::size_t 
   strategy(std::integral_constant<S, S::x8>{}, "x8");
   strategy(std::integral_constant<S, S::packed128>{}, "packed128");
   const double ms = median_ms([&] { tally::sigmoid(x, y, count); });
-  record(workload, "tally::sigmoid", "GB/s", ms, gb / ms * 1e3);
+  record(workload, "tally::sigmoid", "GB/s", ms, gb / ms * 1e3, limit::copy);
   CHECK(cudaFree(x));
   CHECK(cudaFree(y));
 }
@@ -109,7 +116,7 @@ void broadcast_add() {
   const double ms = median_ms([&] {
     tally::add(tally::make_array(a, {side, side}), tally::make_array(b, {side, 1}), tally::make_out_array(out, {side, side}));
   });
-  record("a + b[:, None] f32 16384^2", "tally::add", "GB/s", ms, gb / ms * 1e3);
+  record("a + b[:, None] f32 16384^2", "tally::add", "GB/s", ms, gb / ms * 1e3, limit::copy);
   CHECK(cudaFree(a));
   CHECK(cudaFree(b));
   CHECK(cudaFree(out));
@@ -129,12 +136,12 @@ double sums() {
   void* temp;
   CHECK(cudaMalloc(&temp, temp_bytes));
   const double cub_ms = median_ms([&] { cub::DeviceReduce::Sum(temp, temp_bytes, x, out, static_cast<int>(n)); });
-  record("sum f32 2^28", "cub", "GB/s", cub_ms, gb / cub_ms * 1e3);
+  record("sum f32 2^28", "cub", "GB/s", cub_ms, gb / cub_ms * 1e3, limit::read);
   const auto count = static_cast<std::int64_t>(n);
   double ms = median_ms([&] { tally::reduce(tally::reduce_op::sum, tally::dtype::f32, x, count, tally::dtype::f32, out); });
-  record("sum f32 2^28", "tally::reduce f32", "GB/s", ms, gb / ms * 1e3);
+  record("sum f32 2^28", "tally::reduce f32", "GB/s", ms, gb / ms * 1e3, limit::read);
   ms = median_ms([&] { tally::reduce(tally::reduce_op::sum, tally::dtype::f32, x, count, tally::dtype::f64, out64); });
-  record("sum f32 2^28", "tally::reduce f64 acc", "GB/s", ms, gb / ms * 1e3);
+  record("sum f32 2^28", "tally::reduce f64 acc", "GB/s", ms, gb / ms * 1e3, limit::read);
   // Same bits on every run: two more sums compared with the last.
   float first = 0, again = 0;
   tally::reduce(tally::reduce_op::sum, tally::dtype::f32, x, count, tally::dtype::f32, out);
@@ -147,6 +154,21 @@ double sums() {
   CHECK(cudaFree(out));
   CHECK(cudaFree(out64));
   return gb / cub_ms * 1e3;
+}
+
+/// A device-to-device copy of 1 GiB: the read + write bandwidth, GB/s of bytes read and written.
+double copy_bandwidth() {
+  const std::size_t bytes = std::size_t{1} << 30;
+  void *from, *to;
+  CHECK(cudaMalloc(&from, bytes));
+  CHECK(cudaMalloc(&to, bytes));
+  CHECK(cudaMemset(from, 1, bytes));
+  const double ms = median_ms([&] { CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice)); });
+  const double gbs = 2.0 * bytes / 1e9 / ms * 1e3;
+  record("copy 1 GiB", "cudaMemcpy", "GB/s", ms, gbs, limit::copy);
+  CHECK(cudaFree(from));
+  CHECK(cudaFree(to));
+  return gbs;
 }
 
 void sgemm(cublasHandle_t handle, int size, bool naive) {
@@ -198,6 +220,7 @@ int main(int argc, char** argv) {
   const std::string out = argc > 1 ? argv[1] : "patterns_bench.json";
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
+  const double copy_gbs = copy_bandwidth();
   const double read_gbs = sums();
   sigmoid_ladder<float>("sigmoid f32 2^28", std::size_t{1} << 28);
   sigmoid_ladder<tally::half>("sigmoid f16 2^28", std::size_t{1} << 28);
@@ -206,23 +229,32 @@ int main(int argc, char** argv) {
   broadcast_add();
   cublasHandle_t handle;
   CUBLAS_CHECK(cublasCreate(&handle));
-  CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH));  // fp32 throughout: no TF32
+  // fp32 throughout: the default mode keeps at least f32's bits (no TF32), and stays cuBLAS's fastest
+  // such mode (the pedantic one may pick slower kernels, which would flatter tally).
+  if (std::getenv("NVIDIA_TF32_OVERRIDE")) {
+    std::fprintf(stderr, "patterns_bench: NVIDIA_TF32_OVERRIDE is set; unset it to compare fp32 with fp32\n");
+    return 1;
+  }
+  CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
   sgemm(handle, 4096, true);
   sgemm(handle, 8192, false);
   CUBLAS_CHECK(cublasDestroy(handle));
 
-  std::printf("device %s, read bandwidth %.0f GB/s (CUB DeviceReduce::Sum over 1 GiB of f32)\n", prop.name, read_gbs);
-  std::printf("%-28s %-26s %10s %12s %8s\n", "workload", "who", "ms", "value", "of bw");
+  std::printf("device %s; read bandwidth %.0f GB/s (CUB DeviceReduce::Sum over 1 GiB of f32), copy %.0f GB/s "
+              "(bytes read + written)\n", prop.name, read_gbs, copy_gbs);
+  std::printf("%-28s %-26s %10s %12s %8s\n", "workload", "who", "ms", "value", "of limit");
   std::ofstream json(out);
-  json << "{\"device\":\"" << prop.name << "\",\"read_gbs\":" << read_gbs << ",\"rows\":[";
+  json << "{\"device\":\"" << prop.name << "\",\"read_gbs\":" << read_gbs << ",\"copy_gbs\":" << copy_gbs
+       << ",\"rows\":[";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
+    const double bound = r.of == limit::read ? read_gbs : r.of == limit::copy ? copy_gbs : 0;
     std::printf("%-28s %-26s %10.4f %8.2f %-7s", r.workload.c_str(), r.who.c_str(), r.ms, r.value, r.unit.c_str());
-    if (r.unit == "GB/s") std::printf(" %5.1f%%", 100 * r.value / read_gbs);
+    if (bound > 0) std::printf(" %5.1f%% of %s", 100 * r.value / bound, r.of == limit::read ? "read" : "copy");
     std::printf("\n");
     json << (i ? "," : "") << "{\"workload\":\"" << r.workload << "\",\"who\":\"" << r.who << "\",\"ms\":" << r.ms
          << ",\"" << (r.unit == "us" ? "us" : r.unit == "GB/s" ? "gbs" : "tflops") << "\":" << r.value;
-    if (r.unit == "GB/s") json << ",\"of_bandwidth\":" << r.value / read_gbs;
+    if (bound > 0) json << ",\"of_bandwidth\":" << r.value / bound;
     json << "}";
   }
   json << "]}\n";

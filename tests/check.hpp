@@ -16,6 +16,13 @@
 
 namespace tally_test {
 
+/// Whether the CUDA backend is compiled in and a device is usable (GPU cases skip otherwise).
+inline bool cuda_usable() {
+  for (const auto& b : tally::backends())
+    if (b.which == tally::backend::cuda && b.usable) return true;
+  return false;
+}
+
 inline std::uint64_t bits_of(double x) {
   std::uint64_t b;
   std::memcpy(&b, &x, sizeof b);

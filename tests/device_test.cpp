@@ -23,12 +23,6 @@ namespace {
 
 using tally::device_histogram;
 
-bool cuda_usable() {
-  for (const auto& b : tally::backends())
-    if (b.which == tally::backend::cuda && b.usable) return true;
-  return false;
-}
-
 void check(cudaError_t status) { ASSERT_EQ(status, cudaSuccess) << cudaGetErrorString(status); }
 
 /// A copy of a host column in device memory, at the host address modulo 16 (so that the

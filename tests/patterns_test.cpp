@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "check.hpp"
 #include "tally/elementwise.hpp"
 #include "tally/error.hpp"
 #include "tally/matmul.hpp"
@@ -29,10 +30,7 @@ using tally::dtype;
 class Patterns : public ::testing::TestWithParam<backend> {
  protected:
   void SetUp() override {
-    if (GetParam() == backend::cpu) return;
-    for (const auto& b : tally::backends())
-      if (b.which == backend::cuda && b.usable) return;
-    GTEST_SKIP() << "the CUDA backend is not usable on this machine";
+    if (GetParam() == backend::cuda && !cuda_usable()) GTEST_SKIP() << "the CUDA backend is not usable on this machine";
   }
   tally::run_options run() const {
     tally::run_options o;

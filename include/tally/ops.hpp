@@ -18,8 +18,8 @@ namespace detail {
 /// s * sigmoid(t) = s / (1 + e^-t) to about one ulp, with no overflow for any t. With
 /// e^-|t| = 2^k (1 + p) (k <= 0 an integer, |p| < 0.42), the power of two stays exact and p
 /// is found by Cody-Waite reduction and a degree-8 polynomial; the numerator s * (1 or e^-|t|)
-/// and the denominator 1 + e^-|t| are each carried as a sum of two floats, and the one
-/// division's remainder (exact through fma) is folded back. Only +, -, *, /, fma and rint:
+/// and the denominator 1 + e^-|t| are each carried as a sum of two floats, and the
+/// quotient's remainder (exact through fma) is folded back. Only +, -, *, /, fma and rint:
 /// correctly rounded on every IEEE machine, so both backends give the same bits.
 TALLY_OP_HD float scaled_sigmoid(float t, float s) {
   if (t != t) return t;
@@ -49,9 +49,12 @@ TALLY_OP_HD float scaled_sigmoid(float t, float s) {
     n = se + sep;
     n_lo = sep - (n - se);
   }
-  const float y = n / d;
+  // One correctly rounded reciprocal instead of two divisions (each costs as much on the GPU):
+  // y within about an ulp, its remainder exact through fma, then corrected in one rounding.
+  const float inv = 1.0f / d;
+  const float y = n * inv;
   const float remainder = fmaf(-y, d, n) + (n_lo - y * d_lo);
-  return isfinite(y) ? y + remainder / d : y;
+  return isfinite(y) ? fmaf(remainder, inv, y) : y;
 }
 
 }  // namespace detail

@@ -388,8 +388,14 @@ void matmul(const float* a, const float* b, float* c, std::int64_t m, std::int64
   const byte_span sa{0, m * k * 4}, sb{0, k * n * 4}, sc{0, m * n * 4};
   if (overlaps(c, sc, a, sa) || overlaps(c, sc, b, sb))
     throw error(what + ": c overlaps a or b (that would corrupt the result)");
-  if (&ops == &detail::cpu_patterns() && options.strategy != matmul_strategy::automatic)
-    throw error(what + ": strategy " + std::string(name_of(options.strategy)) + " is a CUDA strategy");
+  if (&ops == &detail::cpu_patterns()) {
+    if (options.strategy != matmul_strategy::automatic)
+      throw error(what + ": strategy " + std::string(name_of(options.strategy)) + " is a CUDA strategy");
+  } else {
+    constexpr std::int64_t tile = detail::cuda_matmul_tile, max_dim = detail::cuda_matmul_max_dim;
+    if (m > max_dim || n > max_dim || k > max_dim || ((m + tile - 1) / tile) * ((n + tile - 1) / tile) >= (std::int64_t{1} << 31))
+      throw error(what + ": the CUDA kernels take m, n, k up to 2^31 - 128 and fewer than 2^31 tiles of 128 x 128");
+  }
   ops.matmul({a, b, c, m, n, k, options});
 }
 

@@ -55,6 +55,11 @@ struct reduce_job {
   run_options run;
 };
 
+/// What the CUDA matmul kernels take (tally::matmul checks it before running): dimensions of
+/// 32-bit indices with room for a tile past them, and one block per tile of at most this side.
+inline constexpr std::int64_t cuda_matmul_tile = 128;
+inline constexpr std::int64_t cuda_matmul_max_dim = (std::int64_t{1} << 31) - cuda_matmul_tile;
+
 struct matmul_job {
   const float* a;
   const float* b;

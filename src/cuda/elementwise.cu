@@ -57,9 +57,10 @@ __device__ __forceinline__ void load_row(const T* p, std::int64_t stride, float 
 }
 
 /// One unit is V neighbouring outputs of one row (the last dimension); each thread maps
-/// Units units, blockDim.x apart. The row's offsets are recomputed only when the row changes.
-/// Vector: V > 1 and the host checked rows of a multiple of V elements, output and stride-1
-/// inputs aligned to V elements.
+/// kUnits units, blockDim.x apart: all their loads are issued before the first store, so that
+/// they are in flight together (the pointers may alias in place, which rules out __restrict__).
+/// The row's offsets are recomputed only when the row changes. Vector: V > 1 and the host
+/// checked rows of a multiple of V elements, output and stride-1 inputs aligned to V elements.
 template <int V, bool Vector, class A, class B, class O>
 __global__ void __launch_bounds__(256) binary_kernel(binary_op op, binary_layout l, std::int64_t units,
                                                      const A* a, const B* b, O* out) {
@@ -69,6 +70,9 @@ __global__ void __launch_bounds__(256) binary_kernel(binary_op op, binary_layout
   std::int64_t row = -1, oa = 0, ob = 0, oo = 0;
   for (std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x) * kUnits; first < units;
        first += static_cast<std::int64_t>(gridDim.x) * blockDim.x * kUnits) {
+    float x[kUnits][V], y[kUnits][V];
+    O* o[kUnits];
+    int count = 0;  // units of this round that exist: a prefix, as u grows with k
 #pragma unroll
     for (int k = 0; k < kUnits; ++k) {
       const std::int64_t u = first + k * blockDim.x + threadIdx.x;
@@ -87,18 +91,22 @@ __global__ void __launch_bounds__(256) binary_kernel(binary_op op, binary_layout
           oo += i * l.out[d];
         }
       }
-      float x[V], y[V];
-      load_row<V, Vector>(a + oa + col * l.a[last], l.a[last], x);
-      load_row<V, Vector>(b + ob + col * l.b[last], l.b[last], y);
-      O* o = out + oo + col * l.out[last];
+      load_row<V, Vector>(a + oa + col * l.a[last], l.a[last], x[k]);
+      load_row<V, Vector>(b + ob + col * l.b[last], l.b[last], y[k]);
+      o[k] = out + oo + col * l.out[last];
+      count = k + 1;
+    }
+#pragma unroll
+    for (int k = 0; k < kUnits; ++k) {
+      if (k >= count) break;
       if (Vector) {
         map::pack<O, V> pk;
 #pragma unroll
-        for (int j = 0; j < V; ++j) pk.v[j] = map::narrow<O>(apply(op, x[j], y[j]));
-        *reinterpret_cast<map::pack<O, V>*>(o) = pk;
+        for (int j = 0; j < V; ++j) pk.v[j] = map::narrow<O>(apply(op, x[k][j], y[k][j]));
+        *reinterpret_cast<map::pack<O, V>*>(o[k]) = pk;
       } else {
 #pragma unroll
-        for (int j = 0; j < V; ++j) o[j * l.out[last]] = map::narrow<O>(apply(op, x[j], y[j]));
+        for (int j = 0; j < V; ++j) o[k][j * l.out[last]] = map::narrow<O>(apply(op, x[k][j], y[k][j]));
       }
     }
   }

@@ -152,9 +152,7 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 }  // namespace
 
 void launch_matmul(const matmul_job& job) {
-  constexpr std::int64_t kMaxDim = (std::int64_t{1} << 31) - kBM;
-  if (job.m > kMaxDim || job.n > kMaxDim || job.k > kMaxDim)
-    throw error("tally::matmul: the CUDA kernels take dimensions below 2^31 - 128");
+  static_assert(kBM <= cuda_matmul_tile && kBN <= cuda_matmul_tile, "tally::matmul checks the CUDA limits");
   const int m = static_cast<int>(job.m), n = static_cast<int>(job.n), k = static_cast<int>(job.k);
   const cudaStream_t stream = stream_of(job.options);
   if (job.options.strategy == matmul_strategy::tiled16) {
@@ -162,9 +160,7 @@ void launch_matmul(const matmul_job& job) {
                     static_cast<unsigned>(std::min((m + kTile16 - 1) / kTile16, 65535)));
     matmul_tiled16_kernel<<<grid, kTile16 * kTile16, 0, stream>>>(job.a, job.b, job.c, m, n, k);
   } else {
-    const std::int64_t tiles = ((job.m + kBM - 1) / kBM) * ((job.n + kBN - 1) / kBN);
-    if (tiles > (std::int64_t{1} << 31) - 1) throw error("tally::matmul: too many 128x128 tiles for one launch");
-    const auto blocks = static_cast<unsigned>(tiles);
+    const auto blocks = static_cast<unsigned>(((job.m + kBM - 1) / kBM) * ((job.n + kBN - 1) / kBN));
     const bool vec = k % 4 == 0 && n % 4 == 0 && aligned16(job.a) && aligned16(job.b) && aligned16(job.c);
     if (vec) matmul_blocked_kernel<true><<<blocks, kThreads, 0, stream>>>(job.a, job.b, job.c, m, n, k);
     else matmul_blocked_kernel<false><<<blocks, kThreads, 0, stream>>>(job.a, job.b, job.c, m, n, k);
