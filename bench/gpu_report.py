@@ -5,8 +5,9 @@ The markdown holds the run's full table (as tally_gpu_bench printed it) and the 
 against tally automatic and tally device_histogram, per distribution; the notes on why a target is
 missed are written by hand below the generated part.
 
-usage: python3 bench/gpu_report.py RUN_DIR COMMIT [DATE]
-       (RUN_DIR: gpu_check's $OUT, with gpu_bench.json, gpu_bench.txt, ctest.log, sanitizer.log)
+usage: python3 bench/gpu_report.py RUN_DIRS COMMIT [DATE]
+       (RUN_DIRS: gpu_check's $OUT of the tests and the bench stage, comma-separated; the JSON of
+       the Python and patterns benchmarks is copied beside the GPU benchmark's)
 """
 import datetime
 import json
@@ -63,22 +64,32 @@ def state(rows, workload, target):
 
 
 def main():
-    run, commit = sys.argv[1], sys.argv[2]
+    runs, commit = sys.argv[1].split(","), sys.argv[2]
     date = sys.argv[3] if len(sys.argv) > 3 else datetime.date.today().isoformat()
-    data = json.load(open(os.path.join(run, "gpu_bench.json")))
+
+    def find(name):
+        return next(os.path.join(r, name) for r in runs if os.path.exists(os.path.join(r, name)))
+
+    data = json.load(open(find("gpu_bench.json")))
     rows = data["rows"]
-    text = open(os.path.join(run, "gpu_bench.txt")).read().splitlines()
+    text = open(find("gpu_bench.txt")).read().splitlines()
     table = [line for line in text if not line.startswith("measured ")]
     start = next(i for i, line in enumerate(table) if line.startswith("device "))
     table = table[start:]
-    ctest = open(os.path.join(run, "ctest.log")).read()
+    ctest = open(find("ctest.log")).read()
     tests = re.findall(r"\d+% tests passed, \d+ tests failed out of \d+", ctest)
-    sanitizer = open(os.path.join(run, "sanitizer.log")).read()
+    sanitizer = open(find("sanitizer.log")).read()
+    pytest = re.findall(r"^=* ?\d+ (?:passed|failed).*$", ctest, re.M)
     sanitizers = re.findall(r"(?:ERROR SUMMARY|RACECHECK SUMMARY): .*", sanitizer)
     fixed = {r["who"]: r["ms"] * 1e3 for r in rows if r["workload"].startswith("fixed cost")}
 
     base = f"bench/results/{date}-h100-gpu-{commit}"
-    shutil.copyfile(os.path.join(run, "gpu_bench.json"), base + ".json")
+    shutil.copyfile(find("gpu_bench.json"), base + ".json")
+    for other in ("python", "patterns"):
+        try:
+            shutil.copyfile(find(f"{other}_bench.json"), f"bench/results/{date}-h100-{other}-{commit}.json")
+        except StopIteration:
+            pass
     md = [f"# GPU benchmark, {data['device']}, {date}, commit {commit}", ""]
     md.append("bench/gpu_bench.cu via scripts/gpu_check; tables by bench/gpu_report.py. 1 GiB "
               "device-resident input generated on the GPU, CUDA events, median of 15 runs after "
@@ -86,7 +97,7 @@ def main():
               "API (counts copied back each fill); `tally device_histogram` the stream-ordered "
               "one. CUB DeviceHistogram on the same data in the same run.")
     md.append("")
-    md.append("Same run: " + "; ".join(tests + sanitizers) + ". Fixed cost of a fill of one sample: " +
+    md.append("Same run: " + "; ".join(tests + pytest[-1:] + sanitizers) + ". Fixed cost of a fill of one sample: " +
               ", ".join(f"{who} {us:.1f} us" for who, us in fixed.items()) + ".")
     md += ["", "## Against the targets (uniform / hotspot / skewed80 / normal)", "",
            "| workload | CUB GB/s | tally automatic | tally device_histogram | target | state |",

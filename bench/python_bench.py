@@ -10,6 +10,7 @@ skipped and say why, so it runs on CPU-only machines too."""
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -198,6 +199,7 @@ def markdown(result):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out", help="JSON path; the markdown table goes beside it with .md")
+    p.add_argument("--md", help="the markdown table's path instead")
     p.add_argument("--n", type=int, default=28, help="log2 of the GPU sample count (28)")
     p.add_argument("--cpu-n", type=int, default=24, help="log2 of the CPU sample count (24)")
     p.add_argument("--repeats", type=int, default=10)
@@ -212,7 +214,7 @@ def main():
         torch = None
     if torch is not None and cupy is None:
         skipped.append("cupy rows: cupy with a CUDA device not found")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+    commit = os.environ.get("TALLY_COMMIT") or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=Path(__file__).parent).stdout.strip() or "unknown"
     rows = (gpu_rows(torch, cupy, 1 << args.n, args.repeats) if torch is not None else [])
     rows += cpu_rows(1 << args.cpu_n, max(3, args.repeats // 3))
@@ -224,7 +226,7 @@ def main():
                   repeats=args.repeats, skipped=skipped, rows=rows, overhead=overheads(torch, cupy))
     out = Path(args.out)
     out.write_text(json.dumps(result, indent=1) + "\n")
-    out.with_suffix(".md").write_text(markdown(result))
+    Path(args.md or out.with_suffix(".md")).write_text(markdown(result))
     print(markdown(result))
     return 0
 
