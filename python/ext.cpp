@@ -235,6 +235,7 @@ nb::tuple fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_ar
                               : static_cast<void*>(const_cast<std::uint64_t*>(h->counts_data()));
   const auto type = h->weighted() ? nb::dtype<double>() : nb::dtype<std::int64_t>();
   const int at = h->device();
+  h->release_on_default_stream();  // the array may outlive the caller's stream
   nb::capsule owner(h.release(), [](void* p) noexcept { delete static_cast<tally::device_histogram*>(p); });
   nb::ndarray<> values(cells, dims.size(), dims.data(), owner, nullptr, type, nb::device::cuda::value, at);
   return nb::make_tuple(nb::cast(values), counts_flow);

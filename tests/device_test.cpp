@@ -257,6 +257,29 @@ TEST_F(Device, TheCallersAllocatorGetsEveryBlockBack) {
   EXPECT_EQ(alloc.outstanding, 0);
 }
 
+TEST_F(Device, ReleasedOnTheDefaultStreamItOutlivesItsStream) {
+  // An owner handed to a framework outlives the caller's stream: after
+  // release_on_default_stream the memory goes back on the default stream, after the fill.
+  const axis_spec a = integer_spec(0, 4096);
+  const column host = random_column_for(a, dtype::i32, dist::uniform, 1 << 20, 7450);
+  const device_column dev(host.view());
+  counting_allocator alloc;
+  auto h = std::make_unique<device_histogram>(a.make(), device_options(), nullptr, alloc.get());
+  std::vector<std::uint64_t> got;
+  {
+    const stream s;
+    h->fill(dev.view(), s.get());
+    h->release_on_default_stream();
+    got = h->counts(s.get());
+  }  // the stream is destroyed before the histogram
+  h.reset();
+  check(cudaDeviceSynchronize());
+  EXPECT_EQ(alloc.outstanding, 0);
+  ref::result want = ref::empty({a.model()}, false);
+  ref::fill(want, a.model(), host.view());
+  EXPECT_EQ(got, want.counts);
+}
+
 TEST_F(Device, BadArgumentsThrowBeforeAnythingRuns) {
   const stream s;
   const axis_spec a = integer_spec(0, 16);

@@ -80,6 +80,12 @@ class device_histogram {
   std::vector<double> sums(void* stream = nullptr) const;
   flow_counts flow(void* stream = nullptr) const;
 
+  /// For an owner that may outlive the streams the histogram was used on (cells handed to a
+  /// framework, say): marks the work enqueued so far, and the destructor then frees the memory on
+  /// the legacy default stream once that work is done, instead of on the last call's stream
+  /// (which may be destroyed by then). A later fill or reset undoes it.
+  void release_on_default_stream();
+
   /// The policy the planner picks for a fill of n contiguous samples of type t on this device.
   policy plan_for(dtype t, std::int64_t n) const;
 

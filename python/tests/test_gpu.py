@@ -201,7 +201,8 @@ def test_cupy(cupy, rng, type_name):
     assert_same_array(host(tally.histogram(x[::3], bins=[0, 1, 2, 50])[0]),
                       np.histogram(a[::3], bins=[0, 1, 2, 50])[0])
     if type_name in ("u8", "i32", "i64"):
-        assert_same_array(host(tally.bincount(x)), host(cupy.bincount(x)))
+        k = x[x >= 0]  # bincount takes non-negative values
+        assert_same_array(host(tally.bincount(k)), host(cupy.bincount(k)))
 
 
 def test_cupy_current_stream(cupy):

@@ -25,6 +25,7 @@ void device_histogram::fill(const std::vector<view>&, void*) { unavailable(); }
 void device_histogram::fill(const std::vector<view>&, const view&, void*) { unavailable(); }
 void device_histogram::fill_impl(const std::vector<view>&, const view*, void*) { unavailable(); }
 void device_histogram::reset(void*) { unavailable(); }
+void device_histogram::release_on_default_stream() { unavailable(); }
 std::vector<std::int64_t> device_histogram::shape() const { unavailable(); }
 const std::uint64_t* device_histogram::counts_data() const { unavailable(); }
 const double* device_histogram::sums_data() const { unavailable(); }

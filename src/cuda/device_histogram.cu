@@ -75,6 +75,7 @@ struct device_histogram::state {
   int device = 0;
   device_allocator allocator;
   void* stream = nullptr;  // of the last call: the memory is freed in its order
+  cudaEvent_t released = nullptr;  // release_on_default_stream: the work to wait for
   char* memory = nullptr;
   std::size_t bytes = 0;
   std::size_t flow_at = 0;
@@ -89,11 +90,19 @@ struct device_histogram::state {
     cudaGetDevice(&previous);
     cudaSetDevice(device);
     try {
-      allocator.deallocate(allocator.context, memory, bytes, stream);
+      if (released) cudaStreamWaitEvent(nullptr, released, 0);
+      allocator.deallocate(allocator.context, memory, bytes, released ? nullptr : stream);
     } catch (const error&) {
       // As in ~stream_memory: a destructor cannot throw.
     }
+    if (released) cudaEventDestroy(released);
     cudaSetDevice(previous);
+  }
+  /// Every call names the stream the memory is then freed on.
+  void use(void* s) {
+    stream = s;
+    if (released) cudaEventDestroy(released);
+    released = nullptr;
   }
 };
 
@@ -173,7 +182,7 @@ void device_histogram::fill_impl(const std::vector<view>& columns, const view* w
   for (std::size_t d = 0; d < columns.size(); ++d) require_on(device_, columns[d], "column " + std::to_string(d));
   if (weights) require_on(device_, *weights, "the weights");
   const std::int64_t n = columns[0].size;
-  state_->stream = stream;
+  state_->use(stream);
   if (n == 0) return;
   const device_guard guard(device_);
 
@@ -208,8 +217,18 @@ void device_histogram::fill_impl(const std::vector<view>& columns, const view* w
 void device_histogram::reset(void* stream) {
   require_state(state_.get());
   const device_guard guard(device_);
-  state_->stream = stream;
+  state_->use(stream);
   TALLY_CUDA_CHECK(cudaMemsetAsync(state_->memory, 0, state_->tables_at, as_stream(stream)));
+}
+
+void device_histogram::release_on_default_stream() {
+  require_state(state_.get());
+  const device_guard guard(device_);
+  cudaEvent_t done = nullptr;
+  TALLY_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  TALLY_CUDA_CHECK(cudaEventRecord(done, as_stream(state_->stream)));
+  state_->use(state_->stream);
+  state_->released = done;
 }
 
 std::vector<std::int64_t> device_histogram::shape() const {
