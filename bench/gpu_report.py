@@ -77,9 +77,9 @@ def main():
     start = next(i for i, line in enumerate(table) if line.startswith("device "))
     table = table[start:]
     ctest = open(find("ctest.log")).read()
-    tests = re.findall(r"\d+% tests passed, \d+ tests failed out of \d+", ctest)
+    tests = re.findall(r"\d+% tests passed.*out of \d+", ctest)
     sanitizer = open(find("sanitizer.log")).read()
-    pytest = re.findall(r"^=* ?\d+ (?:passed|failed).*$", ctest, re.M)
+    pytest = ["pytest: " + p for p in re.findall(r"^=* ?(\d+ (?:passed|failed).*?)=*$", ctest, re.M)]
     sanitizers = re.findall(r"(?:ERROR SUMMARY|RACECHECK SUMMARY): .*", sanitizer)
     fixed = {r["who"]: r["ms"] * 1e3 for r in rows if r["workload"].startswith("fixed cost")}
 
@@ -97,7 +97,7 @@ def main():
               "API (counts copied back each fill); `tally device_histogram` the stream-ordered "
               "one. CUB DeviceHistogram on the same data in the same run.")
     md.append("")
-    md.append("Same run: " + "; ".join(tests + pytest[-1:] + sanitizers) + ". Fixed cost of a fill of one sample: " +
+    md.append("Tests and sanitizers: " + "; ".join(tests + pytest[-1:] + sanitizers) + ". Fixed cost of a fill of one sample: " +
               ", ".join(f"{who} {us:.1f} us" for who, us in fixed.items()) + ".")
     md += ["", "## Against the targets (uniform / hotspot / skewed80 / normal)", "",
            "| workload | CUB GB/s | tally automatic | tally device_histogram | target | state |",
