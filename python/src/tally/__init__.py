@@ -2,12 +2,15 @@
 
 Functions with numpy's and torch's names and arguments (histogram, histogram2d, histogramdd,
 bincount, histc) that read numpy, torch (CPU and CUDA) and cupy arrays in place and answer in the
-same library on the same device; a streaming Histogram object; and plan(), the planner's choice.
+same library on the same device; a streaming Histogram object; plan(), the planner's choice; and
+the parallel patterns (activations, broadcasting arithmetic, reductions, matmul) in kind.
 """
 
 from . import _tally, axis
 from ._functions import bincount, histc, histogram, histogram2d, histogramdd, plan
 from ._histogram import Histogram
+from ._patterns import (add, div, gelu, matmul, max, mean, min, mul, relu, sigmoid, silu, sub, sum,
+                        tanh)
 
 __version__ = _tally.version()
 STRATEGIES = tuple(_tally.strategy_names())
@@ -19,4 +22,5 @@ def backends():
 
 
 __all__ = ["Histogram", "axis", "backends", "bincount", "histc", "histogram", "histogram2d",
-           "histogramdd", "plan", "STRATEGIES", "__version__"]
+           "histogramdd", "plan", "STRATEGIES", "__version__", "add", "div", "gelu", "matmul", "max",
+           "mean", "min", "mul", "relu", "sigmoid", "silu", "sub", "sum", "tanh"]

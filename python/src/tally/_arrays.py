@@ -124,7 +124,7 @@ class Source:
         if self.lib == "cupy":
             return self._derived(_cupy().ascontiguousarray(self.obj))
         if self.lib == "numpy":
-            return self._derived(np.ascontiguousarray(self.obj))
+            return self._derived(np.asarray(self.obj, order="C"))  # keeps 0-d arrays 0-d
         raise ValueError("tally: this array's layout needs a copy, which tally cannot make for "
                          f"{type(self.obj).__name__}; pass a contiguous array")
 

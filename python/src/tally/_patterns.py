@@ -1,0 +1,181 @@
+"""The parallel patterns with numpy's semantics: activations, broadcasting arithmetic, reductions
+and matmul over numpy arrays (CPU) and torch/cupy arrays (CUDA on the caller's current stream).
+Outputs are allocated here, in the input's library on its device, and written by the extension."""
+
+import numpy as np
+
+from . import _tally
+from ._arrays import Source, _cupy, _torch, same_device
+from ._functions import _device_of, _require_cuda
+
+_TYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
+
+
+def _operand(x, what="x"):
+    src = Source(x, what)
+    if src.type not in _TYPES:
+        raise TypeError(f"tally: {what} has dtype {src.dtype_name}; expected float16, bfloat16 or float32")
+    if src.lib == "other":
+        raise TypeError(f"tally: {what} must be a numpy, torch or cupy array, got {type(x).__name__}")
+    return src
+
+
+def _empty(src, shape, type_name):
+    """A new array of `shape` in src's library on its device."""
+    name = _TYPES[type_name]
+    if src.lib == "torch":
+        torch = _torch()
+        return torch.empty(shape, dtype=getattr(torch, name), device=src.obj.device)
+    if src.lib == "cupy":
+        return _cupy().empty(shape, name)
+    return np.empty(shape, name)
+
+
+def _cast(src, obj, type_name):
+    if src.lib == "torch":
+        return obj.to(getattr(_torch(), _TYPES[type_name]))
+    return obj.astype(_TYPES[type_name])
+
+
+def _run(src, call):
+    """call(stream) with src's CUDA device current; stream is the caller's current stream (0 for
+    host memory)."""
+    _require_cuda(src)
+    with _device_of(src, wait=False) as stream:
+        return call(stream)
+
+
+def _unary(op, x, out):
+    src = _operand(x).contiguous()
+    if out is not None:
+        o = Source(out, "out")
+        same_device(src, o, "out")
+        if o.type != src.type:
+            raise TypeError(f"tally: out has dtype {o.dtype_name}, expected {src.dtype_name}")
+        if o.shape != src.shape:
+            raise ValueError(f"tally: out has shape {o.shape}, expected {src.shape}")
+
+    def call(stream):
+        y = _empty(src, src.shape, src.type) if out is None else out
+        _tally.unary(op, src.obj, y, stream)
+        return y
+    return _run(src, call)
+
+
+def sigmoid(x, out=None):
+    """1 / (1 + exp(-x)), computed in float32 and rounded once (float16, bfloat16, float32)."""
+    return _unary("sigmoid", x, out)
+
+
+def relu(x, out=None):
+    """max(x, 0)."""
+    return _unary("relu", x, out)
+
+
+def silu(x, out=None):
+    """x * sigmoid(x)."""
+    return _unary("silu", x, out)
+
+
+def gelu(x, approximate="none", out=None):
+    """torch.nn.functional.gelu: x * Phi(x) ('none') or its tanh approximation ('tanh')."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"tally: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return _unary("gelu_erf" if approximate == "none" else "gelu_tanh", x, out)
+
+
+def tanh(x, out=None):
+    """The hyperbolic tangent."""
+    return _unary("tanh", x, out)
+
+
+def _binary(op, a, b):
+    sa, sb = _operand(a, "a"), _operand(b, "b")
+    same_device(sa, sb, "b")
+    shape = np.broadcast_shapes(sa.shape, sb.shape)
+    type_name = sa.type if sa.type == sb.type else "f32"
+
+    def call(stream):
+        out = _empty(sa, shape, type_name)
+        _tally.binary(op, sa.obj, sb.obj, out, stream)
+        return out
+    return _run(sa, call)
+
+
+def add(a, b):
+    """a + b with numpy's broadcasting and type promotion (float16, bfloat16, float32; a mix
+    gives float32), correctly rounded."""
+    return _binary("add", a, b)
+
+
+def sub(a, b):
+    """a - b, as add."""
+    return _binary("sub", a, b)
+
+
+def mul(a, b):
+    """a * b, as add."""
+    return _binary("mul", a, b)
+
+
+def div(a, b):
+    """a / b, as add."""
+    return _binary("div", a, b)
+
+
+def _reduce(op, a, axis):
+    src = _operand(a, "a").contiguous()
+    if axis is None:
+        shape = ()
+    elif src.ndim > 0 and axis in (-1, src.ndim - 1) and not isinstance(axis, bool):
+        shape = src.shape[:-1]
+    else:
+        raise ValueError(f"tally: {op}: axis must be None or the last axis, got {axis!r} for {src.ndim} "
+                         "dimensions")
+    # sum and mean accumulate in float32 and answer in the input's type, as numpy.
+    result_type = "f32" if op in ("sum", "mean") else src.type
+
+    def call(stream):
+        out = _empty(src, shape, result_type)
+        _tally.reduce(op, src.obj, axis is not None, out, stream)
+        return out if result_type == src.type else _cast(src, out, src.type)
+    result = _run(src, call)
+    return result[()] if src.lib == "numpy" and shape == () else result
+
+
+def sum(a, axis=None):
+    """numpy.sum over the whole array (axis=None) or along the last axis; accumulated in float32
+    in a fixed order (the same bits on every run)."""
+    return _reduce("sum", a, axis)
+
+
+def min(a, axis=None):
+    """numpy.min (NaN if any element is NaN; an empty reduction is a ValueError)."""
+    return _reduce("min", a, axis)
+
+
+def max(a, axis=None):
+    """numpy.max, as min."""
+    return _reduce("max", a, axis)
+
+
+def mean(a, axis=None):
+    """numpy.mean (NaN for an empty array), accumulated in float32."""
+    return _reduce("mean", a, axis)
+
+
+def matmul(a, b):
+    """a @ b for 2-D float32 matrices, accumulated in float32."""
+    sa, sb = _operand(a, "a"), _operand(b, "b")
+    same_device(sa, sb, "b")
+    if sa.type != "f32" or sb.type != "f32":
+        raise TypeError(f"tally: matmul takes float32 matrices, got {sa.dtype_name} and {sb.dtype_name}")
+    if sa.ndim != 2 or sb.ndim != 2 or sa.shape[1] != sb.shape[0]:
+        raise ValueError(f"tally: matmul: shapes {sa.shape} and {sb.shape} are not (m, k) and (k, n)")
+    sa, sb = sa.contiguous(), sb.contiguous()
+
+    def call(stream):
+        out = _empty(sa, (sa.shape[0], sb.shape[1]), "f32")
+        _tally.matmul(sa.obj, sb.obj, out, stream)
+        return out
+    return _run(sa, call)

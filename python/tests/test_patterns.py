@@ -1,0 +1,244 @@
+"""The parallel patterns against numpy and float64 references, within the README's bounds; the
+torch/cupy CUDA cases (against the same references on host copies) skip where no GPU is present."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tally
+from test_gpu import cupy, host, torch  # noqa: F401 (fixtures)
+
+SHAPES = [(0,), (1,), (7,), (1031,), (3, 5), (2, 0), (4, 33, 9)]
+EPS32 = 2.0 ** -24
+
+
+def _ulp32(r):
+    a = np.abs(r)
+    e = np.frexp(np.maximum(a, 2.0 ** -126))[1]
+    return np.ldexp(1.0, e - 24)
+
+
+def _sigmoid(x):
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-x))
+
+
+_ERFC = np.frompyfunc(math.erfc, 1, 1)
+C = 2 * math.sqrt(2 / math.pi)
+
+# name, call, f64 reference, bound in f32 ulps, error from rounding the inner argument.
+ACTIVATIONS = [
+    ("sigmoid", tally.sigmoid, _sigmoid, 1.5, None),
+    ("relu", tally.relu, lambda x: np.maximum(x, 0), 0, None),
+    ("silu", tally.silu, lambda x: x * _sigmoid(x), 2, None),
+    ("tanh", tally.tanh, np.tanh, 3, None),
+    ("gelu_tanh", lambda x, **kw: tally.gelu(x, approximate="tanh", **kw),
+     lambda x: x * _sigmoid(C * (x + 0.044715 * x**3)), 4,
+     lambda x: np.abs(x * _sigmoid(C * (x + 0.044715 * x**3)) * (1 - _sigmoid(C * (x + 0.044715 * x**3)))
+                      * C * (x + 0.044715 * x**3)) * 4 * EPS32),
+    ("gelu_erf", tally.gelu, lambda x: 0.5 * x * _ERFC(-x / math.sqrt(2)).astype(np.float64), 6,
+     lambda x: np.abs(x / math.sqrt(math.pi) * np.exp(-x * x / 2) * x / math.sqrt(2)) * 4 * EPS32),
+]
+
+
+def _round(values, dtype):
+    """float64 values rounded to a tally type ('bf16' through torch)."""
+    if dtype == "bf16":
+        import torch as t
+        return t.from_numpy(np.asarray(values, np.float64)).to(t.bfloat16).double().numpy()
+    return np.asarray(values, np.float64).astype(dtype).astype(np.float64)
+
+
+def check_activation(case, x, got, dtype):
+    """f32 within the bound; f16/bf16 the correct rounding of an f32 value within it."""
+    _, _, exact, ulps, argument = case
+    x = np.asarray(x, np.float64)
+    want = exact(x)
+    tol = ulps * _ulp32(want) + (argument(x) if argument else 0)
+    got = np.asarray(got, np.float64)
+    assert got.shape == x.shape
+    if dtype == np.float32:
+        assert np.all(np.abs(got - want) <= tol), np.max(np.abs(got - want) / _ulp32(want))
+    else:
+        assert np.all((_round(want - tol, dtype) <= got) & (got <= _round(want + tol, dtype)))
+
+
+def values(rng, shape, dtype, width=8.0):
+    return rng.uniform(-width, width, shape).astype(dtype)
+
+
+@pytest.mark.parametrize("case", ACTIVATIONS, ids=[c[0] for c in ACTIVATIONS])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_activations(rng, case, dtype, shape):
+    x = values(rng, shape, dtype)
+    y = case[1](x)
+    assert isinstance(y, np.ndarray) and y.dtype == dtype
+    check_activation(case, x, y, dtype)
+
+
+def test_activation_views_and_out(rng):
+    x = values(rng, (40, 30), np.float32)
+    view = x[::3, 1::2]  # not contiguous: copied once
+    check_activation(ACTIVATIONS[0], view, tally.sigmoid(view), np.float32)
+    out = np.empty_like(x)
+    assert tally.silu(x, out=out) is out
+    check_activation(ACTIVATIONS[2], x, out, np.float32)
+    want = tally.tanh(x)
+    assert tally.tanh(x, out=x) is x  # in place
+    np.testing.assert_array_equal(x, want)
+    s = np.float32(0.5)  # a scalar: a 0-d array, as numpy
+    assert tally.relu(s).shape == () and tally.add(s, s).shape == ()
+
+
+BINARY = [(tally.add, np.add), (tally.sub, np.subtract), (tally.mul, np.multiply), (tally.div, np.divide)]
+BROADCASTS = [((0,), (0,)), ((1,), (1,)), ((7,), (7,)), ((5, 3), (3,)), ((4, 1), (1, 6)), ((), (3, 2)),
+              ((2, 1, 5), (3, 1)), ((1031,), ())]
+
+
+@pytest.mark.parametrize("ops", BINARY, ids=["add", "sub", "mul", "div"])
+@pytest.mark.parametrize("shapes", BROADCASTS)
+@pytest.mark.parametrize("types", [(np.float32, np.float32), (np.float16, np.float16), (np.float16, np.float32)])
+def test_binary_equals_numpy(rng, ops, shapes, types):
+    a = values(rng, shapes[0], types[0])
+    b = values(rng, shapes[1], types[1])
+    got = ops[0](a, b)
+    want = ops[1](a, b)
+    assert isinstance(got, np.ndarray) and got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)  # correctly rounded, as numpy
+
+
+def test_binary_strided_views(rng):
+    a = values(rng, (9, 12), np.float32)
+    b = values(rng, (12, 9), np.float32)
+    for x, y in [(a[::2, ::3], b[:10:2, ::-3][:, :1]), (a.T, b), (a[:, ::-1], np.broadcast_to(b[0, :1], (9, 12)))]:
+        np.testing.assert_array_equal(tally.mul(x, y), x * y)
+
+
+def check_sum(got, x, n_axis, mean=False):
+    x64 = np.asarray(x, np.float64)
+    axis = None if got.ndim == 0 else -1
+    want = x64.sum(axis=axis)
+    bound = (n_axis + 1) * EPS32 * np.abs(x64).sum(axis=axis)
+    if mean:
+        want, bound = want / n_axis, bound / n_axis + EPS32 * np.abs(want / n_axis)
+    if x.dtype == np.float16:  # the float32 accumulation rounded once to float16
+        bound = bound + np.abs(want) * 2.0 ** -11
+    assert np.all(np.abs(np.asarray(got, np.float64) - want) <= bound)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("shape", [(1,), (7,), (1031,), (3, 5), (17, 1000), (2, 0), (4, 3, 9)])
+@pytest.mark.parametrize("axis", [None, -1])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's mean of an empty slice
+def test_reductions(rng, dtype, shape, axis):
+    x = values(rng, shape, dtype, 3.0)
+    for op, ref in [(tally.sum, np.sum), (tally.mean, np.mean), (tally.min, np.min), (tally.max, np.max)]:
+        if ref in (np.min, np.max) and 0 in shape:
+            continue  # an error, tested below
+        got = op(x, axis=axis)
+        want = ref(x, axis=axis)
+        assert type(got) is type(want) and got.dtype == want.dtype and np.shape(got) == np.shape(want)
+        if op in (tally.min, tally.max):
+            np.testing.assert_array_equal(got, want)
+        elif shape[-1] > 0:
+            check_sum(got, x, x.size if axis is None else shape[-1], op is tally.mean)
+    x = values(rng, (6, 8), dtype)[:, ::2]  # not contiguous: copied once
+    np.testing.assert_array_equal(tally.max(x, axis=1), x.max(axis=1))
+
+
+def test_reduction_special_values():
+    assert tally.sum(np.zeros(0, np.float32)) == 0 and np.isnan(tally.mean(np.zeros(0, np.float32)))
+    x = np.array([1, np.nan, -2], np.float32)
+    assert np.isnan(tally.min(x)) and np.isnan(tally.max(x))
+    assert tally.min(np.array([3, -1, 2], np.float32)) == np.float32(-1)
+
+
+@pytest.mark.parametrize("mnk", [(0, 3, 4), (1, 1, 1), (5, 7, 0), (17, 33, 65), (130, 129, 31)])
+def test_matmul(rng, mnk):
+    m, n, k = mnk
+    a = values(rng, (m, k), np.float32, 1.0)
+    b = values(rng, (k, n), np.float32, 1.0)
+    c = tally.matmul(a, b)
+    assert isinstance(c, np.ndarray) and c.dtype == np.float32 and c.shape == (m, n)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    bound = (k + 1) * EPS32 * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+    assert np.all(np.abs(c - want) <= bound)
+    np.testing.assert_array_equal(tally.matmul(a.T.copy().T, b), c)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: tally.sigmoid(np.ones(3)), lambda: tally.relu(np.ones(3, np.int32)), lambda: tally.gelu([1.0]),
+    lambda: tally.add(np.ones(3, np.float32), np.ones(3)), lambda: tally.sum(np.ones(3, np.int64)),
+    lambda: tally.matmul(np.ones((2, 2), np.float16), np.ones((2, 2), np.float16)),
+    lambda: tally.silu(np.ones(3, np.float32), out=np.ones(3, np.float16)),
+])
+def test_type_errors(call):
+    with pytest.raises(TypeError):
+        call()
+
+
+@pytest.mark.parametrize("call", [
+    lambda: tally.add(np.ones(3, np.float32), np.ones(4, np.float32)),
+    lambda: tally.div(np.ones((2, 3), np.float32), np.ones((3, 2), np.float32)),
+    lambda: tally.matmul(np.ones((2, 3), np.float32), np.ones((2, 3), np.float32)),
+    lambda: tally.matmul(np.ones(3, np.float32), np.ones(3, np.float32)),
+    lambda: tally.min(np.zeros(0, np.float32)), lambda: tally.max(np.zeros((2, 0), np.float32), axis=1),
+    lambda: tally.sum(np.ones((2, 3), np.float32), axis=0), lambda: tally.mean(np.float32(1), axis=-1),
+    lambda: tally.gelu(np.ones(3, np.float32), approximate="fast"),
+    lambda: tally.relu(np.ones(3, np.float32), out=np.ones(4, np.float32)),
+    lambda: tally.relu(np.ones(4, np.float32), out=np.ones(8, np.float32)[::2]),
+    lambda: tally.add(np.ones((3,) * 9, np.float32), np.ones(1, np.float32)),
+])
+def test_value_errors(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+# ---- CUDA: torch and cupy on the current stream, results in kind, against host references ----
+
+def _on_gpu(lib, x):
+    return lib.from_numpy(x).cuda() if hasattr(lib, "from_numpy") else lib.asarray(x)
+
+
+@pytest.mark.parametrize("lib_name", ["torch", "cupy"])
+def test_cuda_patterns(request, rng, lib_name):
+    lib = request.getfixturevalue(lib_name)
+    x = values(rng, (33, 1031), np.float32)
+    g = _on_gpu(lib, x)
+    for case in ACTIVATIONS:
+        y = case[1](g)
+        assert type(y) is type(g) and y.device == g.device and y.dtype == g.dtype
+        check_activation(case, x, host(y), np.float32)
+    b = values(rng, (33, 1), np.float16)
+    for ops in BINARY:
+        got = ops[0](g, _on_gpu(lib, b))
+        assert type(got) is type(g) and got.device == g.device
+        np.testing.assert_array_equal(host(got), ops[1](x, b))
+    for op, ref in [(tally.min, np.min), (tally.max, np.max)]:
+        np.testing.assert_array_equal(host(op(g)), ref(x))
+        np.testing.assert_array_equal(host(op(g, axis=-1)), ref(x, axis=-1))
+    for axis in (None, -1):
+        check_sum(host(tally.sum(g, axis=axis)), x, x.size if axis is None else x.shape[1])
+        check_sum(host(tally.mean(g, axis=axis)), x, x.size if axis is None else x.shape[1], mean=True)
+    a, m = values(rng, (130, 70), np.float32, 1.0), values(rng, (70, 129), np.float32, 1.0)
+    c = host(tally.matmul(_on_gpu(lib, a), _on_gpu(lib, m)))
+    bound = 71 * EPS32 * (np.abs(a).astype(np.float64) @ np.abs(m).astype(np.float64))
+    assert np.all(np.abs(c - a.astype(np.float64) @ m.astype(np.float64)) <= bound)
+
+
+def test_torch_bfloat16_and_stream(torch, rng):  # noqa: F811 (fixture)
+    x = values(rng, (4097,), np.float32)
+    g = torch.from_numpy(x).cuda().to(torch.bfloat16)
+    xb = g.float().cpu().numpy()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        y = tally.sigmoid(g)
+        s = tally.add(g, g[:1])
+    stream.synchronize()
+    assert y.dtype == torch.bfloat16 and s.dtype == torch.bfloat16
+    check_activation(ACTIVATIONS[0], xb, y.float().cpu().numpy(), "bf16")
+    np.testing.assert_array_equal(s.float().cpu().numpy(), _round(xb.astype(np.float64) + xb[0], "bf16"))
+    with pytest.raises(ValueError):
+        tally.add(g, torch.from_numpy(xb))  # different devices
