@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -166,10 +165,7 @@ void cuda_fill(const fill_job& job) {
   // the tables followed by a 1.0 (the weight of unweighted fills of sums), temporary memory.
   const bool sums = job.sums != nullptr;
   const auto cells = static_cast<std::size_t>(job.cells);
-  std::vector<std::uint64_t> words = r.tables;
-  const double one = 1.0;
-  words.push_back(0);
-  std::memcpy(&words.back(), &one, sizeof one);
+  const std::vector<std::uint64_t> words = r.words();
   carve layout;
   const std::size_t counts_at = layout.add<unsigned long long>(sums ? 0 : job.cells + 3);
   const std::size_t sums_at = layout.add<double>(sums ? job.cells : 0);
@@ -183,15 +179,7 @@ void cuda_fill(const fill_job& job) {
   TALLY_CUDA_CHECK(cudaMemcpy(tables, words.data(), words.size() * sizeof(std::uint64_t), cudaMemcpyHostToDevice));
   r.point_at(tables);
 
-  cuda::fill_input in;
-  in.axes = r.with_columns(job.columns, data);
-  if (job.weights) {
-    in.weights = weights.data;
-    in.weight_type = job.weights->type;
-    in.weight_stride_bytes = job.weights->stride * static_cast<std::int64_t>(size_of(job.weights->type));
-  }
-  in.one = reinterpret_cast<const double*>(tables + r.tables.size());
-  in.n = job.n;
+  cuda::fill_input in = r.input(job.columns, data, job.weights, weights.data, tables);
   in.cells = job.cells;
   in.plan = job.plan;
 

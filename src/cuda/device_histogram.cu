@@ -1,6 +1,5 @@
 // device_histogram: cells in device memory, fills enqueued on the caller's stream (fill.hpp's
 // steps, as the synchronous backend uses them, without the copy back).
-#include <cstring>
 #include <string>
 
 #include "core/backend.hpp"
@@ -127,10 +126,7 @@ device_histogram::device_histogram(std::vector<axis> axes, options opts, void* s
   s->device = device_;
   s->allocator = resolved(allocator);
   s->stream = stream;
-  s->words = s->rules.tables;
-  const double one = 1.0;
-  s->words.push_back(0);
-  std::memcpy(&s->words.back(), &one, sizeof one);
+  s->words = s->rules.words();
   const auto cells = static_cast<std::size_t>(cells_);
   s->flow_at = opts_.weighted ? aligned(cells * sizeof(double)) : cells * sizeof(std::uint64_t);
   s->tables_at = aligned(s->flow_at + 3 * sizeof(std::uint64_t));
@@ -188,18 +184,11 @@ void device_histogram::fill_impl(const std::vector<view>& columns, const view* w
 
   plan_request r = detail::make_request(axes_, opts_, backend::cuda, columns[0].type, n, &columns[0]);
   detail::cuda_backend().describe(r);
-  detail::cuda::fill_input in;
   std::vector<const char*> data;
   for (const auto& c : columns) data.push_back(static_cast<const char*>(c.data));
-  in.axes = state_->rules.with_columns(columns, data);
-  if (weights) {
-    in.weights = static_cast<const char*>(weights->data);
-    in.weight_type = weights->type;
-    in.weight_stride_bytes = weights->stride * static_cast<std::int64_t>(size_of(weights->type));
-  }
   const auto* tables = reinterpret_cast<const std::uint64_t*>(state_->memory + state_->tables_at);
-  in.one = reinterpret_cast<const double*>(tables + state_->rules.tables.size());
-  in.n = n;
+  detail::cuda::fill_input in = state_->rules.input(
+      columns, data, weights, weights ? static_cast<const char*>(weights->data) : nullptr, tables);
   in.cells = cells_;
   in.plan = plan(r);
 

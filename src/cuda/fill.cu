@@ -84,15 +84,32 @@ void rules::point_at(const std::uint64_t* device_tables) {
   }
 }
 
-device_axes rules::with_columns(const std::vector<view>& columns, const std::vector<const char*>& data) const {
-  device_axes out = axes;
-  for (int d = 0; d < out.count; ++d) {
+std::vector<std::uint64_t> rules::words() const {
+  std::vector<std::uint64_t> w = tables;
+  const double one = 1.0;
+  w.push_back(0);
+  std::memcpy(&w.back(), &one, sizeof one);
+  return w;
+}
+
+fill_input rules::input(const std::vector<view>& columns, const std::vector<const char*>& data, const view* weights,
+                        const char* weight_data, const std::uint64_t* device_words) const {
+  fill_input in;
+  in.axes = axes;
+  for (int d = 0; d < in.axes.count; ++d) {
     const view& v = columns[static_cast<std::size_t>(d)];
-    out.axis[d].type = v.type;
-    out.axis[d].data = data[static_cast<std::size_t>(d)];
-    out.axis[d].stride_bytes = v.stride * static_cast<std::int64_t>(size_of(v.type));
+    in.axes.axis[d].type = v.type;
+    in.axes.axis[d].data = data[static_cast<std::size_t>(d)];
+    in.axes.axis[d].stride_bytes = v.stride * static_cast<std::int64_t>(size_of(v.type));
   }
-  return out;
+  if (weights) {
+    in.weights = weight_data;
+    in.weight_type = weights->type;
+    in.weight_stride_bytes = weights->stride * static_cast<std::int64_t>(size_of(weights->type));
+  }
+  in.one = reinterpret_cast<const double*>(device_words + tables.size());
+  in.n = columns[0].size;
+  return in;
 }
 
 std::size_t counts_temp_bytes(const policy& plan) {

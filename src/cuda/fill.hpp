@@ -28,18 +28,26 @@ class device_guard {
   int previous_ = 0;
 };
 
+struct fill_input;
+
 /// The axes' rules as the kernels see them. Their tables (regular edges; variable edges and
 /// buckets) are gathered into `tables` on the host; point_at() aims the rules at a device copy.
-/// The columns (data, type, stride) are set per fill by with_columns().
+/// The columns (data, type, stride) are set per fill by input().
 struct rules {
   device_axes axes{};
   std::vector<std::uint64_t> tables;
   std::vector<std::size_t> offsets;  // per table, in words
 
   explicit rules(const std::vector<axis>& axes);
+  /// The tables followed by a 1.0 (the weight an unweighted fill of sums reads at stride 0):
+  /// what a fill of one histogram copies to the device and points the rules at.
+  std::vector<std::uint64_t> words() const;
   void point_at(const std::uint64_t* device_tables);
-  /// The rules with the fill's columns (device addresses in `data`, one per axis).
-  device_axes with_columns(const std::vector<view>& columns, const std::vector<const char*>& data) const;
+  /// A fill's input after point_at(device_words) over a copy of words(): the rules with the
+  /// fill's columns (device addresses in `data`, one per axis) and weights (device address in
+  /// weight_data; none: the 1.0 after the tables). n, cells and plan are the caller's.
+  fill_input input(const std::vector<view>& columns, const std::vector<const char*>& data, const view* weights,
+                   const char* weight_data, const std::uint64_t* device_words) const;
 };
 
 /// One fill's samples on the device, ready to launch.
