@@ -152,10 +152,12 @@ void require_state(const void* s) {
 }
 
 /// The device a fill's view lives on must be the histogram's.
-void require_on(int device, const view& v, const std::string& what) {
+/// `column`: the column's index, or -1 for the weights (the message is built only on error).
+void require_on(int device, const view& v, int column) {
   if (v.size == 0) return;
   const int at = device_of(v.data);
   if (at == device) return;
+  const std::string what = column < 0 ? "the weights" : "column " + std::to_string(column);
   throw error("device_histogram::fill: " + what + (at < 0 ? " is in host memory" : " is on device " + std::to_string(at)) +
               "; this histogram is on device " + std::to_string(device) +
               (at < 0 ? " (use tally::histogram for host samples)" : ""));
@@ -175,8 +177,8 @@ void device_histogram::fill(const std::vector<view>& columns, const view& weight
 void device_histogram::fill_impl(const std::vector<view>& columns, const view* weights, void* stream) {
   require_state(state_.get());
   detail::check_fill(axes_, opts_.weighted, columns, weights);
-  for (std::size_t d = 0; d < columns.size(); ++d) require_on(device_, columns[d], "column " + std::to_string(d));
-  if (weights) require_on(device_, *weights, "the weights");
+  for (std::size_t d = 0; d < columns.size(); ++d) require_on(device_, columns[d], static_cast<int>(d));
+  if (weights) require_on(device_, *weights, -1);
   const std::int64_t n = columns[0].size;
   state_->use(stream);
   if (n == 0) return;
