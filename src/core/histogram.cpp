@@ -81,7 +81,6 @@ plan_request make_request(const std::vector<axis>& axes, const options& opts, ba
 
 namespace {
 
-
 std::uint64_t physical_memory_bytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page = sysconf(_SC_PAGE_SIZE);
