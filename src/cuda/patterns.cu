@@ -137,7 +137,7 @@ void cuda_reduce(const reduce_job& job) {
   j.result = stage.out(job.result, contiguous(job.rows, job.result_type));
   const std::size_t scratch_bytes = cuda::reduce_scratch_bytes(j);
   stream_buffer scratch(scratch_bytes, stream);
-  if (scratch_bytes) TALLY_CUDA_CHECK(cudaMemsetAsync(scratch.get() + scratch_bytes - 16, 0, 16, stream));
+  if (scratch_bytes) TALLY_CUDA_CHECK(cudaMemsetAsync(scratch.get(), 0, cuda::reduce_ticket_bytes, stream));
   cuda::launch_reduce(j, scratch.get());
   stage.finish();
 }

@@ -11,7 +11,8 @@ namespace tally::detail::cuda {
 void launch_unary(const unary_job& job);
 void launch_binary(const binary_job& job);
 /// Enqueues the reduction; whole-array jobs take `scratch` (reduce_scratch_bytes of device memory
-/// whose last 4 bytes are zero) for the blocks' partial results.
+/// whose first reduce_ticket_bytes are zero: the blocks' ticket, then their partial results).
+inline constexpr std::size_t reduce_ticket_bytes = 16;
 void launch_reduce(const reduce_job& job, void* scratch);
 std::size_t reduce_scratch_bytes(const reduce_job& job);
 void launch_matmul(const matmul_job& job);

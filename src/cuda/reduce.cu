@@ -134,23 +134,17 @@ __global__ void __launch_bounds__(kThreads) reduce_rows_kernel(const T* x, std::
   }
 }
 
-/// Blocks of the whole-array kernel: enough to fill the device once, fewer for small inputs.
+/// Blocks of the whole-array kernel: enough to fill the current device once, fewer for small
+/// inputs. The occupancy is asked once per kernel; the multiprocessors per device.
 template <class T, class Acc, class Out, bool Extreme> std::int64_t grid_of(std::int64_t n) {
-  static const int resident = [] {
-    int per_sm = 0;
+  static const int per_sm = [] {
+    int blocks = 0;
     TALLY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, reduce_all_kernel<T, Acc, Out, Extreme>, kThreads, 0));
-    return std::max(1, per_sm) * multiprocessors();
+        &blocks, reduce_all_kernel<T, Acc, Out, Extreme>, kThreads, 0));
+    return std::max(1, blocks);
   }();
   const std::int64_t per_block = static_cast<std::int64_t>(kThreads) * kUnroll * (16 / sizeof(T));
-  return std::clamp<std::int64_t>((n + per_block - 1) / per_block, 1, resident);
-}
-
-template <class F> void with_types(const reduce_job& job, F&& f) {
-  with_reduce_types(job, [&](auto t, auto acc, auto out, auto extreme) {
-    f(static_cast<const typename decltype(t)::type*>(nullptr), static_cast<typename decltype(acc)::type*>(nullptr),
-      static_cast<typename decltype(out)::type*>(nullptr), extreme);
-  });
+  return std::clamp<std::int64_t>((n + per_block - 1) / per_block, 1, std::int64_t{per_sm} * multiprocessors());
 }
 
 }  // namespace
@@ -158,12 +152,11 @@ template <class F> void with_types(const reduce_job& job, F&& f) {
 std::size_t reduce_scratch_bytes(const reduce_job& job) {
   if (!job.whole) return 0;
   std::size_t bytes = 0;
-  with_types(job, [&](auto t, auto acc, auto out, auto extreme) {
-    using T = std::remove_const_t<std::remove_pointer_t<decltype(t)>>;
-    using Acc = std::remove_pointer_t<decltype(acc)>;
-    using Out = std::remove_pointer_t<decltype(out)>;
-    const auto blocks = static_cast<std::size_t>(grid_of<T, Acc, Out, decltype(extreme)::value>(job.cols));
-    bytes = blocks == 1 ? 0 : (blocks * sizeof(Acc) + 15) / 16 * 16 + 16;
+  with_reduce_types(job, [&](auto t, auto acc, auto out, auto extreme) {
+    using Acc = typename decltype(acc)::type;
+    const auto blocks = static_cast<std::size_t>(
+        grid_of<typename decltype(t)::type, Acc, typename decltype(out)::type, decltype(extreme)::value>(job.cols));
+    bytes = blocks == 1 ? 0 : reduce_ticket_bytes + blocks * sizeof(Acc);
   });
   return bytes;
 }
@@ -171,18 +164,18 @@ std::size_t reduce_scratch_bytes(const reduce_job& job) {
 void launch_reduce(const reduce_job& job, void* scratch) {
   const cudaStream_t stream = stream_of(job.run);
   const bool mean = job.op == reduce_op::mean;
-  with_types(job, [&](auto t, auto acc, auto out, auto extreme) {
-    using T = std::remove_const_t<std::remove_pointer_t<decltype(t)>>;
-    using Acc = std::remove_pointer_t<decltype(acc)>;
-    using Out = std::remove_pointer_t<decltype(out)>;
+  with_reduce_types(job, [&](auto t, auto acc, auto out, auto extreme) {
+    using T = typename decltype(t)::type;
+    using Acc = typename decltype(acc)::type;
+    using Out = typename decltype(out)::type;
     constexpr bool kExtreme = decltype(extreme)::value;
     const rule<Acc, kExtreme> f{job.op == reduce_op::min};
     const auto* x = static_cast<const T*>(job.x);
     auto* result = static_cast<Out*>(job.result);
     if (job.whole) {
       const auto blocks = grid_of<T, Acc, Out, kExtreme>(job.cols);
-      auto* partials = static_cast<Acc*>(scratch);
-      auto* ticket = reinterpret_cast<unsigned*>(static_cast<char*>(scratch) + reduce_scratch_bytes(job) - 16);
+      auto* ticket = static_cast<unsigned*>(scratch);
+      auto* partials = reinterpret_cast<Acc*>(static_cast<char*>(scratch) + reduce_ticket_bytes);
       reduce_all_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(x, job.cols, f, mean, partials,
                                                                                 blocks > 1 ? ticket : nullptr, result);
     } else {
