@@ -7,24 +7,11 @@ each target met or missed. Run after the C++ benchmark (scripts/gpu_check does b
     python3 bench/patterns_torch.py build-gpu/out/patterns_bench.json
 """
 import json
-import statistics
 import sys
 
 import torch
 
-
-def median_ms(fn, runs=15):
-    fn()
-    fn()
-    times = []
-    for _ in range(runs):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+from cuda_timing import median_ms
 
 
 def torch_rows():
@@ -32,26 +19,26 @@ def torch_rows():
     for dtype, name in ((torch.float32, "f32"), (torch.float16, "f16")):
         x = torch.rand(1 << 28, device="cuda", dtype=dtype) * 8 - 4
         y = torch.empty_like(x)
-        ms = median_ms(lambda: torch.sigmoid(x, out=y))
+        ms = median_ms(torch, lambda: torch.sigmoid(x, out=y))
         rows.append({"workload": f"sigmoid {name} 2^28", "who": "torch.sigmoid", "ms": ms,
                      "gbs": 2 * x.numel() * x.element_size() / ms / 1e6})
         del x, y
     for side in (1024, 4096):
         x = torch.rand(side, side, device="cuda") * 8 - 4
         y = torch.empty_like(x)
-        ms = median_ms(lambda: torch.sigmoid(x, out=y))
+        ms = median_ms(torch, lambda: torch.sigmoid(x, out=y))
         rows.append({"workload": f"sigmoid f32 {side}^2", "who": "torch.sigmoid", "ms": ms, "us": ms * 1e3})
         del x, y
     side = 16384
     a = torch.rand(side, side, device="cuda")
     b = torch.rand(side, device="cuda")
     out = torch.empty_like(a)
-    ms = median_ms(lambda: torch.add(a, b[:, None], out=out))
+    ms = median_ms(torch, lambda: torch.add(a, b[:, None], out=out))
     rows.append({"workload": "a + b[:, None] f32 16384^2", "who": "torch.add", "ms": ms,
                  "gbs": (2 * a.numel() + side) * 4 / ms / 1e6})
     del a, b, out
     x = torch.rand(1 << 28, device="cuda")
-    ms = median_ms(lambda: torch.sum(x))
+    ms = median_ms(torch, lambda: torch.sum(x))
     rows.append({"workload": "sum f32 2^28", "who": "torch.sum", "ms": ms, "gbs": x.numel() * 4 / ms / 1e6})
     return rows
 

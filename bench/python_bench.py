@@ -22,6 +22,8 @@ import numpy as np
 
 import tally
 
+from cuda_timing import median_ms
+
 BINS = [16, 256, 4096, 65536]
 
 
@@ -43,22 +45,6 @@ def gpu_libraries():
         except Exception:
             cupy = None
     return torch, cupy
-
-
-def time_gpu(torch, fn, repeats):
-    """Median milliseconds of fn() between CUDA events on the current stream, after warm-up."""
-    for _ in range(2):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def time_cpu(fn, repeats):
@@ -106,7 +92,7 @@ def gpu_rows(torch, cupy, n, repeats):
                 ("histogram f32, range=None", "cupy.histogram", lambda: cupy.histogram(fc, bins)),
             ]
         for workload, library, fn in cases:
-            rows.append(row(workload, library, "cuda", bins, n, time_gpu(torch, fn, repeats)))
+            rows.append(row(workload, library, "cuda", bins, n, median_ms(torch, fn, repeats)))
         del i, ic
     return rows
 
