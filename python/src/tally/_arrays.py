@@ -19,6 +19,8 @@ _NAMES = {
     "float32": "f32", "float64": "f64", "bool": "bool",
 }
 FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
+# numpy dtype names by tally sample type (the inverse of _NAMES).
+NUMPY_NAMES = {t: name for name, t in _NAMES.items()}
 
 
 def _torch():
@@ -58,7 +60,7 @@ class Source:
             else:
                 self.obj, self.lib = obj, "other"
                 self.type = _tally.sample_type(obj)
-                self.np_dtype = None if self.type == "bf16" else np.dtype(_numpy_name(self.type))
+                self.np_dtype = None if self.type == "bf16" else np.dtype(NUMPY_NAMES[self.type])
                 self.shape = tuple(obj.shape)
                 self.device, self.index = "cuda", int(index)
         else:
@@ -199,13 +201,6 @@ class Source:
 
     def zeros(self, n, weighted):
         return self.result(np.zeros(n, np.float64 if weighted else np.int64))
-
-
-def _numpy_name(tally_type):
-    for name, t in _NAMES.items():
-        if t == tally_type:
-            return name
-    raise KeyError(tally_type)
 
 
 def to_host(obj):

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from . import _edges, _tally
-from ._arrays import FLOAT_TYPES, Source, backend_for, operator_index, same_device, to_host
+from ._arrays import FLOAT_TYPES, NUMPY_NAMES, Source, backend_for, operator_index, same_device, to_host
 
 _range = builtins.range
 
@@ -122,7 +122,7 @@ def _histogram_input(a):
     return src
 
 
-def _edges_for(src, bins, range, weights, plan_only=False):
+def _edges_for(src, bins, range, weights):
     """numpy's _get_bin_edges: (host edges, output dtype, axis, Fixup or None)."""
     if isinstance(bins, str):
         # numpy's estimators ('auto', 'fd', 'sturges', ...) read every sample: they run in numpy
@@ -310,9 +310,6 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
     return values
 
 
-_HISTC_TYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64"}
-
-
 def histc(input, bins=100, min=0, max=0, *, strategy="automatic", device=None):
     """torch.histc, computed by tally: counts in ``bins`` equal bins over [min, max] (the data's
     own min and max when min == max, widened by 1 each side if they are equal), samples outside
@@ -336,7 +333,7 @@ def histc(input, bins=100, min=0, max=0, *, strategy="automatic", device=None):
     edge_type = src.type if src.type in FLOAT_TYPES else "f64"
     axis = _tally.Axis.regular(bins, lo, hi, edge_type)
     values, _ = fill([axis], [src], None, src, strategy, device)
-    out = _HISTC_TYPES.get(src.type, "float32")
+    out = NUMPY_NAMES[src.type] if src.type in FLOAT_TYPES else "float32"
     if src.lib == "torch":
         import torch
         return values.to(getattr(torch, out))

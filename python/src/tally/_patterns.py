@@ -5,10 +5,10 @@ Outputs are allocated here, in the input's library on its device, and written by
 import numpy as np
 
 from . import _tally
-from ._arrays import Source, _cupy, _torch, same_device
+from ._arrays import NUMPY_NAMES, Source, _cupy, _torch, same_device
 from ._functions import _device_of, _require_cuda
 
-_TYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
+_TYPES = ("f16", "bf16", "f32")
 
 
 def _operand(x, what="x"):
@@ -22,7 +22,7 @@ def _operand(x, what="x"):
 
 def _empty(src, shape, type_name):
     """A new array of `shape` in src's library on its device."""
-    name = _TYPES[type_name]
+    name = NUMPY_NAMES[type_name]
     if src.lib == "torch":
         torch = _torch()
         return torch.empty(shape, dtype=getattr(torch, name), device=src.obj.device)
@@ -33,8 +33,8 @@ def _empty(src, shape, type_name):
 
 def _cast(src, obj, type_name):
     if src.lib == "torch":
-        return obj.to(getattr(_torch(), _TYPES[type_name]))
-    return obj.astype(_TYPES[type_name])
+        return obj.to(getattr(_torch(), NUMPY_NAMES[type_name]))
+    return obj.astype(NUMPY_NAMES[type_name])
 
 
 def _run(src, call):
