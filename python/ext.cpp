@@ -106,6 +106,29 @@ tally::backend backend_named(const std::string& name) {
   return tally::backend_from_name(name);
 }
 
+tally::options make_options(bool weighted, const std::string& strategy, tally::backend backend, bool flow,
+                            bool counts32 = false, int threads = 0) {
+  tally::options o;
+  o.weighted = weighted;
+  o.strategy = tally::strategy_from_name(strategy);
+  o.backend = backend;
+  o.flow = flow;
+  o.counts = counts32 ? tally::count_type::u32 : tally::count_type::u64;
+  o.threads = threads;
+  return o;
+}
+
+/// A fill's columns and weights as views: the columns in any order only when unweighted.
+struct fill_views {
+  std::vector<tally::view> columns;
+  std::optional<tally::view> weights;
+
+  fill_views(const std::vector<any_array>& cs, const std::optional<any_array>& ws, bool any_order) {
+    for (const auto& c : cs) columns.push_back(one_view(c, any_order && !ws));
+    if (ws) weights = weight_view(*ws);
+  }
+};
+
 nb::dict policy_dict(const tally::policy& p) {
   nb::dict d;
   d["backend"] = std::string(tally::name_of(p.where));
@@ -148,16 +171,13 @@ class py_histogram {
  public:
   py_histogram(std::vector<tally::axis> axes, bool weighted, const std::string& strategy,
                const std::string& backend, bool flow, bool counts32, int threads)
-      : h_(std::move(axes), make_options(weighted, strategy, backend, flow, counts32, threads)) {}
+      : h_(std::move(axes), make_options(weighted, strategy, backend_named(backend), flow, counts32, threads)) {}
 
-  void fill(const std::vector<any_array>& columns, std::optional<any_array> weights, bool any_order) {
-    std::vector<tally::view> views;
-    for (const auto& c : columns) views.push_back(one_view(c, any_order && !weights));
-    std::optional<tally::view> w;
-    if (weights) w = weight_view(*weights);
+  void fill(const std::vector<any_array>& columns, const std::optional<any_array>& weights, bool any_order) {
+    const fill_views v(columns, weights, any_order);
     nb::gil_scoped_release release;
-    if (w) h_.fill(views, *w);
-    else h_.fill(views);
+    if (v.weights) h_.fill(v.columns, *v.weights);
+    else h_.fill(v.columns);
   }
 
   nb::object values() const {
@@ -185,18 +205,6 @@ class py_histogram {
   const tally::histogram& get() const { return h_; }
 
  private:
-  static tally::options make_options(bool weighted, const std::string& strategy,
-                                     const std::string& backend, bool flow, bool counts32, int threads) {
-    tally::options o;
-    o.weighted = weighted;
-    o.strategy = tally::strategy_from_name(strategy);
-    o.backend = backend_named(backend);
-    o.flow = flow;
-    o.counts = counts32 ? tally::count_type::u32 : tally::count_type::u64;
-    o.threads = threads;
-    return o;
-  }
-
   tally::histogram h_;
 };
 
@@ -206,26 +214,19 @@ class py_histogram {
 /// int64 (the u64 counts' bits; no bin reaches 2^63), sums as float64. The flow counters, asked
 /// for only where numpy's edges need them, are read back (a wait on the stream).
 nb::tuple fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_array>& columns,
-                         std::optional<any_array> weights, bool any_order, bool flow,
+                         const std::optional<any_array>& weights, bool any_order, bool flow,
                          const std::string& strategy, std::uintptr_t stream_handle, int device) {
-  std::vector<tally::view> views;
-  for (const auto& c : columns) views.push_back(one_view(c, any_order && !weights));
-  std::optional<tally::view> w;
-  if (weights) w = weight_view(*weights);
-  tally::options o;
-  o.weighted = weights.has_value();
-  o.strategy = tally::strategy_from_name(strategy);
-  o.backend = tally::backend::cuda;
-  o.flow = flow;
+  const fill_views v(columns, weights, any_order);
   auto* stream = reinterpret_cast<void*>(stream_handle);
-  auto h = std::make_unique<tally::device_histogram>(std::move(axes), o, stream);
+  auto h = std::make_unique<tally::device_histogram>(
+      std::move(axes), make_options(weights.has_value(), strategy, tally::backend::cuda, flow), stream);
   if (h->device() != device)
     throw tally::error("tally: the current CUDA device is " + std::to_string(h->device()) +
                        ", the samples are on device " + std::to_string(device));
   {
     nb::gil_scoped_release release;
-    if (w) h->fill(views, *w, stream);
-    else h->fill(views, stream);
+    if (v.weights) h->fill(v.columns, *v.weights, stream);
+    else h->fill(v.columns, stream);
   }
   nb::object counts_flow = nb::none();
   if (flow) {
@@ -367,10 +368,8 @@ NB_MODULE(_tally, m) {
   });
   m.def("strategy_names", [] {
     std::vector<std::string> names;
-    for (auto s : {tally::strategy::automatic, tally::strategy::cpu_private, tally::strategy::global_atomic,
-                   tally::strategy::global_atomic_vec, tally::strategy::warp_aggregated,
-                   tally::strategy::shared, tally::strategy::shared_replicated, tally::strategy::cluster})
-      names.emplace_back(tally::name_of(s));
+    for (unsigned i = 0; i <= static_cast<unsigned>(tally::strategy::cluster); ++i)
+      names.emplace_back(tally::name_of(static_cast<tally::strategy>(i)));
     return names;
   });
   m.def("sample_type", [](const any_array& a) { return std::string(tally::name_of(dtype_of(a.dtype()))); },
