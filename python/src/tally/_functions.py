@@ -8,7 +8,8 @@ import warnings
 import numpy as np
 
 from . import _edges, _tally
-from ._arrays import FLOAT_TYPES, NUMPY_NAMES, Source, backend_for, operator_index, same_device, to_host
+from ._arrays import (FLOAT_TYPES, NUMPY_NAMES, Source, _cupy, _torch, backend_for, operator_index, same_device,
+                      to_host)
 
 _range = builtins.range
 
@@ -82,16 +83,16 @@ class _device_of:
         if not self.src.on_cuda or self.src.lib not in ("torch", "cupy"):
             return 0
         if self.src.lib == "torch":
-            import torch
-            self.context = torch.cuda.device(self.src.index)
+            cuda = _torch().cuda
+            self.context = cuda.device(self.src.index)
             self.context.__enter__()
-            stream = torch.cuda.current_stream()
+            stream = cuda.current_stream()
             handle = stream.cuda_stream
         else:
-            import cupy
-            self.context = cupy.cuda.Device(self.src.index)
+            cuda = _cupy().cuda
+            self.context = cuda.Device(self.src.index)
             self.context.__enter__()
-            stream = cupy.cuda.get_current_stream()
+            stream = cuda.get_current_stream()
             handle = stream.ptr
         if self.wait:
             stream.synchronize()
@@ -335,8 +336,7 @@ def histc(input, bins=100, min=0, max=0, *, strategy="automatic", device=None):
     values, _ = fill([axis], [src], None, src, strategy, device)
     out = NUMPY_NAMES[src.type] if src.type in FLOAT_TYPES else "float32"
     if src.lib == "torch":
-        import torch
-        return values.to(getattr(torch, out))
+        return values.to(getattr(_torch(), out))
     return values.astype("float32" if out == "bfloat16" else out)
 
 
