@@ -118,13 +118,15 @@ tally::options make_options(bool weighted, const std::string& strategy, tally::b
   return o;
 }
 
-/// A fill's columns and weights as views: the columns in any order only when unweighted.
+/// A fill's columns and weights as views. One unweighted column is read in any order (its
+/// samples pair with nothing); several columns, or weights, pair element by element in C order.
 struct fill_views {
   std::vector<tally::view> columns;
   std::optional<tally::view> weights;
 
-  fill_views(const std::vector<any_array>& cs, const std::optional<any_array>& ws, bool any_order) {
-    for (const auto& c : cs) columns.push_back(one_view(c, any_order && !ws));
+  fill_views(const std::vector<any_array>& cs, const std::optional<any_array>& ws) {
+    const bool any_order = cs.size() == 1 && !ws;
+    for (const auto& c : cs) columns.push_back(one_view(c, any_order));
     if (ws) weights = weight_view(*ws);
   }
 };
@@ -173,8 +175,8 @@ class py_histogram {
                const std::string& backend, bool flow, bool counts32, int threads)
       : h_(std::move(axes), make_options(weighted, strategy, backend_named(backend), flow, counts32, threads)) {}
 
-  void fill(const std::vector<any_array>& columns, const std::optional<any_array>& weights, bool any_order) {
-    const fill_views v(columns, weights, any_order);
+  void fill(const std::vector<any_array>& columns, const std::optional<any_array>& weights) {
+    const fill_views v(columns, weights);
     nb::gil_scoped_release release;
     if (v.weights) h_.fill(v.columns, *v.weights);
     else h_.fill(v.columns);
@@ -214,9 +216,9 @@ class py_histogram {
 /// int64 (the u64 counts' bits; no bin reaches 2^63), sums as float64. The flow counters, asked
 /// for only where numpy's edges need them, are read back (a wait on the stream).
 nb::tuple fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_array>& columns,
-                         const std::optional<any_array>& weights, bool any_order, bool flow,
+                         const std::optional<any_array>& weights, bool flow,
                          const std::string& strategy, std::uintptr_t stream_handle, int device) {
-  const fill_views v(columns, weights, any_order);
+  const fill_views v(columns, weights);
   auto* stream = reinterpret_cast<void*>(stream_handle);
   auto h = std::make_unique<tally::device_histogram>(
       std::move(axes), make_options(weights.has_value(), strategy, tally::backend::cuda, flow), stream);
@@ -402,7 +404,7 @@ NB_MODULE(_tally, m) {
       .def(nb::init<std::vector<tally::axis>, bool, const std::string&, const std::string&, bool, bool, int>(),
            "axes"_a, "weighted"_a = false, "strategy"_a = "automatic", "backend"_a = "auto",
            "flow"_a = false, "counts32"_a = false, "threads"_a = 0)
-      .def("fill", &py_histogram::fill, "columns"_a, "weights"_a = nb::none(), "any_order"_a = true)
+      .def("fill", &py_histogram::fill, "columns"_a, "weights"_a = nb::none())
       .def("reset", [](py_histogram& h) { h.get().reset(); })
       .def("values", &py_histogram::values)
       .def("density", &py_histogram::density)
@@ -413,8 +415,8 @@ NB_MODULE(_tally, m) {
       .def_prop_ro("shape", [](const py_histogram& h) { return h.get().shape(); })
       .def_prop_ro("axes", [](const py_histogram& h) { return h.get().axes(); });
 
-  m.def("fill_on_stream", &fill_on_stream, "axes"_a, "columns"_a, "weights"_a.none(), "any_order"_a,
-        "flow"_a, "strategy"_a, "stream"_a, "device"_a);
+  m.def("fill_on_stream", &fill_on_stream, "axes"_a, "columns"_a, "weights"_a.none(), "flow"_a, "strategy"_a,
+        "stream"_a, "device"_a);
 
   m.def("fill_channels", [](std::vector<py_histogram*> per_channel, const any_array& samples, int channels) {
     const tally::view v = one_view(samples, false);

@@ -33,20 +33,17 @@ def fill(axes, columns, weights, src, strategy, device, flow=False):
 
 def _fill_on_stream(axes, columns, weights, src, strategy, flow):
     _require_cuda(src)
-    any_order = len(columns) == 1 and weights is None
     with _device_of(src, wait=False) as stream:
         values, counts = _in_layout(
-            lambda c, w: _tally.fill_on_stream(axes, c, w, any_order, flow, strategy, stream, src.index),
-            columns, weights)
+            lambda c, w: _tally.fill_on_stream(axes, c, w, flow, strategy, stream, src.index), columns, weights)
         return src.from_dlpack(values), counts
 
 
 def fill_into(h, columns, weights, src):
     """Fills the extension's histogram `h` from Sources, on the input's device."""
     _require_cuda(src)
-    any_order = len(columns) == 1 and weights is None
     with _device_of(src, wait=True):
-        _in_layout(lambda c, w: h.fill(c, w, any_order), columns, weights)
+        _in_layout(h.fill, columns, weights)
 
 
 def _in_layout(call, columns, weights):
