@@ -1,8 +1,8 @@
 // GPU benchmark: tally's CUDA strategies (through the public synchronous API, device-resident
 // input) against CUB DeviceHistogram on the same data in the same run. CUDA events, warm-up,
 // median. Prints a table (GB/s of input read, fraction of the measured read bandwidth, ratio to
-// CUB) and writes JSON to argv[1] (default gpu_bench.json). argv[2], if given, keeps only the
-// workloads whose name contains it.
+// CUB) and writes JSON to argv[1] (default gpu_bench.json). argv[2], if given and not empty, keeps
+// only the workloads whose name contains it; argv[3] only the spreads so named (for a profiler).
 #include <cub/device/device_histogram.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cuda_runtime.h>
@@ -260,6 +260,7 @@ int main(int argc, char** argv) {
 #endif
   const std::string out = argc > 1 ? argv[1] : "gpu_bench.json";
   const std::string only = argc > 2 ? argv[2] : "";
+  const std::string only_spread = argc > 3 ? argv[3] : "";
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   void* probe;
@@ -272,6 +273,7 @@ int main(int argc, char** argv) {
   run_overhead(rows);
   const auto want = [&](const std::string& name) { return only.empty() || name.find(only) != std::string::npos; };
   for (spread s : {spread::uniform, spread::hotspot, spread::skewed80, spread::normal}) {
+    if (!only_spread.empty() && only_spread != name_of(s)) continue;
     if (want("u8")) run_case<std::uint8_t>("u8, 256 bins", 256, s, false, rows);
     if (want("rgba")) run_rgba(s, rows);
     for (int bins : {16, 256, 4096, 65536, 1 << 20}) {
