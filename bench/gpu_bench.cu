@@ -115,7 +115,7 @@ template <class Call> double time_cub(Call call) {
 constexpr tally::strategy kStrategies[] = {
     tally::strategy::global_atomic,     tally::strategy::global_atomic_vec, tally::strategy::warp_aggregated,
     tally::strategy::shared,            tally::strategy::shared_replicated, tally::strategy::cluster,
-    tally::strategy::automatic};
+    tally::strategy::registers,         tally::strategy::automatic};
 
 /// One workload: 1 GiB of T over `bins` bins (arbitrary edges if `arbitrary`), CUB then every
 /// tally strategy that applies.
@@ -159,6 +159,7 @@ void run_case(const std::string& workload, int bins, spread s, bool arbitrary, s
     const bool shared = strat == tally::strategy::shared || strat == tally::strategy::shared_replicated;
     if (shared && bins > 50000) continue;
     if (strat == tally::strategy::cluster && (sizeof(T) == 1 || bins > 200000)) continue;
+    if (strat == tally::strategy::registers && bins + 3 > 32) continue;
     tally::options o;
     o.backend = tally::backend::cuda;
     o.strategy = strat;

@@ -370,7 +370,7 @@ NB_MODULE(_tally, m) {
   });
   m.def("strategy_names", [] {
     std::vector<std::string> names;
-    for (unsigned i = 0; i <= static_cast<unsigned>(tally::strategy::cluster); ++i)
+    for (unsigned i = 0; i <= static_cast<unsigned>(tally::strategy::registers); ++i)
       names.emplace_back(tally::name_of(static_cast<tally::strategy>(i)));
     return names;
   });

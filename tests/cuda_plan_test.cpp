@@ -42,6 +42,35 @@ TEST(CudaPlan, ReplicatedWhereCopiesFitSharedUpToTheLimitWarpAggregatedBeyond) {
   EXPECT_EQ(tally::plan(h100_request(58110)).chosen, tally::strategy::cluster);
 }
 
+TEST(CudaPlan, RegisterCountsAtMostTwentyNineBinsOfOneColumn) {
+  auto r = h100_request(29);
+  r.wanted = tally::strategy::registers;
+  const auto p = tally::plan(r);
+  EXPECT_EQ(p.chosen, tally::strategy::registers);
+  EXPECT_EQ(p.vector_bytes, 16);
+  EXPECT_FALSE(p.value_table);
+  EXPECT_FALSE(p.merge_runs);
+  r.sample = tally::dtype::u8;  // counted by the axis' rule, not by value
+  EXPECT_FALSE(tally::plan(r).value_table);
+  r.cells = 30;
+  EXPECT_THROW(tally::plan(r), tally::error);
+  r.cells = 16;
+  r.contiguous = false;
+  EXPECT_THROW(tally::plan(r), tally::error);
+}
+
+TEST(CudaPlan, RunsMergeWhereLanesShareCounters) {
+  EXPECT_FALSE(tally::plan(h100_request(256)).merge_runs);  // 32 copies: one per lane
+  EXPECT_TRUE(tally::plan(h100_request(4096)).merge_runs);  // 4 copies
+  EXPECT_TRUE(tally::plan(h100_request(65536)).merge_runs); // a cluster
+  auto r = h100_request(256);
+  r.wanted = tally::strategy::shared;
+  EXPECT_TRUE(tally::plan(r).merge_runs);
+  r.wanted = tally::strategy::global_atomic_vec;
+  EXPECT_TRUE(tally::plan(r).merge_runs);
+  EXPECT_NE(tally::describe(tally::plan(r)).find("runs       merged"), std::string::npos);
+}
+
 TEST(CudaPlan, SmallFillsLaunchOnlyTheBlocksOneStepNeeds) {
   // A block's step: 512 threads x 4 loads x 16 bytes = 8192 i32 samples or 32768 u8 samples.
   auto r = h100_request(256);
@@ -180,8 +209,10 @@ TEST(CudaPlan, HonoursTheAskedStrategyOrSaysWhyNot) {
 
 TEST(CudaPlan, StrategyNamesRoundTrip) {
   for (auto s : {tally::strategy::global_atomic, tally::strategy::global_atomic_vec, tally::strategy::warp_aggregated,
-                 tally::strategy::shared, tally::strategy::shared_replicated, tally::strategy::cluster})
+                 tally::strategy::shared, tally::strategy::shared_replicated, tally::strategy::cluster,
+                 tally::strategy::registers})
     EXPECT_EQ(tally::strategy_from_name(tally::name_of(s)), s);
+  EXPECT_EQ(tally::name_of(tally::strategy::registers), "register");
   EXPECT_EQ(tally::name_of(tally::strategy::global_atomic), "global_atomic");
 }
 

@@ -43,15 +43,17 @@ class Cuda : public ::testing::Test {
 constexpr strategy count_strategies[] = {strategy::automatic,        strategy::global_atomic,
                                          strategy::global_atomic_vec, strategy::warp_aggregated,
                                          strategy::shared,            strategy::shared_replicated,
-                                         strategy::cluster};
+                                         strategy::cluster,           strategy::registers};
 
 /// Whether strategy s can run this fill (shared copies must fit; vector loads need a
-/// contiguous column aligned to its type; clusters take samples wider than 8 bits).
+/// contiguous column aligned to its type; clusters take samples wider than 8 bits; registers
+/// at most 29 bins).
 bool applies(strategy s, std::int64_t cells, const tally::view& v) {
   if ((s == strategy::shared || s == strategy::shared_replicated) && cells > 50000) return false;
   const bool contiguous = v.stride == 1 && reinterpret_cast<std::uintptr_t>(v.data) % tally::size_of(v.type) == 0;
   if (s == strategy::global_atomic_vec && !contiguous) return false;
   if (s == strategy::cluster && (!contiguous || tally::size_of(v.type) == 1 || cells > 200000)) return false;
+  if (s == strategy::registers && (!contiguous || cells + 3 > 32)) return false;
   return true;
 }
 
@@ -132,6 +134,45 @@ TEST_F(Cuda, EveryKernelOnSmallInputs) {
       h.fill(data.view(), w.view());
       EXPECT_EQ(h.samples(), want.samples);
       EXPECT_TRUE(same_flow(h.flow(), want.flow));
+    }
+  }
+}
+
+// At most 29 bins (the register strategy's limit), every sample type and axis kind, small enough
+// for the sanitizer set.
+TEST_F(Cuda, FewBinsEveryTypeAndAxis) {
+  std::uint64_t seed = 1600;
+  for (dtype t : all_dtypes) {
+    for (const axis_spec& a : {regular_spec(29, -1.3, 2.7), variable_spec(29, -2.5, 25.5, seed), integer_spec(-5, 29),
+                               integer_spec(3, 1)}) {
+      for (dist d : {dist::uniform, dist::mostly_one_bin, dist::sorted}) {
+        ++seed;
+        const offset_column data = offset_samples(a, t, d, 5003, seed);
+        SCOPED_TRACE(a.name() + " " + std::string(tally::name_of(t)) + " " + name_of(d) + " offset " +
+                     std::to_string(data.offset));
+        every_strategy_matches(a, data.view());
+      }
+    }
+  }
+}
+
+// Integer axes of integer samples up to 32 bits take a 32-bit rule where the axis lies within the
+// sample type, and the 64-bit rule where it does not: axes at each end of the type, one inside
+// and one a value past it.
+TEST_F(Cuda, IntegerAxesAtTheEdgesOfTheSampleType) {
+  std::uint64_t seed = 1700;
+  constexpr std::int64_t bins = 300;
+  for (dtype t : {dtype::u8, dtype::i8, dtype::u16, dtype::i16, dtype::u32, dtype::i32}) {
+    const range r = range_of(t);
+    const auto lowest = static_cast<std::int64_t>(r.lo), highest = static_cast<std::int64_t>(r.hi);
+    for (std::int64_t lo : {lowest, lowest - 1, highest - bins + 1, highest - bins + 2}) {
+      for (dist d : {dist::uniform, dist::mostly_one_bin}) {
+        ++seed;
+        const axis_spec a = integer_spec(lo, bins);
+        const offset_column data = offset_samples(a, t, d, 20000, seed);
+        SCOPED_TRACE(std::string(tally::name_of(t)) + " lo " + std::to_string(lo) + " " + name_of(d));
+        ASSERT_GT(binned(every_strategy_matches(a, data.view())), 0u);
+      }
     }
   }
 }

@@ -27,6 +27,9 @@ enum class backend : std::uint8_t { automatic, cpu, cuda };
 ///  - cluster (CUDA, Hopper): one copy of the counters spread over the shared memory of a
 ///    thread-block cluster (2-8 blocks on as many multiprocessors), reached through distributed
 ///    shared memory: for more bins than one block's shared memory holds (one contiguous column).
+///  - register (CUDA): lane l of each warp counts slot l in a register, from 6 ballots per 32
+///    samples, no atomics until the end: for at most 29 bins (32 slots with the 3 flow
+///    counters; one contiguous column).
 enum class strategy : std::uint8_t {
   automatic,
   cpu_private,
@@ -35,7 +38,8 @@ enum class strategy : std::uint8_t {
   warp_aggregated,
   shared,
   shared_replicated,
-  cluster
+  cluster,
+  registers  // named "register"
 };
 
 enum class count_type : std::uint8_t { u64, u32 };
@@ -83,6 +87,7 @@ struct policy {
   int vector_bytes = 0;             // CUDA: bytes per load (16, or 0 for one sample per load)
   int unroll = 1;                   // CUDA: loads in flight per thread before counting
   bool value_table = false;         // CUDA: 8-bit samples counted per value, folded into bins once
+  bool merge_runs = false;          // CUDA: equal slots within a 16-byte load add once
   bool tables_in_shared = false;    // CUDA: edge tables copied into shared memory
   std::int64_t shared_bytes = 0;    // CUDA: dynamic shared memory per block
   std::int64_t window_cells = 0;    // CUDA weighted: cells summed per pass over the samples

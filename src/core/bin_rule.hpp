@@ -85,15 +85,31 @@ struct regular_rule {
     if (table) return index_with_table(x);
     return locate(x, [this](std::int64_t k) { return computed_edge(k); });
   }
-  /// The bin of an f32 sample: the f32 estimate where it is decisive, else the f64 rule.
-  TALLY_HD_HOT std::int64_t index(float x) const {
+  /// The bin of an f32 sample, given an accessor for the edges: the f32 estimate where it is
+  /// decisive, one edge where it is within guard32 of a boundary, else (outside [first32,
+  /// last32]) the f64 rule.
+  template <class Edges> TALLY_HD_HOT std::int64_t locate32(float x, const Edges& edge_at) const {
     if (fast32 && x >= first32 && x <= last32) {
       const float t = (x - first32) * scale32;  // < 2^30 (make_regular_rule checks)
       const int i = static_cast<int>(t);
       const float f = t - static_cast<float>(i);  // exact
-      if (f > guard32 && f < upper32 && i < bins) return i;
+      // The estimate is within guard32 (< 1/8 bin) of x's place among the edges: a fraction
+      // in (guard32, upper32) is bin i; at most guard32 above i's lower edge, the bin is i - 1
+      // or i; at most guard32 below its upper edge, i or i + 1; past the last bin, the last.
+      // (The f64 rule in its place doubled the CUDA loop's registers, 32 -> 64.)
+      if (i >= bins) return bins - 1;
+      if (f > guard32 && f < upper32) return i;
+      if (f <= guard32) return i > 0 && static_cast<double>(x) < edge_at(i) ? i - 1 : i;
+      return i + 1 < bins && static_cast<double>(x) >= edge_at(i + 1) ? i + 1 : i;
     }
-    return index(static_cast<double>(x));
+    return locate(static_cast<double>(x), edge_at);
+  }
+  TALLY_HD_HOT std::int64_t index_with_table(float x) const {
+    return locate32(x, [this](std::int64_t k) { return table[k]; });
+  }
+  TALLY_HD_HOT std::int64_t index(float x) const {
+    if (table) return index_with_table(x);
+    return locate32(x, [this](std::int64_t k) { return computed_edge(k); });
   }
 };
 
@@ -203,7 +219,7 @@ struct regular_binner {
 struct regular_table_binner {
   regular_rule rule;
   template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const {
-    if constexpr (std::is_same_v<T, float>) return rule.index(v);
+    if constexpr (std::is_same_v<T, float>) return rule.index_with_table(v);
     else return rule.index_with_table(sample_traits<T>::to_value(v));
   }
 };

@@ -35,7 +35,8 @@ constexpr std::pair<strategy, std::string_view> kStrategies[] = {
     {strategy::automatic, "automatic"}, {strategy::cpu_private, "cpu_private"},
     {strategy::global_atomic, "global_atomic"}, {strategy::global_atomic_vec, "global_atomic_vec"},
     {strategy::warp_aggregated, "warp_aggregated"}, {strategy::shared, "shared"},
-    {strategy::shared_replicated, "shared_replicated"}, {strategy::cluster, "cluster"}};
+    {strategy::shared_replicated, "shared_replicated"}, {strategy::cluster, "cluster"},
+    {strategy::registers, "register"}};
 constexpr std::pair<count_type, std::string_view> kCounts[] = {
     {count_type::u64, "u64"}, {count_type::u32, "u32"}};
 
@@ -178,6 +179,13 @@ policy plan_cuda(const plan_request& r) {
                 std::to_string(r.cells) + " cells of " + std::string(name_of(r.sample)) +
                 (r.contiguous ? "" : " in a strided or N-D fill"));
 
+  // Registers: a lane per slot, so at most 32 slots (29 bins and the 3 flow counters).
+  const bool registers_fit = r.contiguous && r.cells + 3 <= 32;
+  if (r.wanted == strategy::registers && !registers_fit)
+    throw error("strategy register counts one contiguous column into at most 29 bins (32 slots with the 3 flow "
+                "counters); got " + std::to_string(r.cells) + " cells" +
+                (r.contiguous ? "" : " in a strided, N-D or multi-channel fill"));
+
   if (r.wanted != strategy::automatic) {
     p.chosen = r.wanted;
     p.reasons.push_back(std::string(name_of(p.chosen)) + ": asked for");
@@ -209,19 +217,36 @@ policy plan_cuda(const plan_request& r) {
   }
   const bool in_shared = p.chosen == strategy::shared || p.chosen == strategy::shared_replicated;
   const bool in_cluster = p.chosen == strategy::cluster;
-  const bool typed = r.contiguous && (in_shared || in_cluster || p.chosen == strategy::global_atomic_vec);
+  const bool in_registers = p.chosen == strategy::registers;
+  const bool typed =
+      r.contiguous && (in_shared || in_cluster || in_registers || p.chosen == strategy::global_atomic_vec);
   p.value_table = bytes && in_shared;
   const std::int64_t tables = p.value_table ? 0 : r.table_bytes;
   p.replicas = p.chosen == strategy::shared_replicated ? replicas : 1;
+  // Runs of equal slots within a load add once where lanes share counters (fewer than 16
+  // copies, a cluster's remote counters, device memory): a hot bin then costs one atomic per
+  // load. With a copy per lane (or per two) there is little contention to save and merging costs
+  // instructions: u8 256 bins in 32 copies, 1935 GB/s merged against 2869 with one atomic per
+  // sample; i32 within 3% either way (bench/PERFORMANCE.md entry 14).
+  p.merge_runs = typed && !in_registers && !(in_shared && p.replicas >= 16);
   if (p.chosen == strategy::shared_replicated && replicas == 1)
     p.reasons.push_back("replicas 1: a second copy would not fit");
-  p.shared_bytes = in_shared ? counter_bytes * p.replicas : in_cluster ? cluster_share(cluster_k) : 0;
+  p.shared_bytes = in_shared     ? counter_bytes * p.replicas
+                  : in_cluster  ? cluster_share(cluster_k)
+                  : in_registers ? 32 * 4  // the block's sum of its warps' counts
+                                 : 0;
   p.cluster_blocks = in_cluster ? cluster_k : 0;
-  p.tables_in_shared = in_shared && tables > 0 && p.shared_bytes + tables <= budget;
+  p.tables_in_shared = (in_shared || in_registers) && tables > 0 && p.shared_bytes + tables <= budget;
   if (p.tables_in_shared) {
     p.shared_bytes += tables;
     p.reasons.push_back("edge tables in shared memory (" + std::to_string(tables) + " bytes)");
   }
+  if (in_registers)
+    p.reasons.push_back("register: lane l of each warp counts slot l from 6 ballots per 32 samples; one "
+                        "shared atomic per warp and slot at the end");
+  else if (typed)
+    p.reasons.push_back(p.merge_runs ? "runs of equal slots within a load add once (lanes share counters)"
+                                     : "one atomic per sample: a copy per lane or two, no run merging");
   if (p.value_table && one_pass)
     p.reasons.push_back("value tables: " + std::to_string(r.channels) + " channels of 8-bit samples counted per "
                         "channel and value in one pass over the pixels (" + std::to_string(values) +
@@ -296,6 +321,7 @@ std::string describe(const policy& p) {
       << "shared     " << p.shared_bytes << " bytes per block\n";
     if (p.cluster_blocks) s << "cluster    " << p.cluster_blocks << " blocks share one copy\n";
     if (p.value_table) s << "values     counted per 8-bit value, folded into bins\n";
+    if (p.vector_bytes) s << "runs       " << (p.merge_runs ? "merged within a load" : "not merged") << "\n";
     if (p.window_cells) s << "window     " << p.window_cells << " cells per pass\n";
   } else {
     s << "threads    " << p.threads << "\n"

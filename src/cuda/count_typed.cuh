@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -31,30 +32,52 @@ struct value_binner {
 };
 
 /// The value table of C interleaved channels (C = 2, 3, 4): sample i of value v counts in
-/// slot (v - lo) + 256 * (i mod C), so channel c's values fill slots [256 c, 256 c + 256).
+/// slot (v - lo) + 256 * channel_of(i), so channel c's values fill slots [256 c, 256 c + 256).
 /// `phase` is the channel of the launch's first sample.
 template <int C> struct channel_value_binner {
   int lo;
   int phase;
-  template <class T> __device__ __forceinline__ int operator()(T v, std::int64_t index) const {
-    return static_cast<int>(v) - lo + 256 * static_cast<int>((index + phase) % C);
-  }
+  template <class T> __device__ __forceinline__ int operator()(T v) const { return static_cast<int>(v) - lo; }
+  __device__ __forceinline__ int channel_of(std::int64_t index) const { return static_cast<int>((index + phase) % C); }
 };
 
-template <class B> struct takes_index : std::false_type {};
-template <int C> struct takes_index<channel_value_binner<C>> : std::true_type {};
+/// integer_rule in 32-bit arithmetic, for integer samples of at most 32 bits on an axis that lies
+/// within the sample type (lo >= its min, lo + bins - 1 <= its max, bins < 2^32): v - lo of a
+/// v >= lo is then exact modulo 2^32. launch_typed chooses it where it applies; the kernels see
+/// one more binner. i32 256 bins: the 64-bit rule took ~20 instructions per sample of the ~35
+/// the loop issued (SASS of 93acabb), which made the loop issue-bound near 2450 GB/s.
+template <class T> struct narrow_integer_binner {
+  T lo;
+  std::uint32_t bins;
+  /// The slot itself (cells + 0 underflow, cells + 1 overflow; integers have no NaN).
+  template <class S> __device__ __forceinline__ S slot(T v, S cells) const {
+    const std::uint32_t d = static_cast<std::uint32_t>(v) - static_cast<std::uint32_t>(lo);
+    return d < bins ? static_cast<S>(d) : cells + (v < lo ? 0 : 1);
+  }
+};
+template <class T> bool narrow_integer_fits(const integer_rule& r) {
+  if constexpr (std::is_integral_v<T> && sizeof(T) <= 4) {
+    const auto lo = static_cast<long double>(r.lo), last = lo + static_cast<long double>(r.bins) - 1;
+    return r.bins < (std::int64_t{1} << 32) && lo >= std::numeric_limits<T>::min() &&
+           last <= std::numeric_limits<T>::max();
+  } else {
+    return false;
+  }
+}
+
 /// The distance between samples of one channel: runs of equal slots are looked for among them.
 template <class B> constexpr int channel_step = 1;
 template <int C> constexpr int channel_step<channel_value_binner<C>> = C;
+/// Binners that compute the slot themselves (flow counters included), not a bin index.
+template <class B> struct gives_slots : std::false_type {};
+template <class T> struct gives_slots<narrow_integer_binner<T>> : std::true_type {};
 template <class B> struct counts_values : std::false_type {};
 template <> struct counts_values<value_binner> : std::true_type {};
 template <int C> struct counts_values<channel_value_binner<C>> : std::true_type {};
 
 /// Bytes of the rule's tables, and copying them into shared memory (then pointing the rule
 /// at the copy). Every thread calls stage; all of them copy, each keeps its own pointer.
-template <int C> __device__ __forceinline__ std::int64_t table_bytes(const channel_value_binner<C>&) { return 0; }
-__device__ __forceinline__ std::int64_t table_bytes(const value_binner&) { return 0; }
-__device__ __forceinline__ std::int64_t table_bytes(const integer_binner&) { return 0; }
+template <class B> __device__ __forceinline__ std::int64_t table_bytes(const B&) { return 0; }
 __device__ __forceinline__ std::int64_t table_bytes(const regular_table_binner& b) {
   return 8 * (b.rule.bins + 1);
 }
@@ -65,9 +88,7 @@ __device__ __forceinline__ std::int64_t table_bytes(const variable_binner& b) {
 __device__ __forceinline__ void copy_words(std::uint64_t* to, const std::uint64_t* from, std::int64_t n) {
   for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) to[i] = from[i];
 }
-template <int C> __device__ __forceinline__ void stage(channel_value_binner<C>&, unsigned char*) {}
-__device__ __forceinline__ void stage(value_binner&, unsigned char*) {}
-__device__ __forceinline__ void stage(integer_binner&, unsigned char*) {}
+template <class B> __device__ __forceinline__ void stage(B&, unsigned char*) {}
 __device__ __forceinline__ void stage(regular_table_binner& b, unsigned char* smem) {
   auto* t = reinterpret_cast<double*>(smem);
   copy_words(reinterpret_cast<std::uint64_t*>(t), reinterpret_cast<const std::uint64_t*>(b.rule.table),
@@ -87,11 +108,33 @@ __device__ __forceinline__ void stage(variable_binner& b, unsigned char* smem) {
   }
 }
 
+/// Where a launch counts: in 2^shift interleaved shared-memory copies per block, straight into
+/// device memory (global_atomic_vec), in one copy spread over a cluster's shared memory, or in
+/// registers, lane l of each warp counting slot l (at most 32 slots).
+enum class count_mode { shared, global, cluster, registers };
+
+/// Slots index shared memory in 32 bits (the planner keeps them within a block's, or a
+/// cluster's, shared memory) and device memory in 64.
+template <count_mode M> using slot_t = std::conditional_t<M == count_mode::global, std::int64_t, int>;
+
 /// Cluster: block r of a cluster holds the cells [r 2^slice_shift, (r + 1) 2^slice_shift) for the
 /// whole cluster, followed by 3 flow counters of its own; a sample's cell is added in the shared
 /// memory of the block that holds it (distributed shared memory).
-template <class T, class Binner, bool Cluster>
-__global__ void __launch_bounds__(kTypedThreads) count_typed_kernel(Binner binner, typed_count_args a) {
+/// Blocks per multiprocessor a kernel is compiled for: 4 (32 registers, every thread slot of the
+/// multiprocessor) where its loop fits them without spilling (ptxas -v: the value and
+/// narrow-integer rules in shared memory), else 3 (40 registers; left free, the compiler took
+/// 46-64 and 2 blocks fitted).
+template <class Binner, count_mode M> constexpr int min_blocks() {
+  return (M == count_mode::shared || M == count_mode::registers) &&
+                 (std::is_same_v<Binner, value_binner> || gives_slots<Binner>::value)
+             ? 4
+             : 3;
+}
+
+template <class T, class Binner, count_mode M>
+__global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_typed_kernel(Binner binner, typed_count_args a) {
+  constexpr bool in_cluster = M == count_mode::cluster;
+  using slot_type = slot_t<M>;
   extern __shared__ __align__(16) unsigned char smem[];
   const std::int64_t slots = a.cells + 3;
   const int shift = a.replica_shift;
@@ -101,35 +144,53 @@ __global__ void __launch_bounds__(kTypedThreads) count_typed_kernel(Binner binne
     stage(binner, smem);
   }
   auto* counters = reinterpret_cast<unsigned*>(smem + tables);
-  const std::int64_t slice = std::int64_t{1} << a.slice_shift;
-  const std::int64_t local = Cluster ? slice + 3 : slots << shift;
-  if (!a.to_global)
+  const int slice = 1 << a.slice_shift;
+  if constexpr (M != count_mode::global) {
+    const std::int64_t local = in_cluster ? slice + 3 : slots << shift;
     for (std::int64_t k = threadIdx.x; k < local; k += blockDim.x) counters[k] = 0;
-  if constexpr (Cluster) cooperative_groups::this_cluster().sync();  // every share zeroed
+  }
+  if constexpr (in_cluster) cooperative_groups::this_cluster().sync();  // every share zeroed
   else __syncthreads();
 
-  const unsigned copy = threadIdx.x & ((1u << shift) - 1);
-  // The slot of sample `index` of value v: 32 bits where it indexes shared memory (the planner
-  // keeps the shared slots within a block's shared memory), 64 where it goes to device memory.
-  auto slot = [&](T v, std::int64_t index) -> std::int64_t {
-    if constexpr (takes_index<Binner>::value) return binner(v, index);
-    else if constexpr (counts_values<Binner>::value) return binner(v);
-    else return slot_of_index(binner(v), a.cells);
+  // This lane's copy as a shared-memory address, and the distance between a copy's slots: one
+  // multiply-add per atomic's address.
+  const auto mine = static_cast<unsigned>(__cvta_generic_to_shared(counters + (threadIdx.x & ((1u << shift) - 1))));
+  const unsigned slot_bytes = 4u << shift;
+  const auto cells = static_cast<slot_type>(a.cells);
+  // The slot of a value (a channel's value, where the binner has channels).
+  auto slot = [&](T v) -> slot_type {
+    if constexpr (counts_values<Binner>::value) {
+      return binner(v);
+    } else if constexpr (gives_slots<Binner>::value) {
+      return binner.slot(v, cells);
+    } else {
+      const auto k = static_cast<slot_type>(binner(v));
+      return k >= 0 ? k : cells - 1 - k;  // bin_underflow (-1) -> cells, ..., bin_nan (-3) -> cells + 2
+    }
   };
-  auto add = [&](std::int64_t s, unsigned n) {
-    if constexpr (Cluster) {
-      if (s >= a.cells) {
-        atomicAdd(&counters[slice + (s - a.cells)], n);
+  // Adds n to slot s where `when` holds.
+  auto add = [&](slot_type s, unsigned n, bool when) {
+    if constexpr (M == count_mode::global) {
+      if (when) atomicAdd(&a.slots[s], static_cast<unsigned long long>(n));
+    } else if constexpr (in_cluster) {
+      if (!when) return;
+      if (s >= cells) {
+        atomicAdd(&counters[slice + (s - cells)], n);
       } else {
-        const auto owner = static_cast<unsigned>(s >> a.slice_shift);
-        unsigned* share = cooperative_groups::this_cluster().map_shared_rank(counters, owner);
+        unsigned* share = cooperative_groups::this_cluster().map_shared_rank(counters, s >> a.slice_shift);
         atomicAdd(share + (s & (slice - 1)), n);
       }
-    } else if (a.to_global) {
-      atomicAdd(&a.slots[s], static_cast<unsigned long long>(n));
+    } else if constexpr (M == count_mode::registers) {
+      if (when) atomicAdd(&counters[s], n);  // the head and tail only; the body counts in registers
     } else {
-      atomicAdd(&counters[(static_cast<unsigned>(s) << shift) + copy], n);
+      // A reduction (no value returned) at a 32-bit shared address: one multiply-add per address.
+      if (when)
+        asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(mine + static_cast<unsigned>(s) * slot_bytes), "r"(n));
     }
+  };
+  auto add_sample = [&](T v, std::int64_t index) {
+    if constexpr (channel_step<Binner> > 1) add(slot(v) + 256 * binner.channel_of(index), 1, true);
+    else add(slot(v), 1, true);
   };
   // Head: samples before the first 16-byte boundary; body: whole vectors; tail: the rest.
   constexpr int per_vector = 16 / sizeof(T);
@@ -140,45 +201,93 @@ __global__ void __launch_bounds__(kTypedThreads) count_typed_kernel(Binner binne
   const std::int64_t vectors = (a.n - head) / per_vector;
   const std::int64_t tail = head + vectors * per_vector;
   const std::int64_t tid = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-  if (tid < head) add(slot(x[tid], tid), 1);
-  if (tid < a.n - tail) add(slot(x[tail + tid], tail + tid), 1);
+  if (tid < head) add_sample(x[tid], tid);
+  if (tid < a.n - tail) add_sample(x[tail + tid], tail + tid);
 
   const uint4* body = reinterpret_cast<const uint4*>(x + head);
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = tid; i < vectors; i += stride * kUnroll) {
-    uint4 loaded[kUnroll];
+  // The body, with or without merging runs of equal slots within a vector (one atomic per run,
+  // at its end; with channels, runs within each channel's samples). Merging saves atomics where
+  // a hot bin's lanes would contend (fewer than 32 copies, a cluster, device memory); with a
+  // copy per lane it only costs instructions: u8 256 bins 1935 GB/s merged, 2869 with one
+  // atomic per sample (scratch experiment on the H100, 2026-11-23, bench/PERFORMANCE.md 14).
+  const auto count_body = [&](auto merge) {
+    for (std::int64_t i = tid; i < vectors; i += stride * kUnroll) {
+      uint4 loaded[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (i + u * stride < vectors) loaded[u] = __ldg(body + i + u * stride);
+      for (int u = 0; u < kUnroll; ++u)
+        if (i + u * stride < vectors) loaded[u] = __ldg(body + i + u * stride);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (i + u * stride < vectors) {
-        T v[per_vector];
-        memcpy(v, &loaded[u], sizeof v);
-        const std::int64_t first = head + (i + u * stride) * per_vector;  // index of v[0]
-        // Runs of equal slots within the vector add once (a hot bin costs one atomic per
-        // vector instead of one per sample); with channels, runs within each channel's samples.
-        constexpr int step = channel_step<Binner>;
+      for (int u = 0; u < kUnroll; ++u) {
+        if (i + u * stride < vectors) {
+          T v[per_vector];
+          memcpy(v, &loaded[u], sizeof v);
+          constexpr int step = channel_step<Binner>;
+          [[maybe_unused]] int first_channel = 0;  // the channel of v[0]
+          if constexpr (step > 1) first_channel = binner.channel_of(head + (i + u * stride) * per_vector);
 #pragma unroll
-        for (int k = 0; k < step; ++k) {
-          std::int64_t run_slot = slot(v[k], first + k);
-          unsigned run = 1;
+          for (int k = 0; k < step; ++k) {
+            slot_type offset = 0;
+            if constexpr (step > 1) offset = 256 * ((first_channel + k) % step);
+            if constexpr (decltype(merge)::value) {
+              slot_type previous = slot(v[k]) + offset;
+              unsigned run = 1;
 #pragma unroll
-          for (int j = k + step; j < per_vector; j += step) {
-            const std::int64_t s = slot(v[j], first + j);
-            if (s != run_slot) {
-              add(run_slot, run);
-              run_slot = s;
-              run = 0;
+              for (int j = k + step; j < per_vector; j += step) {
+                const slot_type s = slot(v[j]) + offset;
+                const bool cut = s != previous;
+                add(previous, run, cut);
+                run = cut ? 1u : run + 1u;
+                previous = s;
+              }
+              add(previous, run, true);
+            } else {
+#pragma unroll
+              for (int j = k; j < per_vector; j += step) add(slot(v[j]) + offset, 1, true);
             }
-            ++run;
           }
-          add(run_slot, run);
         }
       }
     }
+  };
+  if constexpr (M == count_mode::registers) {
+    // The warp reads together (the loop bound is the warp's), so every lane takes part in the
+    // ballots; a lane past the end contributes slot 32, which no lane counts. Bit k of the slots
+    // of the warp's 32 samples is ballot k; lane l's matches are the lanes whose 6 bits equal
+    // l's: 6 ballots, 3 logic operations, a population count and an add per 32 samples.
+    const unsigned lane = threadIdx.x & 31;
+    unsigned count = 0;
+    for (std::int64_t base = tid - lane; base < vectors; base += stride * kUnroll) {
+      const std::int64_t i = base + lane;
+      uint4 loaded[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        loaded[u] = i + u * stride < vectors ? __ldg(body + i + u * stride) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const bool valid = i + u * stride < vectors;
+        T v[per_vector];
+        memcpy(v, &loaded[u], sizeof v);
+#pragma unroll
+        for (int j = 0; j < per_vector; ++j) {
+          const unsigned s = valid ? static_cast<unsigned>(slot(v[j])) : 32u;
+          unsigned match = ~0u;
+#pragma unroll
+          for (int k = 0; k < 6; ++k) {
+            const unsigned bits = __ballot_sync(~0u, (s >> k) & 1u);
+            match &= (lane >> k) & 1u ? bits : ~bits;
+          }
+          count += __popc(match);
+        }
+      }
+    }
+    if (count) atomicAdd(&counters[lane], count);
+  } else if (M != count_mode::shared || a.merge_runs) {
+    count_body(std::true_type{});
+  } else if constexpr (M == count_mode::shared) {
+    count_body(std::false_type{});
   }
-  if constexpr (Cluster) {
+  if constexpr (in_cluster) {
     // Every block's adds into this share are done; then its cells and flow go to device memory.
     const auto cluster = cooperative_groups::this_cluster();
     cluster.sync();
@@ -187,12 +296,10 @@ __global__ void __launch_bounds__(kTypedThreads) count_typed_kernel(Binner binne
       const std::int64_t s = k < slice ? lo + k : a.cells + (k - slice);
       if (counters[k] && (k >= slice || s < a.cells)) atomicAdd(&a.slots[s], static_cast<unsigned long long>(counters[k]));
     }
-    return;
+  } else if constexpr (M == count_mode::shared || M == count_mode::registers) {
+    __syncthreads();
+    flush_copies(counters, slots, shift, a.slots);
   }
-  if (a.to_global) return;
-
-  __syncthreads();
-  flush_copies(counters, slots, shift, a.slots);
 }
 
 /// The planner's grid, cut to the blocks that are resident at once (the planner cannot see
@@ -216,13 +323,24 @@ template <class Kernel> unsigned resident_grid(Kernel* kernel, const launch_shap
   return std::min(shape.grid, at->second);
 }
 
+/// One launch of the typed kernel in mode M (not a cluster), on the resident grid.
+template <class T, class Binner, count_mode M>
+void launch_plain(const Binner& binner, const typed_count_args& args, const launch_shape& shape) {
+  auto* kernel = &count_typed_kernel<T, Binner, M>;
+  if (shape.shared_bytes > 48 * 1024)
+    TALLY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(shape.shared_bytes)));
+  kernel<<<resident_grid(kernel, shape), shape.block, shape.shared_bytes, shape.stream>>>(binner, args);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
 template <class T, class Binner>
 void launch_with(const Binner& binner, const typed_count_args& args, const launch_shape& shape) {
-  if constexpr (sizeof(T) > 1) {
+  if constexpr (sizeof(T) > 1 && !counts_values<Binner>::value) {
     if (args.cluster_blocks) {
       // Clusters of cluster_blocks blocks on as many multiprocessors; the planner's grid is a
       // multiple of the cluster.
-      auto* kernel = &count_typed_kernel<T, Binner, true>;
+      auto* kernel = &count_typed_kernel<T, Binner, count_mode::cluster>;
       TALLY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                             static_cast<int>(shape.shared_bytes)));
       cudaLaunchConfig_t config{};
@@ -241,12 +359,11 @@ void launch_with(const Binner& binner, const typed_count_args& args, const launc
       return;
     }
   }
-  auto* kernel = &count_typed_kernel<T, Binner, false>;
-  if (shape.shared_bytes > 48 * 1024)
-    TALLY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(shape.shared_bytes)));
-  kernel<<<resident_grid(kernel, shape), shape.block, shape.shared_bytes, shape.stream>>>(binner, args);
-  TALLY_CUDA_CHECK(cudaGetLastError());
+  if constexpr (!counts_values<Binner>::value) {
+    if (args.to_global) return launch_plain<T, Binner, count_mode::global>(binner, args, shape);
+    if (args.in_registers) return launch_plain<T, Binner, count_mode::registers>(binner, args, shape);
+  }
+  launch_plain<T, Binner, count_mode::shared>(binner, args, shape);
 }
 
 /// Launches the typed kernel for whichever of Ts `sample` is, with the axis' own binner type
@@ -256,6 +373,14 @@ void launch_typed(dtype sample, const device_axis& axis, const typed_count_args&
   const auto launch_if = [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (sample != dtype_of<T>) return false;
+    if (axis.kind == axis_kind::integer && narrow_integer_fits<T>(axis.integer.rule)) {
+      if constexpr (std::is_integral_v<T> && sizeof(T) <= 4) {
+        const narrow_integer_binner<T> narrow{static_cast<T>(axis.integer.rule.lo),
+                                              static_cast<std::uint32_t>(axis.integer.rule.bins)};
+        launch_with<T>(narrow, args, shape);
+        return true;
+      }
+    }
     with_binner(axis, [&](const auto& binner) { launch_with<T>(binner, args, shape); });
     return true;
   };

@@ -157,7 +157,9 @@ typed_count_args typed_args(const policy& plan, const device_axis& column, std::
   a.n = count;
   while ((1 << a.replica_shift) < plan.replicas) ++a.replica_shift;
   a.to_global = plan.chosen == strategy::global_atomic_vec;
+  a.in_registers = plan.chosen == strategy::registers;
   a.stage_tables = plan.tables_in_shared;
+  a.merge_runs = plan.merge_runs;
   a.cluster_blocks = plan.cluster_blocks;
   if (a.cluster_blocks)
     while ((std::int64_t{a.cluster_blocks} << a.slice_shift) < column.bins) ++a.slice_shift;

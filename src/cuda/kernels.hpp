@@ -27,7 +27,9 @@ struct typed_count_args {
   std::int64_t cells = 0;
   int replica_shift = 0;     // 2^shift interleaved copies per block
   bool to_global = false;    // global_atomic_vec: atomics straight into `slots`
+  bool in_registers = false; // register: lane l of each warp counts slot l (cells + 3 <= 32)
   bool stage_tables = false; // copy the rule's edge tables into shared memory first
+  bool merge_runs = false;   // equal slots within a vector add once (always, outside shared mode)
   int cluster_blocks = 0;    // cluster: blocks sharing one copy (launched as a cluster)
   int slice_shift = 0;       // cluster: each block holds 2^slice_shift cells
   unsigned long long* slots = nullptr;  // cells + 3 device counters, added to
