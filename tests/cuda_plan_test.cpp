@@ -35,11 +35,23 @@ TEST(CudaPlan, ReplicatedWhereCopiesFitSharedUpToTheLimitWarpAggregatedBeyond) {
 
   // One copy per lane for 256 cells.
   EXPECT_EQ(tally::plan(h100_request(256)).replicas, 32);
-  // One copy fits a whole block up to (58109 + 3) x 4 = 232448 bytes, then global memory.
+  // One copy fits a whole block up to (58109 + 3) x 4 = 232448 bytes; then 16-bit counters, two
+  // per word, up to 116221 cells; then a cluster.
   const auto largest = tally::plan(h100_request(58109));
   EXPECT_EQ(largest.chosen, tally::strategy::shared);
+  EXPECT_EQ(largest.counter_bits, 32);
   EXPECT_EQ(largest.grid_blocks, 132);
-  EXPECT_EQ(tally::plan(h100_request(58110)).chosen, tally::strategy::cluster);
+  const auto packed = tally::plan(h100_request(58110));
+  EXPECT_EQ(packed.chosen, tally::strategy::shared);
+  EXPECT_EQ(packed.counter_bits, 16);
+  EXPECT_EQ(packed.shared_bytes, (58110 + 4) / 2 * 4);
+  EXPECT_TRUE(packed.merge_runs);
+  EXPECT_NE(tally::describe(packed).find("16-bit counters"), std::string::npos);
+  EXPECT_EQ(tally::plan(h100_request(116221)).counter_bits, 16);
+  EXPECT_EQ(tally::plan(h100_request(116222)).chosen, tally::strategy::cluster);
+  auto strided = h100_request(58110);
+  strided.contiguous = false;  // the generic kernel counts in 32 bits
+  EXPECT_EQ(tally::plan(strided).chosen, tally::strategy::warp_aggregated);
 }
 
 TEST(CudaPlan, RegisterCountsAtMostTwentyNineBinsOfOneColumn) {
@@ -87,6 +99,7 @@ TEST(CudaPlan, SmallFillsLaunchOnlyTheBlocksOneStepNeeds) {
   EXPECT_EQ(tally::plan(r).grid_blocks, 2);
   // Clusters launch whole: 4 blocks for 65536 cells even for one sample.
   auto c = h100_request(65536);
+  c.wanted = tally::strategy::cluster;
   c.n = 1;
   EXPECT_EQ(tally::plan(c).grid_blocks, 4);
   // Large fills keep every resident block.
@@ -94,15 +107,20 @@ TEST(CudaPlan, SmallFillsLaunchOnlyTheBlocksOneStepNeeds) {
 }
 
 TEST(CudaPlan, ClustersHoldWhatOneBlockCannotUpToEightBlocks) {
-  // 65536 cells: 2 blocks of 32768 (131084 bytes) exceed half a multiprocessor, 4 of 16384 fit.
-  const auto p = tally::plan(h100_request(65536));
+  // 65536 cells (as asked for: automatic takes 16-bit counters in one block): 2 blocks of 32768
+  // (131084 bytes) exceed half a multiprocessor, 4 of 16384 fit.
+  auto asked = h100_request(65536);
+  asked.wanted = tally::strategy::cluster;
+  const auto p = tally::plan(asked);
   EXPECT_EQ(p.chosen, tally::strategy::cluster);
   EXPECT_EQ(p.cluster_blocks, 4);
   EXPECT_EQ(p.shared_bytes, (16384 + 3) * 4);
   EXPECT_EQ(p.grid_blocks % 4, 0);
   EXPECT_EQ(p.vector_bytes, 16);
   EXPECT_NE(tally::describe(p).find("cluster    4 blocks"), std::string::npos);
-  // 2^18 cells: 8 blocks of 32768, one per multiprocessor; 2^20: beyond any cluster.
+  // 2^17 cells, automatic: 8 blocks of 16384; 2^18: 8 of 32768, one per multiprocessor; 2^20:
+  // beyond any cluster.
+  EXPECT_EQ(tally::plan(h100_request(1 << 17)).cluster_blocks, 8);
   EXPECT_EQ(tally::plan(h100_request(1 << 18)).cluster_blocks, 8);
   EXPECT_EQ(tally::plan(h100_request(1 << 20)).chosen, tally::strategy::warp_aggregated);
 

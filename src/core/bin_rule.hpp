@@ -85,24 +85,27 @@ struct regular_rule {
     if (table) return index_with_table(x);
     return locate(x, [this](std::int64_t k) { return computed_edge(k); });
   }
-  /// The bin of an f32 sample, given an accessor for the edges: the f32 estimate where it is
-  /// decisive, one edge where it is within guard32 of a boundary, else (outside [first32,
-  /// last32]) the f64 rule.
+  /// The bin of an f32 sample, given an accessor for the edges: the f32 rule where fast32 holds,
+  /// else the f64 rule.
   template <class Edges> TALLY_HD_HOT std::int64_t locate32(float x, const Edges& edge_at) const {
-    if (fast32 && x >= first32 && x <= last32) {
-      const float t = (x - first32) * scale32;  // < 2^30 (make_regular_rule checks)
-      const int i = static_cast<int>(t);
-      const float f = t - static_cast<float>(i);  // exact
-      // The estimate is within guard32 (< 1/8 bin) of x's place among the edges: a fraction
-      // in (guard32, upper32) is bin i; at most guard32 above i's lower edge, the bin is i - 1
-      // or i; at most guard32 below its upper edge, i or i + 1; past the last bin, the last.
-      // (The f64 rule in its place doubled the CUDA loop's registers, 32 -> 64.)
-      if (i >= bins) return bins - 1;
-      if (f > guard32 && f < upper32) return i;
-      if (f <= guard32) return i > 0 && static_cast<double>(x) < edge_at(i) ? i - 1 : i;
-      return i + 1 < bins && static_cast<double>(x) >= edge_at(i + 1) ? i + 1 : i;
-    }
-    return locate(static_cast<double>(x), edge_at);
+    return fast32 ? locate_fast32(x, edge_at) : locate(static_cast<double>(x), edge_at);
+  }
+  /// The f32 rule (rules with fast32 set): the f32 estimate where it is decisive, one edge where
+  /// it is within guard32 of a boundary. No f64 fallback: first32 is the least f32 >= first and
+  /// last32 the greatest f32 <= last, so an f32 outside [first32, last32] is outside [first, last].
+  template <class Edges> TALLY_HD_HOT std::int64_t locate_fast32(float x, const Edges& edge_at) const {
+    if (!(x >= first32)) return x != x ? bin_nan : bin_underflow;
+    if (x > last32) return bin_overflow;
+    const float t = (x - first32) * scale32;  // < 2^30 (make_regular_rule checks)
+    const int i = static_cast<int>(t);
+    const float f = t - static_cast<float>(i);  // exact
+    // The estimate is within guard32 (< 1/8 bin) of x's place among the edges: a fraction in
+    // (guard32, upper32) is bin i; at most guard32 above i's lower edge, the bin is i - 1 or i;
+    // at most guard32 below its upper edge, i or i + 1; past the last bin, the last.
+    if (i >= bins) return bins - 1;
+    if (f > guard32 && f < upper32) return i;
+    if (f <= guard32) return i > 0 && static_cast<double>(x) < edge_at(i) ? i - 1 : i;
+    return i + 1 < bins && static_cast<double>(x) >= edge_at(i + 1) ? i + 1 : i;
   }
   TALLY_HD_HOT std::int64_t index_with_table(float x) const {
     return locate32(x, [this](std::int64_t k) { return table[k]; });

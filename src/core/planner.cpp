@@ -153,10 +153,15 @@ policy plan_cuda(const plan_request& r) {
   int replicas = 32;
   while (replicas > 1 && counter_bytes * replicas > budget) replicas /= 2;
   const bool fits = counter_bytes <= per_block;
-  if ((r.wanted == strategy::shared || r.wanted == strategy::shared_replicated) && !fits)
+  // Beyond that, one copy of 16-bit counters, two per word, holds twice the slots (a half that
+  // wraps hands 2^16 to device memory): one contiguous column of samples wider than 8 bits.
+  const std::int64_t packed_bytes = (r.cells + 3 + 1) / 2 * 4;
+  const bool packed = !fits && r.contiguous && !bytes && packed_bytes <= per_block;
+  if ((r.wanted == strategy::shared || r.wanted == strategy::shared_replicated) && !fits && !packed)
     throw error("strategy " + std::string(name_of(r.wanted)) + ": " + std::to_string(r.cells) +
-                " cells need " + std::to_string(counter_bytes) +
-                " bytes of shared memory, the device has " + std::to_string(per_block) + " per block");
+                " cells need " + std::to_string(counter_bytes) + " bytes of shared memory (" +
+                std::to_string(packed_bytes) + " as 16-bit counters, for one contiguous column), the device has " +
+                std::to_string(per_block) + " per block");
 
   // A cluster of K blocks holds one copy of the cells, 2^k cells per block (so that a slot's
   // block is its high bits), and each block its own 3 flow counters: the smallest K of 2, 4 and
@@ -199,6 +204,10 @@ policy plan_cuda(const plan_request& r) {
   } else if (fits) {
     p.chosen = strategy::shared;
     p.reasons.push_back("shared: one copy of the counters fits in a block's shared memory");
+  } else if (packed) {
+    // i32 65536 bins: see bench/PERFORMANCE.md entry 15 for the measurement.
+    p.chosen = strategy::shared;
+    p.reasons.push_back("shared: one copy of 16-bit counters (two per word) fits in a block's shared memory");
   } else if (cluster_fits) {
     // i32 65536 bins in 4 blocks: cluster 284 GB/s uniform, 400 hot, 266 skewed80 against
     // global_atomic_vec 296 / 21 / 17 and warp_aggregated 197 / 147 / 136; CUB 76 / 1212 / 244
@@ -223,6 +232,7 @@ policy plan_cuda(const plan_request& r) {
   p.value_table = bytes && in_shared;
   const std::int64_t tables = p.value_table ? 0 : r.table_bytes;
   p.replicas = p.chosen == strategy::shared_replicated ? replicas : 1;
+  p.counter_bits = in_shared && !fits ? 16 : 32;
   // Runs of equal slots within a load add once where lanes share counters (fewer than 16
   // copies, a cluster's remote counters, device memory): a hot bin then costs one atomic per
   // load. With a copy per lane (or per two) there is little contention to save and merging costs
@@ -231,7 +241,10 @@ policy plan_cuda(const plan_request& r) {
   p.merge_runs = typed && !in_registers && !(in_shared && p.replicas >= 16);
   if (p.chosen == strategy::shared_replicated && replicas == 1)
     p.reasons.push_back("replicas 1: a second copy would not fit");
-  p.shared_bytes = in_shared     ? counter_bytes * p.replicas
+  if (p.counter_bits == 16)
+    p.reasons.push_back("16-bit counters, two per word: 32-bit ones would need " + std::to_string(counter_bytes) +
+                        " bytes; a half that wraps adds 2^16 to device memory");
+  p.shared_bytes = in_shared     ? (p.counter_bits == 16 ? packed_bytes : counter_bytes * p.replicas)
                   : in_cluster  ? cluster_share(cluster_k)
                   : in_registers ? 32 * 4  // the block's sum of its warps' counts
                                  : 0;
@@ -318,7 +331,8 @@ std::string describe(const policy& p) {
                                                 std::to_string(p.unroll) + " in flight per thread"
                                           : std::string("one sample each")) << "\n"
       << "replicas   " << p.replicas << "\n"
-      << "shared     " << p.shared_bytes << " bytes per block\n";
+      << "shared     " << p.shared_bytes << " bytes per block"
+      << (p.counter_bits == 16 ? ", 16-bit counters, two per word" : "") << "\n";
     if (p.cluster_blocks) s << "cluster    " << p.cluster_blocks << " blocks share one copy\n";
     if (p.value_table) s << "values     counted per 8-bit value, folded into bins\n";
     if (p.vector_bytes) s << "runs       " << (p.merge_runs ? "merged within a load" : "not merged") << "\n";

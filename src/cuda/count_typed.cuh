@@ -55,6 +55,16 @@ template <class T> struct narrow_integer_binner {
     return d < bins ? static_cast<S>(d) : cells + (v < lo ? 0 : 1);
   }
 };
+/// The regular rule for f32 samples where its f32 estimate is bounded (rule.fast32):
+/// regular_rule::locate_fast32 alone, with no f64 path to keep registers for (the kernel fits
+/// 32 registers, where the rule with both paths took 40-64). launch_typed chooses it.
+struct fast32_binner {
+  regular_rule rule;  // table: the edges, in device or shared memory
+  __device__ __forceinline__ std::int64_t operator()(float x) const {
+    return rule.locate_fast32(x, [this](std::int64_t k) { return rule.table[k]; });
+  }
+};
+
 template <class T> bool narrow_integer_fits(const integer_rule& r) {
   if constexpr (std::is_integral_v<T> && sizeof(T) <= 4) {
     const auto lo = static_cast<long double>(r.lo), last = lo + static_cast<long double>(r.bins) - 1;
@@ -81,6 +91,7 @@ template <class B> __device__ __forceinline__ std::int64_t table_bytes(const B&)
 __device__ __forceinline__ std::int64_t table_bytes(const regular_table_binner& b) {
   return 8 * (b.rule.bins + 1);
 }
+__device__ __forceinline__ std::int64_t table_bytes(const fast32_binner& b) { return 8 * (b.rule.bins + 1); }
 __device__ __forceinline__ std::int64_t table_bytes(const variable_binner& b) {
   return 8 * (b.rule.bins + 1) + 8 * (b.rule.bucket_count + 1);
 }
@@ -94,6 +105,11 @@ __device__ __forceinline__ void stage(regular_table_binner& b, unsigned char* sm
   copy_words(reinterpret_cast<std::uint64_t*>(t), reinterpret_cast<const std::uint64_t*>(b.rule.table),
              b.rule.bins + 1);
   b.rule.table = t;
+}
+__device__ __forceinline__ void stage(fast32_binner& b, unsigned char* smem) {
+  regular_table_binner staged{b.rule};
+  stage(staged, smem);
+  b.rule.table = staged.rule.table;
 }
 __device__ __forceinline__ void stage(variable_binner& b, unsigned char* smem) {
   auto* edges = reinterpret_cast<double*>(smem);
@@ -109,9 +125,10 @@ __device__ __forceinline__ void stage(variable_binner& b, unsigned char* smem) {
 }
 
 /// Where a launch counts: in 2^shift interleaved shared-memory copies per block, straight into
-/// device memory (global_atomic_vec), in one copy spread over a cluster's shared memory, or in
-/// registers, lane l of each warp counting slot l (at most 32 slots).
-enum class count_mode { shared, global, cluster, registers };
+/// device memory (global_atomic_vec), in one copy spread over a cluster's shared memory, in
+/// registers (lane l of each warp counting slot l, at most 32 slots), or in one shared copy of
+/// 16-bit counters, two per word (packed), for twice the slots of 32-bit ones.
+enum class count_mode { shared, global, cluster, registers, packed };
 
 /// Slots index shared memory in 32 bits (the planner keeps them within a block's, or a
 /// cluster's, shared memory) and device memory in 64.
@@ -120,13 +137,32 @@ template <count_mode M> using slot_t = std::conditional_t<M == count_mode::globa
 /// Cluster: block r of a cluster holds the cells [r 2^slice_shift, (r + 1) 2^slice_shift) for the
 /// whole cluster, followed by 3 flow counters of its own; a sample's cell is added in the shared
 /// memory of the block that holds it (distributed shared memory).
+/// Adds n (< 2^16) to slot s of 16-bit counters packed two per word (slot s in the low half of
+/// word s / 2 where s is even). A half that wraps hands 2^16 to device memory (out[s]). A low
+/// half that wraps also carries 1 into the high half: that is taken back, and where the carry or
+/// its undoing wraps the high half, 2^16 goes to or comes back from out[s + 1]. Each atomic's old
+/// value says exactly which halves it wrapped, so the device counts plus the halves are exact.
+__device__ __forceinline__ void add_packed(unsigned* counters, int s, unsigned n, std::int64_t slots,
+                                           unsigned long long* out) {
+  unsigned* word = counters + (s >> 1);
+  const unsigned shift = (s & 1) * 16;
+  const unsigned old = atomicAdd(word, n << shift);
+  if (((old >> shift) & 0xFFFFu) + n <= 0xFFFFu) return;
+  atomicAdd(&out[s], 1ull << 16);
+  if (shift) return;  // the high half's carry leaves the word
+  const bool next = s + 1 < slots;  // the last word's high half may be padding
+  if ((old >> 16) == 0xFFFFu && next) atomicAdd(&out[s + 1], 1ull << 16);
+  const unsigned undo = atomicSub(word, 1u << 16);
+  if ((undo >> 16) == 0 && next) atomicAdd(&out[s + 1], ~0ull << 16);  // minus 2^16
+}
+
 /// Blocks per multiprocessor a kernel is compiled for: 4 (32 registers, every thread slot of the
-/// multiprocessor) where its loop fits them without spilling (ptxas -v: the value and
-/// narrow-integer rules in shared memory), else 3 (40 registers; left free, the compiler took
-/// 46-64 and 2 blocks fitted).
+/// multiprocessor) where its loop fits them without spilling (ptxas -v: the value, narrow-integer
+/// and f32 rules in shared memory), else 3 (40 registers; left free, the compiler took 46-64 and
+/// 2 blocks fitted).
 template <class Binner, count_mode M> constexpr int min_blocks() {
-  return (M == count_mode::shared || M == count_mode::registers) &&
-                 (std::is_same_v<Binner, value_binner> || gives_slots<Binner>::value)
+  return M == count_mode::shared && (std::is_same_v<Binner, value_binner> || std::is_same_v<Binner, fast32_binner> ||
+                                     gives_slots<Binner>::value)
              ? 4
              : 3;
 }
@@ -146,7 +182,7 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
   auto* counters = reinterpret_cast<unsigned*>(smem + tables);
   const int slice = 1 << a.slice_shift;
   if constexpr (M != count_mode::global) {
-    const std::int64_t local = in_cluster ? slice + 3 : slots << shift;
+    const std::int64_t local = in_cluster ? slice + 3 : M == count_mode::packed ? (slots + 1) / 2 : slots << shift;
     for (std::int64_t k = threadIdx.x; k < local; k += blockDim.x) counters[k] = 0;
   }
   if constexpr (in_cluster) cooperative_groups::this_cluster().sync();  // every share zeroed
@@ -182,6 +218,8 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
       }
     } else if constexpr (M == count_mode::registers) {
       if (when) atomicAdd(&counters[s], n);  // the head and tail only; the body counts in registers
+    } else if constexpr (M == count_mode::packed) {
+      if (when) add_packed(counters, s, n, slots, a.slots);
     } else {
       // A reduction (no value returned) at a 32-bit shared address: one multiply-add per address.
       if (when)
@@ -299,6 +337,12 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
   } else if constexpr (M == count_mode::shared || M == count_mode::registers) {
     __syncthreads();
     flush_copies(counters, slots, shift, a.slots);
+  } else if constexpr (M == count_mode::packed) {
+    __syncthreads();
+    for (std::int64_t k = threadIdx.x; k < slots; k += blockDim.x) {
+      const unsigned half = (counters[k >> 1] >> ((k & 1) * 16)) & 0xFFFFu;
+      if (half) atomicAdd(&a.slots[k], static_cast<unsigned long long>(half));
+    }
   }
 }
 
@@ -362,6 +406,9 @@ void launch_with(const Binner& binner, const typed_count_args& args, const launc
   if constexpr (!counts_values<Binner>::value) {
     if (args.to_global) return launch_plain<T, Binner, count_mode::global>(binner, args, shape);
     if (args.in_registers) return launch_plain<T, Binner, count_mode::registers>(binner, args, shape);
+    if constexpr (sizeof(T) > 1) {
+      if (args.packed16) return launch_plain<T, Binner, count_mode::packed>(binner, args, shape);
+    }
   }
   launch_plain<T, Binner, count_mode::shared>(binner, args, shape);
 }
@@ -378,6 +425,12 @@ void launch_typed(dtype sample, const device_axis& axis, const typed_count_args&
         const narrow_integer_binner<T> narrow{static_cast<T>(axis.integer.rule.lo),
                                               static_cast<std::uint32_t>(axis.integer.rule.bins)};
         launch_with<T>(narrow, args, shape);
+        return true;
+      }
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (axis.kind == axis_kind::regular && axis.regular.rule.fast32) {
+        launch_with<T>(fast32_binner{axis.regular.rule}, args, shape);
         return true;
       }
     }

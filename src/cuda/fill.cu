@@ -158,6 +158,7 @@ typed_count_args typed_args(const policy& plan, const device_axis& column, std::
   while ((1 << a.replica_shift) < plan.replicas) ++a.replica_shift;
   a.to_global = plan.chosen == strategy::global_atomic_vec;
   a.in_registers = plan.chosen == strategy::registers;
+  a.packed16 = plan.counter_bits == 16;
   a.stage_tables = plan.tables_in_shared;
   a.merge_runs = plan.merge_runs;
   a.cluster_blocks = plan.cluster_blocks;

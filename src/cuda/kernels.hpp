@@ -28,6 +28,7 @@ struct typed_count_args {
   int replica_shift = 0;     // 2^shift interleaved copies per block
   bool to_global = false;    // global_atomic_vec: atomics straight into `slots`
   bool in_registers = false; // register: lane l of each warp counts slot l (cells + 3 <= 32)
+  bool packed16 = false;     // one shared copy of 16-bit counters, two per word
   bool stage_tables = false; // copy the rule's edge tables into shared memory first
   bool merge_runs = false;   // equal slots within a vector add once (always, outside shared mode)
   int cluster_blocks = 0;    // cluster: blocks sharing one copy (launched as a cluster)
