@@ -271,6 +271,39 @@ TEST(RegularAxis, FloatEstimateAgreesWithTheEdgesOnRandomRanges) {
   EXPECT_GT(fast, 150);  // the f32 estimate was in use for most ranges
 }
 
+/// The f32 form of the variable rule (variable_rule32, the CUDA typed kernel's for f32 samples)
+/// bins every f32 as the f64 rule does: random edges at random scales, some closer together
+/// than an f32 spacing; every edge's f32 neighbours, random values, infinities and NaN.
+TEST(VariableAxis, FloatRuleAgreesWithTheDoubleRule) {
+  std::mt19937_64 gen(79);
+  std::uniform_int_distribution<int> exponent(-20, 20), bins_of(1, 700);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (int round = 0; round < 200; ++round) {
+    const double scale = std::ldexp(1.0, exponent(gen));
+    std::vector<double> edges{(unit(gen) - 0.5) * scale};
+    const int bins = bins_of(gen);
+    for (int k = 0; k < bins; ++k) {
+      const double step = round % 3 == 0 && k % 4 == 1 ? std::fabs(edges.back()) * 1e-10 + 1e-300 : unit(gen) * scale;
+      edges.push_back(edges.back() + std::max(step, std::fabs(edges.back()) * 1e-15 + 1e-300));
+    }
+    const tally::axis made = tally::axis::variable(edges);
+    const std::vector<std::int64_t> buckets = tally::detail::variable_buckets(made);
+    std::vector<float> edges32;
+    std::vector<std::int32_t> buckets32;
+    const auto exact = tally::detail::make_variable_rule(made, &buckets);
+    const auto fast = tally::detail::make_variable_rule32(made, buckets, edges32, buckets32);
+    std::vector<float> xs = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                             std::numeric_limits<float>::quiet_NaN()};
+    for (double e : edges) {
+      const float f = static_cast<float>(e);
+      xs.insert(xs.end(), {f, std::nextafter(f, HUGE_VALF), std::nextafter(f, -HUGE_VALF)});
+    }
+    for (int i = 0; i < 2000; ++i)
+      xs.push_back(static_cast<float>(edges.front() + (edges.back() - edges.front()) * (1.2 * unit(gen) - 0.1)));
+    for (float x : xs) ASSERT_EQ(fast.index(x), exact.index(static_cast<double>(x))) << "x = " << x << ", round " << round;
+  }
+}
+
 // ---- integer axes ----
 
 TEST(IntegerAxis, SixtyFourBitSamplesCompareExactly) {

@@ -158,6 +158,28 @@ TEST_F(Cuda, FewBinsEveryTypeAndAxis) {
   }
 }
 
+// f32 samples on variable edges take an f32 copy of the edges, each rounded up to an f32: edges
+// closer than an f32 spacing, edges exactly on f32 values and between them, and f32 samples on
+// and beside each edge.
+TEST_F(Cuda, FloatSamplesOnEdgesCloserThanTheirSpacing) {
+  const float one = 1.0f, up = std::nextafter(one, 2.0f), down = std::nextafter(one, 0.0f);
+  const std::vector<double> edges = {-3.0, down, 1.0 - 1e-12, 1.0, 1.0 + 1e-12, 1.0 + 2e-12, up, 1.5, 2.0 + 1e-9};
+  axis_spec a;
+  a.kind = tally::axis_kind::variable;
+  a.bins = static_cast<std::int64_t>(edges.size()) - 1;
+  a.edges = edges;
+  std::vector<double> values;
+  for (double e : edges)
+    for (float x : {static_cast<float>(e), std::nextafter(static_cast<float>(e), -10.0f),
+                    std::nextafter(static_cast<float>(e), 10.0f)})
+      values.push_back(x);
+  values.push_back(std::nan(""));
+  std::vector<double> many;
+  for (int r = 0; r < 5000; ++r) many.insert(many.end(), values.begin(), values.end());
+  const column data = make_column(dtype::f32, many);
+  ASSERT_GT(binned(every_strategy_matches(a, data.view())), 0u);
+}
+
 // Integer axes of integer samples up to 32 bits take a 32-bit rule where the axis lies within the
 // sample type, and the 64-bit rule where it does not: axes at each end of the type, one inside
 // and one a value past it.

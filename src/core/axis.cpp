@@ -123,6 +123,28 @@ std::vector<std::int64_t> variable_buckets(const axis& a) {
   return buckets;
 }
 
+variable_rule32 make_variable_rule32(const axis& a, const std::vector<std::int64_t>& buckets, std::vector<float>& edges,
+                                     std::vector<std::int32_t>& buckets32) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  const std::vector<double>& e = a.variable_edges();
+  edges.resize(e.size());
+  for (std::size_t k = 0; k < e.size(); ++k) {
+    float up = static_cast<float>(e[k]);  // nearest; then the least f32 >= e[k]
+    if (up < e[k]) up = std::nextafter(up, inf);
+    edges[k] = up;
+  }
+  buckets32.assign(buckets.begin(), buckets.end());  // bin indices: variable axes have < 2^31 bins
+  variable_rule32 r;
+  r.edges = edges.data();
+  r.last = static_cast<float>(e.back());
+  if (r.last > e.back()) r.last = std::nextafter(r.last, -inf);
+  r.bins = a.bins();
+  r.buckets = buckets32.data();
+  r.bucket_count = static_cast<std::int32_t>(buckets.size()) - 1;
+  r.bucket_scale = static_cast<float>(static_cast<double>(r.bucket_count) / (e.back() - e.front()));
+  return r;
+}
+
 integer_rule make_integer_rule(const axis& a) { return integer_rule{a.integer_lo(), a.bins()}; }
 
 std::int64_t variable_bucket_count(std::int64_t bins) {

@@ -149,6 +149,40 @@ struct variable_rule {
   }
 };
 
+/// variable_rule for f32 samples, in f32 arithmetic and exact: each edge rounded up to an f32
+/// (for every f32 x, x >= e <=> x >= the least f32 >= e) and the last edge also rounded down
+/// (x > e_B <=> x > the greatest f32 <= e_B). Half the table bytes and f32 comparisons. Edges
+/// closer than an f32 spacing round to one value: the bins between them are empty for f32
+/// samples, as they are under the f64 rule.
+struct variable_rule32 {
+  const float* edges = nullptr;  // bins + 1, each rounded up to an f32
+  float last = 0;                // e_B rounded down to an f32
+  std::int64_t bins = 0;
+  const std::int32_t* buckets = nullptr;  // bucket_count + 1: the bin of each bucket boundary
+  std::int32_t bucket_count = 0;
+  float bucket_scale = 0;  // bucket_count / (e_B - e_0), rounded: the buckets only narrow
+
+  TALLY_HD_HOT std::int64_t index(float x) const {
+    if (!(x >= edges[0])) return x != x ? bin_nan : bin_underflow;
+    if (x > last) return bin_overflow;
+    int lo = 0, hi = static_cast<int>(bins);  // the bin is the last k in [lo, hi) with edges[k] <= x
+    const float t = fminf((x - edges[0]) * bucket_scale, static_cast<float>(bucket_count - 1));
+    const int j = t > 0 ? static_cast<int>(t) : 0;
+    lo = buckets[j];
+    hi = buckets[j + 1] + 1;
+    // The bucket estimate is rounded arithmetic: widen where it missed.
+    if (x < edges[lo]) lo = 0;
+    if (hi < bins && x >= edges[hi]) hi = static_cast<int>(bins);
+    const float* base = edges + lo;
+    for (int n = hi - lo; n > 1;) {
+      const int half = n / 2;
+      base = x >= base[half] ? base + half : base;
+      n -= half;
+    }
+    return base - edges;
+  }
+};
+
 /// One bin per integer in [lo, lo + bins). Integers compare exactly; floats by floor(x).
 struct integer_rule {
   std::int64_t lo = 0;

@@ -38,6 +38,7 @@ struct device_axis {
   std::int64_t bins;
   regular_table_binner regular;
   variable_binner variable;
+  variable_rule32 variable32;  // the same variable rule for f32 samples (the typed kernel's)
   integer_binner integer;
 };
 

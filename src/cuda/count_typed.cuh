@@ -65,6 +65,12 @@ struct fast32_binner {
   }
 };
 
+/// The variable rule for f32 samples in f32 (variable_rule32): half the table, f32 comparisons.
+struct variable32_binner {
+  variable_rule32 rule;
+  __device__ __forceinline__ std::int64_t operator()(float x) const { return rule.index(x); }
+};
+
 template <class T> bool narrow_integer_fits(const integer_rule& r) {
   if constexpr (std::is_integral_v<T> && sizeof(T) <= 4) {
     const auto lo = static_cast<long double>(r.lo), last = lo + static_cast<long double>(r.bins) - 1;
@@ -92,6 +98,9 @@ __device__ __forceinline__ std::int64_t table_bytes(const regular_table_binner& 
   return 8 * (b.rule.bins + 1);
 }
 __device__ __forceinline__ std::int64_t table_bytes(const fast32_binner& b) { return 8 * (b.rule.bins + 1); }
+__device__ __forceinline__ std::int64_t table_bytes(const variable32_binner& b) {
+  return 8 * ((b.rule.bins + 2) / 2) + 8 * ((b.rule.bucket_count + 2) / 2);  // whole words
+}
 __device__ __forceinline__ std::int64_t table_bytes(const variable_binner& b) {
   return 8 * (b.rule.bins + 1) + 8 * (b.rule.bucket_count + 1);
 }
@@ -110,6 +119,14 @@ __device__ __forceinline__ void stage(fast32_binner& b, unsigned char* smem) {
   regular_table_binner staged{b.rule};
   stage(staged, smem);
   b.rule.table = staged.rule.table;
+}
+__device__ __forceinline__ void stage(variable32_binner& b, unsigned char* smem) {
+  const std::int64_t edge_words = (b.rule.bins + 2) / 2, bucket_words = (b.rule.bucket_count + 2) / 2;
+  auto* words = reinterpret_cast<std::uint64_t*>(smem);
+  copy_words(words, reinterpret_cast<const std::uint64_t*>(b.rule.edges), edge_words);
+  copy_words(words + edge_words, reinterpret_cast<const std::uint64_t*>(b.rule.buckets), bucket_words);
+  b.rule.edges = reinterpret_cast<const float*>(words);
+  b.rule.buckets = reinterpret_cast<const std::int32_t*>(words + edge_words);
 }
 __device__ __forceinline__ void stage(variable_binner& b, unsigned char* smem) {
   auto* edges = reinterpret_cast<double*>(smem);
@@ -207,7 +224,20 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
   // Adds n to slot s where `when` holds.
   auto add = [&](slot_type s, unsigned n, bool when) {
     if constexpr (M == count_mode::global) {
-      if (when) atomicAdd(&a.slots[s], static_cast<unsigned long long>(n));
+      if (a.aggregate) {
+        // warp_aggregated: the lanes adding to one slot find each other and the lowest adds the
+        // group's runs (a hot bin: one atomic per warp and load, not one per lane). A lane with
+        // nothing to add takes a key no slot has.
+        const unsigned lane = threadIdx.x & 31;
+        const auto key = when ? static_cast<unsigned long long>(s) : ~0ull - lane;
+        const unsigned peers = __match_any_sync(__activemask(), key);
+        unsigned total = 0;
+        for (unsigned m = peers; m; m &= m - 1) total += __shfl_sync(peers, n, __ffs(m) - 1);
+        if (when && lane == static_cast<unsigned>(__ffs(peers) - 1))
+          atomicAdd(&a.slots[s], static_cast<unsigned long long>(total));
+      } else if (when) {
+        atomicAdd(&a.slots[s], static_cast<unsigned long long>(n));
+      }
     } else if constexpr (in_cluster) {
       if (!when) return;
       if (s >= cells) {
@@ -431,6 +461,10 @@ void launch_typed(dtype sample, const device_axis& axis, const typed_count_args&
     if constexpr (std::is_same_v<T, float>) {
       if (axis.kind == axis_kind::regular && axis.regular.rule.fast32) {
         launch_with<T>(fast32_binner{axis.regular.rule}, args, shape);
+        return true;
+      }
+      if (axis.kind == axis_kind::variable) {
+        launch_with<T>(variable32_binner{axis.variable32}, args, shape);
         return true;
       }
     }

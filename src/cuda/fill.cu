@@ -27,11 +27,15 @@ device_guard::~device_guard() { cudaSetDevice(previous_); }
 
 namespace {
 
-std::size_t append(std::vector<std::uint64_t>& words, const void* data, std::size_t count) {
+/// Appends `bytes` of data as whole words (zero-padded); returns the first word's index.
+std::size_t append(std::vector<std::uint64_t>& words, const void* data, std::size_t bytes) {
   const std::size_t at = words.size();
-  words.resize(at + count);
-  std::memcpy(words.data() + at, data, count * sizeof(std::uint64_t));
+  words.resize(at + (bytes + sizeof(std::uint64_t) - 1) / sizeof(std::uint64_t), 0);
+  std::memcpy(words.data() + at, data, bytes);
   return at;
+}
+template <class T> std::size_t append(std::vector<std::uint64_t>& words, const std::vector<T>& v) {
+  return append(words, v.data(), v.size() * sizeof(T));
 }
 
 }  // namespace
@@ -49,14 +53,19 @@ rules::rules(const std::vector<axis>& list) {
       case axis_kind::regular: {
         const auto edges = a.edges();
         da.regular.rule = make_regular_rule(a);
-        offsets.push_back(append(tables, edges.data(), edges.size()));
+        offsets.push_back(append(tables, edges));
         break;
       }
       case axis_kind::variable: {
         const std::vector<std::int64_t> buckets = variable_buckets(a);
+        std::vector<float> edges32;
+        std::vector<std::int32_t> buckets32;
         da.variable.rule = make_variable_rule(a, &buckets);  // host pointers until point_at
-        offsets.push_back(append(tables, a.variable_edges().data(), a.variable_edges().size()));
-        offsets.push_back(append(tables, buckets.data(), buckets.size()));
+        da.variable32 = make_variable_rule32(a, buckets, edges32, buckets32);
+        offsets.push_back(append(tables, a.variable_edges()));
+        offsets.push_back(append(tables, buckets));
+        offsets.push_back(append(tables, edges32));
+        offsets.push_back(append(tables, buckets32));
         break;
       }
       case axis_kind::integer:
@@ -77,6 +86,8 @@ void rules::point_at(const std::uint64_t* device_tables) {
       case axis_kind::variable:
         da.variable.rule.edges = reinterpret_cast<const double*>(device_tables + offsets[t++]);
         da.variable.rule.buckets = reinterpret_cast<const std::int64_t*>(device_tables + offsets[t++]);
+        da.variable32.edges = reinterpret_cast<const float*>(device_tables + offsets[t++]);
+        da.variable32.buckets = reinterpret_cast<const std::int32_t*>(device_tables + offsets[t++]);
         break;
       case axis_kind::integer:
         break;
@@ -156,7 +167,8 @@ typed_count_args typed_args(const policy& plan, const device_axis& column, std::
   a.data = column.data + begin * column.stride_bytes;
   a.n = count;
   while ((1 << a.replica_shift) < plan.replicas) ++a.replica_shift;
-  a.to_global = plan.chosen == strategy::global_atomic_vec;
+  a.aggregate = plan.chosen == strategy::warp_aggregated;
+  a.to_global = plan.chosen == strategy::global_atomic_vec || a.aggregate;
   a.in_registers = plan.chosen == strategy::registers;
   a.packed16 = plan.counter_bits == 16;
   a.stage_tables = plan.tables_in_shared;
