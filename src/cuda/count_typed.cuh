@@ -292,7 +292,8 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
           memcpy(v, &loaded[u], sizeof v);
           constexpr int step = channel_step<Binner>;
           [[maybe_unused]] int first_channel = 0;  // the channel of v[0]
-          if constexpr (step > 1) first_channel = binner.channel_of(head + (i + u * stride) * per_vector);
+          if constexpr (step > 1 && per_vector % step == 0) first_channel = binner.channel_of(head);  // every vector's
+          else if constexpr (step > 1) first_channel = binner.channel_of(head + (i + u * stride) * per_vector);
 #pragma unroll
           for (int k = 0; k < step; ++k) {
             slot_type offset = 0;
