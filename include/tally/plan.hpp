@@ -20,8 +20,7 @@ enum class backend : std::uint8_t { automatic, cpu, cuda };
 ///  - global_atomic (CUDA): one atomic add per sample in device memory, one sample per thread.
 ///  - global_atomic_vec (CUDA): as global_atomic, with 16-byte loads of several samples per
 ///    thread (scalar loads for the unaligned head and tail).
-///  - warp_aggregated (CUDA): as global_atomic, but lanes of a warp with the same bin add once
-///    (on one contiguous column: 16-byte loads, runs within a load merged first).
+///  - warp_aggregated (CUDA): as global_atomic, but lanes of a warp with the same bin add once.
 ///  - shared (CUDA): one shared-memory histogram per block, added to device memory at the end.
 ///  - shared_replicated (CUDA): several interleaved copies per block; lane l uses copy
 ///    l mod R, so neighbouring lanes hit different banks and a hot bin spreads over R counters.

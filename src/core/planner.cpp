@@ -227,8 +227,8 @@ policy plan_cuda(const plan_request& r) {
   const bool in_shared = p.chosen == strategy::shared || p.chosen == strategy::shared_replicated;
   const bool in_cluster = p.chosen == strategy::cluster;
   const bool in_registers = p.chosen == strategy::registers;
-  const bool typed = r.contiguous && (in_shared || in_cluster || in_registers || p.chosen == strategy::global_atomic_vec ||
-                                      p.chosen == strategy::warp_aggregated);
+  const bool typed =
+      r.contiguous && (in_shared || in_cluster || in_registers || p.chosen == strategy::global_atomic_vec);
   p.value_table = bytes && in_shared;
   const std::int64_t tables = p.value_table ? 0 : r.table_bytes;
   p.replicas = p.chosen == strategy::shared_replicated ? replicas : 1;

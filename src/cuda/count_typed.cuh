@@ -224,20 +224,7 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
   // Adds n to slot s where `when` holds.
   auto add = [&](slot_type s, unsigned n, bool when) {
     if constexpr (M == count_mode::global) {
-      if (a.aggregate) {
-        // warp_aggregated: the lanes adding to one slot find each other and the lowest adds the
-        // group's runs (a hot bin: one atomic per warp and load, not one per lane). A lane with
-        // nothing to add takes a key no slot has.
-        const unsigned lane = threadIdx.x & 31;
-        const auto key = when ? static_cast<unsigned long long>(s) : ~0ull - lane;
-        const unsigned peers = __match_any_sync(__activemask(), key);
-        unsigned total = 0;
-        for (unsigned m = peers; m; m &= m - 1) total += __shfl_sync(peers, n, __ffs(m) - 1);
-        if (when && lane == static_cast<unsigned>(__ffs(peers) - 1))
-          atomicAdd(&a.slots[s], static_cast<unsigned long long>(total));
-      } else if (when) {
-        atomicAdd(&a.slots[s], static_cast<unsigned long long>(n));
-      }
+      if (when) atomicAdd(&a.slots[s], static_cast<unsigned long long>(n));
     } else if constexpr (in_cluster) {
       if (!when) return;
       if (s >= cells) {

@@ -167,8 +167,7 @@ typed_count_args typed_args(const policy& plan, const device_axis& column, std::
   a.data = column.data + begin * column.stride_bytes;
   a.n = count;
   while ((1 << a.replica_shift) < plan.replicas) ++a.replica_shift;
-  a.aggregate = plan.chosen == strategy::warp_aggregated;
-  a.to_global = plan.chosen == strategy::global_atomic_vec || a.aggregate;
+  a.to_global = plan.chosen == strategy::global_atomic_vec;
   a.in_registers = plan.chosen == strategy::registers;
   a.packed16 = plan.counter_bits == 16;
   a.stage_tables = plan.tables_in_shared;

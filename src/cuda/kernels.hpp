@@ -26,8 +26,7 @@ struct typed_count_args {
   std::int64_t n = 0;
   std::int64_t cells = 0;
   int replica_shift = 0;     // 2^shift interleaved copies per block
-  bool to_global = false;    // global_atomic_vec, warp_aggregated: atomics straight into `slots`
-  bool aggregate = false;    // warp_aggregated: lanes adding to one slot add once
+  bool to_global = false;    // global_atomic_vec: atomics straight into `slots`
   bool in_registers = false; // register: lane l of each warp counts slot l (cells + 3 <= 32)
   bool packed16 = false;     // one shared copy of 16-bit counters, two per word
   bool stage_tables = false; // copy the rule's edge tables into shared memory first
