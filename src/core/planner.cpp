@@ -191,12 +191,15 @@ policy plan_cuda(const plan_request& r) {
                 "counters); got " + std::to_string(r.cells) + " cells" +
                 (r.contiguous ? "" : " in a strided, N-D or multi-channel fill"));
 
+  // register is never automatic: i32 16 bins 1583-1618 GB/s against shared_replicated's
+  // 2773-2854 (bench/results/2026-11-23-h100-gpu-b1aaf73.md; 6 ballots per 32 samples cost more
+  // issue slots than one shared atomic per sample).
   if (r.wanted != strategy::automatic) {
     p.chosen = r.wanted;
     p.reasons.push_back(std::string(name_of(p.chosen)) + ": asked for");
   } else if (fits && replicas > 1) {
-    // Shared counters: i32 4096 bins 2186 GB/s against 140 for global atomics (uniform) and
-    // 2474 against 6.8 (one hot bin); CUB 340 / 1362 (bench/results/2026-11-23-h100-gpu-92639ad.md).
+    // Shared counters: i32 4096 bins 2942 GB/s against 148 for global atomics (uniform) and
+    // 2988 against 5.4 (one hot bin); CUB 329 / 1186 (bench/results/2026-11-23-h100-gpu-b1aaf73.md).
     p.chosen = strategy::shared_replicated;
     p.reasons.push_back("shared_replicated: " + std::to_string(replicas) +
                         " interleaved copies of the counters fit in half a multiprocessor's "
@@ -205,7 +208,9 @@ policy plan_cuda(const plan_request& r) {
     p.chosen = strategy::shared;
     p.reasons.push_back("shared: one copy of the counters fits in a block's shared memory");
   } else if (packed) {
-    // i32 65536 bins: see bench/PERFORMANCE.md entry 15 for the measurement.
+    // i32 65536 bins, GB/s uniform / one hot bin / skewed80 (device_histogram): 16-bit counters in
+    // one block 1919 / 2405 / 1715 against the cluster's 213 / 463 / 246 and CUB's 76 / 1177 / 237
+    // (bench/results/2026-11-23-h100-gpu-45ea14f.md).
     p.chosen = strategy::shared;
     p.reasons.push_back("shared: one copy of 16-bit counters (two per word) fits in a block's shared memory");
   } else if (cluster_fits) {
@@ -219,7 +224,9 @@ policy plan_cuda(const plan_request& r) {
   } else {
     // Beyond one block's shared memory: i32 65536 bins, global_atomic_vec 296 GB/s uniform but
     // 21 on one hot bin; warp_aggregated 203 uniform, 151 hot (bench/results/2026-11-23-h100-gpu-
-    // 92639ad.md). The aggregated one, which degrades least; both are below CUB on hot data.
+    // 92639ad.md). The aggregated one, which degrades least; both are below CUB on hot data. A
+    // typed aggregated kernel (16-byte loads, runs merged, then lanes) measured 163 / 179 against
+    // this one's 212 / 155 at 2^20 bins (b1aaf73 against 45ea14f): not kept.
     p.chosen = strategy::warp_aggregated;
     p.reasons.push_back("warp_aggregated: the counters do not fit in shared memory; one atomic per "
                         "warp and bin");
