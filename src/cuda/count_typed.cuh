@@ -1,7 +1,8 @@
 // The typed count kernel: one contiguous column of T, 16-byte loads on the aligned body and
-// scalar loads for the head and tail, the shared bin rule per sample, counted in 2^shift
-// interleaved shared-memory copies (lane l uses copy l mod 2^shift) or straight into global
-// memory. Included by the translation units that instantiate it.
+// scalar loads for the head and tail, the shared bin rule per sample (or a 32-bit form of it
+// chosen at launch), counted where count_mode says: 2^shift interleaved shared-memory copies
+// (lane l uses copy l mod 2^shift), device memory, a cluster's shared memory, registers, or
+// 16-bit shared counters. Included by the translation units that instantiate it.
 #pragma once
 
 #include <algorithm>
