@@ -138,6 +138,10 @@ struct variable_rule {
       if (x < edges[lo]) lo = 0;
       if (x >= edges[hi]) hi = bins;
     }
+    // At most two candidates (a bucket within one bin or across one edge, the common case): one
+    // comparison, no loop whose trip count would be mispredicted.
+    // (edges[lo + 1] exists: lo < bins. Bitwise &, not &&: no branch on the comparison.)
+    if (hi - lo <= 2) return lo + (static_cast<int>(hi - lo == 2) & static_cast<int>(x >= edges[lo + 1]));
     // Branch-free halving: the comparison picks the half without a jump to mispredict.
     const double* base = edges + lo;
     for (std::int64_t n = hi - lo; n > 1;) {
