@@ -98,7 +98,9 @@ template <class B> __device__ __forceinline__ std::int64_t table_bytes(const B&)
 __device__ __forceinline__ std::int64_t table_bytes(const regular_table_binner& b) {
   return 8 * (b.rule.bins + 1);
 }
-__device__ __forceinline__ std::int64_t table_bytes(const fast32_binner& b) { return 8 * (b.rule.bins + 1); }
+__device__ __forceinline__ std::int64_t table_bytes(const fast32_binner& b) {
+  return table_bytes(regular_table_binner{b.rule});
+}
 __device__ __forceinline__ std::int64_t table_bytes(const variable32_binner& b) {
   return 8 * ((b.rule.bins + 2) / 2) + 8 * ((b.rule.bucket_count + 2) / 2);  // whole words
 }
@@ -142,19 +144,10 @@ __device__ __forceinline__ void stage(variable_binner& b, unsigned char* smem) {
   }
 }
 
-/// Where a launch counts: in 2^shift interleaved shared-memory copies per block, straight into
-/// device memory (global_atomic_vec), in one copy spread over a cluster's shared memory, in
-/// registers (lane l of each warp counting slot l, at most 32 slots), or in one shared copy of
-/// 16-bit counters, two per word (packed), for twice the slots of 32-bit ones.
-enum class count_mode { shared, global, cluster, registers, packed };
-
 /// Slots index shared memory in 32 bits (the planner keeps them within a block's, or a
 /// cluster's, shared memory) and device memory in 64.
 template <count_mode M> using slot_t = std::conditional_t<M == count_mode::global, std::int64_t, int>;
 
-/// Cluster: block r of a cluster holds the cells [r 2^slice_shift, (r + 1) 2^slice_shift) for the
-/// whole cluster, followed by 3 flow counters of its own; a sample's cell is added in the shared
-/// memory of the block that holds it (distributed shared memory).
 /// Adds n (< 2^16) to slot s of 16-bit counters packed two per word (slot s in the low half of
 /// word s / 2 where s is even). A half that wraps hands 2^16 to device memory (out[s]). A low
 /// half that wraps also carries 1 into the high half: that is taken back, and where the carry or
@@ -185,6 +178,9 @@ template <class Binner, count_mode M> constexpr int min_blocks() {
              : 3;
 }
 
+/// Cluster: block r of a cluster holds the cells [r 2^slice_shift, (r + 1) 2^slice_shift) for the
+/// whole cluster, followed by 3 flow counters of its own; a sample's cell is added in the shared
+/// memory of the block that holds it (distributed shared memory).
 template <class T, class Binner, count_mode M>
 __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_typed_kernel(Binner binner, typed_count_args a) {
   constexpr bool in_cluster = M == count_mode::cluster;
@@ -266,7 +262,7 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
   // at its end; with channels, runs within each channel's samples). Merging saves atomics where
   // a hot bin's lanes would contend (fewer than 32 copies, a cluster, device memory); with a
   // copy per lane it only costs instructions: u8 256 bins 1935 GB/s merged, 2869 with one
-  // atomic per sample (scratch experiment on the H100, 2026-11-23, bench/PERFORMANCE.md 14).
+  // atomic per sample (bench/shared_atomics.cu on the H100, bench/PERFORMANCE.md entry 14).
   const auto count_body = [&](auto merge) {
     for (std::int64_t i = tid; i < vectors; i += stride * kUnroll) {
       uint4 loaded[kUnroll];
@@ -368,14 +364,16 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
 /// The planner's grid, cut to the blocks that are resident at once (the planner cannot see
 /// the kernel's registers): a grid-stride kernel then runs in one wave.
 template <class Kernel> unsigned resident_grid(Kernel* kernel, const launch_shape& shape) {
-  // Asked once per device, block size and dynamic shared memory size: the query costs microseconds, a
-  // fill of a 1 GiB column a third of a millisecond.
+  // Asked once per kernel, device, block size and dynamic shared memory size: the query costs
+  // microseconds, a fill of a 1 GiB column a third of a millisecond. The kernel is part of the key:
+  // kernels of one shape differ in registers (32 or 40: 4 or 3 blocks per multiprocessor).
   static std::mutex mutex;
-  static std::map<std::tuple<int, unsigned, std::size_t>, unsigned> resident;
+  static std::map<std::tuple<const void*, int, unsigned, std::size_t>, unsigned> resident;
   int device = 0;
   TALLY_CUDA_CHECK(cudaGetDevice(&device));
   std::lock_guard<std::mutex> lock(mutex);
-  auto [at, fresh] = resident.try_emplace({device, shape.block, shape.shared_bytes}, 0u);
+  auto [at, fresh] = resident.try_emplace(
+      {reinterpret_cast<const void*>(kernel), device, shape.block, shape.shared_bytes}, 0u);
   if (fresh) {
     int sms = 0, per_sm = 0;
     TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -397,39 +395,47 @@ void launch_plain(const Binner& binner, const typed_count_args& args, const laun
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
+/// The launch of args.mode: value tables count in shared copies only; clusters and 16-bit
+/// counters take samples wider than 8 bits (the planner never asks otherwise).
 template <class T, class Binner>
 void launch_with(const Binner& binner, const typed_count_args& args, const launch_shape& shape) {
-  if constexpr (sizeof(T) > 1 && !counts_values<Binner>::value) {
-    if (args.cluster_blocks) {
-      // Clusters of cluster_blocks blocks on as many multiprocessors; the planner's grid is a
-      // multiple of the cluster.
-      auto* kernel = &count_typed_kernel<T, Binner, count_mode::cluster>;
-      TALLY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(shape.shared_bytes)));
-      cudaLaunchConfig_t config{};
-      config.gridDim = dim3(shape.grid);
-      config.blockDim = dim3(shape.block);
-      config.dynamicSmemBytes = shape.shared_bytes;
-      config.stream = shape.stream;
-      cudaLaunchAttribute cluster{};
-      cluster.id = cudaLaunchAttributeClusterDimension;
-      cluster.val.clusterDim.x = static_cast<unsigned>(args.cluster_blocks);
-      cluster.val.clusterDim.y = 1;
-      cluster.val.clusterDim.z = 1;
-      config.attrs = &cluster;
-      config.numAttrs = 1;
-      TALLY_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, binner, args));
-      return;
+  constexpr bool wide = sizeof(T) > 1 && !counts_values<Binner>::value;
+  if constexpr (counts_values<Binner>::value) {
+    if (args.mode == count_mode::shared) return launch_plain<T, Binner, count_mode::shared>(binner, args, shape);
+  } else {
+    switch (args.mode) {
+      case count_mode::shared: return launch_plain<T, Binner, count_mode::shared>(binner, args, shape);
+      case count_mode::global: return launch_plain<T, Binner, count_mode::global>(binner, args, shape);
+      case count_mode::registers: return launch_plain<T, Binner, count_mode::registers>(binner, args, shape);
+      case count_mode::packed:
+        if constexpr (wide) return launch_plain<T, Binner, count_mode::packed>(binner, args, shape);
+        break;
+      case count_mode::cluster:
+        if constexpr (wide) {
+          // Clusters of cluster_blocks blocks on as many multiprocessors; the planner's grid is a
+          // multiple of the cluster.
+          auto* kernel = &count_typed_kernel<T, Binner, count_mode::cluster>;
+          TALLY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                static_cast<int>(shape.shared_bytes)));
+          cudaLaunchConfig_t config{};
+          config.gridDim = dim3(shape.grid);
+          config.blockDim = dim3(shape.block);
+          config.dynamicSmemBytes = shape.shared_bytes;
+          config.stream = shape.stream;
+          cudaLaunchAttribute cluster{};
+          cluster.id = cudaLaunchAttributeClusterDimension;
+          cluster.val.clusterDim.x = static_cast<unsigned>(args.cluster_blocks);
+          cluster.val.clusterDim.y = 1;
+          cluster.val.clusterDim.z = 1;
+          config.attrs = &cluster;
+          config.numAttrs = 1;
+          TALLY_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, binner, args));
+          return;
+        }
+        break;
     }
   }
-  if constexpr (!counts_values<Binner>::value) {
-    if (args.to_global) return launch_plain<T, Binner, count_mode::global>(binner, args, shape);
-    if (args.in_registers) return launch_plain<T, Binner, count_mode::registers>(binner, args, shape);
-    if constexpr (sizeof(T) > 1) {
-      if (args.packed16) return launch_plain<T, Binner, count_mode::packed>(binner, args, shape);
-    }
-  }
-  launch_plain<T, Binner, count_mode::shared>(binner, args, shape);
+  throw error("count_typed: no kernel for this count mode and " + std::string(name_of(dtype_of<T>)) + " samples");
 }
 
 /// Launches the typed kernel for whichever of Ts `sample` is, with the axis' own binner type

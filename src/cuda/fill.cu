@@ -167,9 +167,11 @@ typed_count_args typed_args(const policy& plan, const device_axis& column, std::
   a.data = column.data + begin * column.stride_bytes;
   a.n = count;
   while ((1 << a.replica_shift) < plan.replicas) ++a.replica_shift;
-  a.to_global = plan.chosen == strategy::global_atomic_vec;
-  a.in_registers = plan.chosen == strategy::registers;
-  a.packed16 = plan.counter_bits == 16;
+  a.mode = plan.cluster_blocks                         ? count_mode::cluster
+           : plan.chosen == strategy::global_atomic_vec ? count_mode::global
+           : plan.chosen == strategy::registers         ? count_mode::registers
+           : plan.counter_bits == 16                    ? count_mode::packed
+                                                        : count_mode::shared;
   a.stage_tables = plan.tables_in_shared;
   a.merge_runs = plan.merge_runs;
   a.cluster_blocks = plan.cluster_blocks;

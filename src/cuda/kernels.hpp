@@ -19,6 +19,12 @@ struct launch_shape {
   cudaStream_t stream = nullptr;
 };
 
+/// Where a typed launch counts: in 2^shift interleaved shared-memory copies per block, straight
+/// into device memory (global_atomic_vec), in one copy spread over a cluster's shared memory, in
+/// registers (lane l of each warp counting slot l, at most 32 slots), or in one shared copy of
+/// 16-bit counters, two per word (packed), for twice the slots of 32-bit ones.
+enum class count_mode { shared, global, cluster, registers, packed };
+
 /// A typed, contiguous 1-D count of one axis (device_axis: its rule, with tables in device
 /// memory): samples [0, n) of `data` (aligned to the sample size).
 struct typed_count_args {
@@ -26,9 +32,7 @@ struct typed_count_args {
   std::int64_t n = 0;
   std::int64_t cells = 0;
   int replica_shift = 0;     // 2^shift interleaved copies per block
-  bool to_global = false;    // global_atomic_vec: atomics straight into `slots`
-  bool in_registers = false; // register: lane l of each warp counts slot l (cells + 3 <= 32)
-  bool packed16 = false;     // one shared copy of 16-bit counters, two per word
+  count_mode mode = count_mode::shared;
   bool stage_tables = false; // copy the rule's edge tables into shared memory first
   bool merge_runs = false;   // equal slots within a vector add once (always, outside shared mode)
   int cluster_blocks = 0;    // cluster: blocks sharing one copy (launched as a cluster)
@@ -36,7 +40,7 @@ struct typed_count_args {
   unsigned long long* slots = nullptr;  // cells + 3 device counters, added to
 };
 
-/// 16-byte loads, the bin rule per sample, counted in shared memory (or global with to_global).
+/// 16-byte loads, the bin rule per sample, counted where args.mode says.
 /// By sample family, one translation unit each: 8- and 16-bit integers, 32- and 64-bit
 /// integers, floats.
 void count_typed_narrow(dtype sample, const device_axis& axis, const typed_count_args& args, const launch_shape& shape);
