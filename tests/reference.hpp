@@ -321,6 +321,66 @@ inline void fill(result& r, const axis_model& axis, const tally::view& samples,
   fill(r, std::vector<axis_model>{axis}, std::vector<tally::view>{samples}, weights);
 }
 
+/// A correctly rounded sum (Shewchuk's exact partials, with the final rounding step of Python's
+/// math.fsum): finite values kept as non-overlapping partials; infinities and NaN as IEEE
+/// addition in any order treats them.
+class exact_sum {
+ public:
+  void add(double x) {
+    if (std::isnan(x)) { nan_ = true; return; }
+    if (std::isinf(x)) { (x > 0 ? plus_inf_ : minus_inf_) = true; return; }
+    std::size_t i = 0;
+    for (double y : partials_) {
+      if (std::fabs(x) < std::fabs(y)) std::swap(x, y);
+      const double hi = x + y;
+      const double lo = y - (hi - x);
+      if (lo != 0.0) partials_[i++] = lo;
+      x = hi;
+    }
+    partials_.resize(i);
+    partials_.push_back(x);
+  }
+  double value() const {
+    if (nan_ || (plus_inf_ && minus_inf_)) return std::numeric_limits<double>::quiet_NaN();
+    if (plus_inf_) return std::numeric_limits<double>::infinity();
+    if (minus_inf_) return -std::numeric_limits<double>::infinity();
+    std::size_t n = partials_.size();
+    if (n == 0) return 0.0;
+    double hi = partials_[--n], lo = 0.0;
+    while (n > 0) {
+      const double x = hi, y = partials_[--n];
+      hi = x + y;
+      lo = y - (hi - x);
+      if (lo != 0.0) break;
+    }
+    // Half-way between two doubles: the partials below decide the direction.
+    if (n > 0 && ((lo < 0 && partials_[n - 1] < 0) || (lo > 0 && partials_[n - 1] > 0))) {
+      const double y = lo * 2, x = hi + y;
+      if (y == x - hi) hi = x;
+    }
+    return hi;
+  }
+
+ private:
+  std::vector<double> partials_;
+  bool nan_ = false, plus_inf_ = false, minus_inf_ = false;
+};
+
+/// Each cell's exact, correctly rounded sum of weights (1.0 without weights), and the flow.
+inline result exact_fill(const std::vector<axis_model>& axes, const std::vector<tally::view>& columns,
+                         const tally::view* weights) {
+  result r = empty(axes, true);
+  std::vector<exact_sum> sums(r.sums.size());
+  const std::int64_t n = columns.at(0).size;
+  r.samples = static_cast<std::uint64_t>(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t c = cell_of(r, axes, columns, i);
+    if (c >= 0) sums[static_cast<std::size_t>(c)].add(weights ? weight_at(*weights, i) : 1.0);
+  }
+  for (std::size_t c = 0; c < sums.size(); ++c) r.sums[c] = sums[c].value();
+  return r;
+}
+
 /// Bin widths as numpy computes them for density: np.diff(edges) in the edges' own float type,
 /// then widened to double. Integer axes have width 1.
 inline std::vector<double> widths(const axis_model& a) {

@@ -1,0 +1,125 @@
+// Exact sums of f32 values in fixed point, on host and device. An f32 value is m 2^(s - 149)
+// with an integer m < 2^24 and 0 <= s <= 253, so every f32 is an integer number of units
+// 2^-149. A sum is kept as kExactWords unsigned 64-bit words, word k weighing 2^(32 k) units
+// (they overlap by 32 bits, so a value's m << (s mod 32) always fits in word s / 32, and a word
+// that wraps carries 2^32 into the next). Integer additions commute: any order of the same
+// values gives the same words, and the sum converted once, correctly rounded, gives the same
+// bits on every run, grid and device. The words hold the sum modulo 2^320 in two's complement;
+// 2^40 values of the largest f32 sum to less than 2^318 units, so the sign survives.
+#pragma once
+
+#include <math.h>
+#include <string.h>
+
+#include <cstdint>
+
+#include "core/hd.hpp"
+
+namespace tally::detail {
+
+constexpr int kExactWords = 9;  // words 0-7 take values, word 8 only carries
+
+/// Non-finite values are not added to the words; each sets a flag of its cell instead.
+enum : unsigned { exact_plus_inf = 1, exact_minus_inf = 2, exact_nan = 4 };
+
+/// One f32 value as a signed addition to one word, or a flag.
+struct exact_term {
+  int word = 0;
+  std::int64_t value = 0;  // |value| < 2^55
+  unsigned flag = 0;
+};
+
+TALLY_HD_HOT exact_term exact_term_of(float x) {
+  std::uint32_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  const std::uint32_t e = (bits >> 23) & 0xFFu;
+  const bool negative = bits >> 31;
+  exact_term t;
+  if (e == 0xFFu) {
+    t.flag = (bits & 0x7FFFFFu) ? exact_nan : negative ? exact_minus_inf : exact_plus_inf;
+    return t;
+  }
+  const std::uint32_t m = (bits & 0x7FFFFFu) | (e ? 0x800000u : 0u);
+  const std::uint32_t s = e ? e - 1 : 0;  // subnormals share the smallest normal's scale
+  const auto v = static_cast<std::int64_t>(static_cast<std::uint64_t>(m) << (s & 31));
+  t.word = static_cast<int>(s >> 5);
+  t.value = negative ? -v : v;
+  return t;
+}
+
+/// Adds the signed `value` to word k of `words` and carries up: fetch_add(word pointer, addend)
+/// adds modulo 2^64 and returns the old word (an atomic one on the device). The unsigned
+/// addition's carry-out, less 1 for a negative value (its 2^64 - |value| borrowed 2^64), is the
+/// change in units of 2^64 at word k, which is 2^32 at word k + 1. Past the last word it drops.
+template <class FetchAdd>
+TALLY_HD_HOT void add_exact(std::uint64_t* words, int k, std::int64_t value, FetchAdd&& fetch_add) {
+  auto addend = static_cast<std::uint64_t>(value);
+  bool negative = value < 0;
+  while (addend != 0) {
+    const std::uint64_t old = fetch_add(words + k, addend);
+    const int carry = (old + addend < old ? 1 : 0) - (negative ? 1 : 0);
+    if (carry == 0 || ++k == kExactWords) return;
+    negative = carry < 0;
+    addend = negative ? ~std::uint64_t{0} << 32 : std::uint64_t{1} << 32;  // -2^32 or 2^32
+  }
+}
+
+TALLY_HD double double_of(std::uint64_t bits) {
+  double x;
+  memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+/// The words' value (units of 2^-149), correctly rounded to the nearest double, ties to even;
+/// then the flags: NaN, or an infinity, as IEEE addition of the values in any order gives.
+TALLY_HD double exact_value(const std::uint64_t* words, unsigned flags) {
+  if (flags & exact_nan || (flags & exact_plus_inf && flags & exact_minus_inf)) return double_of(0x7FF8000000000000u);
+  if (flags & exact_plus_inf) return double_of(0x7FF0000000000000u);
+  if (flags & exact_minus_inf) return double_of(0xFFF0000000000000u);
+  // Ten 32-bit limbs of the sum modulo 2^320.
+  constexpr int kLimbs = kExactWords + 1;
+  std::uint32_t limb[kLimbs] = {};
+  for (int k = 0; k < kExactWords; ++k) {
+    std::uint64_t carry = 0;
+    for (int j = k, part = 0; j < kLimbs; ++j, ++part) {
+      const std::uint64_t add = part == 0 ? (words[k] & 0xFFFFFFFFu) : part == 1 ? (words[k] >> 32) : 0;
+      if (part > 1 && carry == 0) break;
+      const std::uint64_t sum = limb[j] + add + carry;
+      limb[j] = static_cast<std::uint32_t>(sum);
+      carry = sum >> 32;
+    }
+  }
+  const bool negative = limb[kLimbs - 1] >> 31;
+  if (negative) {  // two's complement: invert and add one
+    std::uint64_t carry = 1;
+    for (int j = 0; j < kLimbs; ++j) {
+      const std::uint64_t sum = static_cast<std::uint64_t>(~limb[j]) + carry;
+      limb[j] = static_cast<std::uint32_t>(sum);
+      carry = sum >> 32;
+    }
+  }
+  int top = kLimbs - 1;
+  while (top > 0 && limb[top] == 0) --top;
+  if (top < 2) {  // below 2^64 units: one conversion, exact scaling
+    const std::uint64_t v = (static_cast<std::uint64_t>(limb[1]) << 32) | limb[0];
+    const double x = ::ldexp(static_cast<double>(v), -149);
+    return negative ? -x : x;
+  }
+  // The 64 bits from the highest set bit down, with every lower bit folded into the lowest of
+  // them (a sticky bit: 64 > 53 + 2, so rounding to 53 bits sees it as the tie-breaker it is):
+  // the u64 -> double conversion then rounds once, and the scaling is exact.
+  int lead = 0;  // leading zeros of limb[top]
+  while (!((limb[top] << lead) & 0x80000000u)) ++lead;
+  const std::uint64_t upper = (static_cast<std::uint64_t>(limb[top]) << 32) | limb[top - 1];
+  std::uint64_t mantissa = upper, rest = limb[top - 2];
+  if (lead) {
+    mantissa = (upper << lead) | (limb[top - 2] >> (32 - lead));
+    rest = limb[top - 2] & ((1u << (32 - lead)) - 1);
+  }
+  for (int j = 0; j < top - 2; ++j) rest |= limb[j];
+  const int low = 32 * (top - 2) + 32 - lead;  // the bit index of the mantissa's lowest bit
+  const double x = ::ldexp(static_cast<double>(mantissa | (rest ? 1u : 0u)), low - 149);
+  return negative ? -x : x;
+}
+
+}  // namespace tally::detail

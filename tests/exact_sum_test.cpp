@@ -1,0 +1,121 @@
+// The fixed-point sum of f32 values (src/core/exact_sum.hpp, the CUDA backend's weighted sums)
+// against an independent correctly rounded sum (ref::exact_sum, Shewchuk's partials), and its
+// independence of the order of the values.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/exact_sum.hpp"
+#include "reference.hpp"
+
+namespace {
+
+using tally::detail::exact_term_of;
+using tally::detail::kExactWords;
+
+struct words {
+  std::uint64_t w[kExactWords] = {};
+  unsigned flags = 0;
+  void add(float x) {
+    const auto t = exact_term_of(x);
+    flags |= t.flag;
+    if (!t.flag)
+      tally::detail::add_exact(w, t.word, t.value, [](std::uint64_t* p, std::uint64_t v) {
+        const std::uint64_t old = *p;
+        *p += v;
+        return old;
+      });
+  }
+  double value() const { return tally::detail::exact_value(w, flags); }
+};
+
+double reference_sum(const std::vector<float>& xs) {
+  ref::exact_sum s;
+  for (float x : xs) s.add(x);
+  return s.value();
+}
+
+float from_bits(std::uint32_t b) {
+  float x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)); }
+
+/// Sums xs in three orders; all must give the same words and the reference's value.
+void expect_exact(std::vector<float> xs, std::uint64_t seed) {
+  const double want = reference_sum(xs);
+  words forward;
+  for (float x : xs) forward.add(x);
+  std::mt19937_64 gen(seed);
+  for (int round = 0; round < 2; ++round) {
+    std::shuffle(xs.begin(), xs.end(), gen);
+    words shuffled;
+    for (float x : xs) shuffled.add(x);
+    ASSERT_EQ(0, std::memcmp(forward.w, shuffled.w, sizeof forward.w)) << "the order changed the words";
+  }
+  const double got = forward.value();
+  EXPECT_TRUE(same_bits(got, want)) << std::hexfloat << "got " << got << ", correctly rounded " << want;
+}
+
+TEST(ExactSum, AnyFiniteFloatsGiveTheCorrectlyRoundedSum) {
+  std::mt19937_64 gen(71);
+  for (int trial = 0; trial < 200; ++trial) {
+    // Random bit patterns (every exponent, subnormals, both signs), or a narrower spread.
+    const int spread = trial % 4 == 0 ? 254 : trial % 4 == 1 ? 40 : trial % 4 == 2 ? 8 : 1;
+    std::uniform_int_distribution<std::uint32_t> mantissa(0, 0x7FFFFF), sign(0, 1);
+    std::uniform_int_distribution<std::uint32_t> exponent(0, static_cast<std::uint32_t>(spread - 1));
+    const std::uint32_t base = trial % 4 == 0 ? 0 : 100 + static_cast<std::uint32_t>(trial % 50);
+    std::vector<float> xs(1 + trial * 7 % 1000);
+    for (float& x : xs) x = from_bits(sign(gen) << 31 | (base + exponent(gen)) << 23 | mantissa(gen));
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    expect_exact(xs, static_cast<std::uint64_t>(trial));
+  }
+}
+
+TEST(ExactSum, CarriesAndBorrowsAcrossWords) {
+  // m = 2^24 - 1 at the top of a word (s mod 32 = 31): each value adds ~2^55 to one word, so a
+  // word wraps every ~2^9 values; the negative run then borrows all of it back but one value.
+  const float big = from_bits((32u + 31u + 1u) << 23 | 0x7FFFFFu);  // s = 63: word 1, shift 31
+  std::vector<float> xs(5000, big);
+  expect_exact(xs, 1);
+  std::vector<float> mixed(xs);
+  mixed.insert(mixed.end(), 4999, -big);
+  mixed.push_back(1e-30f);
+  expect_exact(mixed, 2);
+  std::vector<float> negative(3000, -big);
+  negative.push_back(from_bits(1));  // the smallest subnormal
+  expect_exact(negative, 3);
+  std::vector<float> largest(1 << 12, from_bits(0x7F7FFFFFu));  // the largest finite f32
+  expect_exact(largest, 4);
+  for (float& x : largest) x = -x;
+  expect_exact(largest, 5);
+}
+
+TEST(ExactSum, TiesRoundToEvenAndStickyBitsBreakThem) {
+  const float one = 1.0f, half_ulp = std::ldexp(1.0f, -53), ulp = std::ldexp(1.0f, -52);
+  expect_exact({one, half_ulp}, 6);                       // a tie: stays at 1 (even)
+  expect_exact({one, ulp, half_ulp}, 7);                  // a tie: goes up to even
+  expect_exact({one, half_ulp, std::ldexp(1.0f, -120)}, 8);  // above the tie: up
+  expect_exact({one, half_ulp, -std::ldexp(1.0f, -120)}, 9); // below the tie: down
+  expect_exact({-one, -half_ulp}, 10);
+  expect_exact({std::ldexp(1.0f, 100), -std::ldexp(1.0f, 100), 3.0f}, 11);  // cancellation
+  EXPECT_TRUE(same_bits(words{}.value(), 0.0));
+}
+
+TEST(ExactSum, InfinitiesAndNanAsIeeeAdditionGivesThem) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  expect_exact({1.0f, inf, 2.0f}, 12);
+  expect_exact({1.0f, -inf}, 13);
+  expect_exact({inf, -inf}, 14);
+  expect_exact({nan, 1.0f}, 15);
+  expect_exact({-inf, nan, inf}, 16);
+}
+
+}  // namespace
