@@ -148,6 +148,7 @@ nb::dict policy_dict(const tally::policy& p) {
   d["tables_in_shared"] = p.tables_in_shared;
   d["shared_bytes"] = p.shared_bytes;
   d["window_cells"] = p.window_cells;
+  d["exact_sums"] = p.exact_sums;
   d["reasons"] = p.reasons;
   d["description"] = tally::describe(p);
   return d;

@@ -204,6 +204,35 @@ TEST(CudaPlan, WeightedSumsUseAGridFixedByTheSampleCount) {
   EXPECT_NE(tally::describe(tally::plan(r)).find("passes"), std::string::npos);
 }
 
+TEST(CudaPlan, F32WeightsSumExactlyInSharedOrDeviceMemory) {
+  auto r = h100_request(256);
+  r.weighted = true;
+  r.weight_type = tally::dtype::f32;
+  r.sample = tally::dtype::i32;
+  r.contiguous = true;
+  auto p = tally::plan(r);
+  EXPECT_TRUE(p.exact_sums);
+  EXPECT_EQ(p.window_cells, 0);
+  EXPECT_EQ(p.chosen, tally::strategy::shared);
+  EXPECT_EQ(p.shared_bytes, 256 * (9 * 8 + 4));  // nine words and the flags per cell
+  EXPECT_EQ(p.vector_bytes, 4);                  // the typed loop
+  EXPECT_NE(tally::describe(p).find("exact"), std::string::npos);
+  r.contiguous = false;
+  EXPECT_EQ(tally::plan(r).vector_bytes, 0);  // the generic loop
+  r.wanted = tally::strategy::global_atomic;  // integer atomics: still the same bits
+  p = tally::plan(r);
+  EXPECT_EQ(p.chosen, tally::strategy::global_atomic);
+  EXPECT_EQ(p.shared_bytes, 0);
+  r.wanted = tally::strategy::warp_aggregated;
+  EXPECT_THROW(tally::plan(r), tally::error);
+  // More cells than a block's copy holds: device memory, or an error where shared is asked for.
+  r.wanted = tally::strategy::automatic;
+  r.cells = 5000;
+  EXPECT_EQ(tally::plan(r).chosen, tally::strategy::global_atomic);
+  r.wanted = tally::strategy::shared;
+  EXPECT_THROW(tally::plan(r), tally::error);
+}
+
 TEST(CudaPlan, HonoursTheAskedStrategyOrSaysWhyNot) {
   auto r = h100_request(256);
   r.wanted = tally::strategy::global_atomic;

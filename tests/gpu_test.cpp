@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,15 @@ ref::result Cuda::every_strategy_matches(const axis_spec& a, const tally::view& 
     expect_matches(h, want);
   }
   return want;
+}
+
+/// Sums equal bit for bit, any NaN equal to any NaN (the device's arithmetic makes its own).
+::testing::AssertionResult same_sums(const std::vector<double>& got, const std::vector<double>& want) {
+  std::vector<double> g = got, w = want;
+  for (auto* v : {&g, &w})
+    for (double& x : *v)
+      if (std::isnan(x)) x = std::numeric_limits<double>::quiet_NaN();
+  return same_elements(g, w);
 }
 
 offset_column offset_samples(const axis_spec& a, dtype t, dist d, std::int64_t n, std::uint64_t seed) {
@@ -319,6 +329,8 @@ TEST_F(Cuda, WeightedSumsAreReproducibleAndExactWhereTheSumsAre) {
         second.fill(data.view(), wv);
         EXPECT_TRUE(same_elements(first.sums(), second.sums())) << "two runs differ";
         expect_within_summation_error(first.sums(), want, bound);
+        if (wt == dtype::f32)  // f32 weights sum exactly, then round once
+          EXPECT_TRUE(same_sums(first.sums(), ref::exact_fill({a.model()}, {data.view()}, &wv).sums));
         EXPECT_TRUE(same_flow(first.flow(), want.flow));
         EXPECT_EQ(first.samples(), want.samples);
 
@@ -329,6 +341,50 @@ TEST_F(Cuda, WeightedSumsAreReproducibleAndExactWhereTheSumsAre) {
         const tally::view iv = integral.view();
         tally::histogram exact(a.make(), cuda_options(true));
         ASSERT_GT(binned(fill_both(exact, a, data.view(), &iv)), 0u);
+      }
+    }
+  }
+}
+
+/// f32 weights over every kernel of the exact sums (the typed loop with each 32-bit rule, the
+/// generic loop, words in shared or device memory), each distribution: every cell's sum is the
+/// correctly rounded sum of its weights. A third of the weights are 2^100 times larger, so a sum
+/// of the same weights in another order would round differently; a few are subnormal, infinite
+/// or NaN.
+TEST_F(Cuda, F32WeightsSumExactlyThenRoundOnce) {
+  std::uint64_t seed = 4200;
+  for (const auto& [a, t] : {std::pair{integer_spec(-50, 256), dtype::i32},  // 32-bit integer rule
+                             std::pair{integer_spec(0, 256), dtype::u8},
+                             std::pair{regular_spec(256, -1.3, 2.7, dtype::f32), dtype::f32},  // f32 rules
+                             std::pair{variable_spec(200, -2.5, 250.5, 5), dtype::f32},
+                             std::pair{regular_spec(100, -1.3, 2.7), dtype::f64},  // the generic loop
+                             std::pair{integer_spec(-3, 5000), dtype::i32}}) {     // words in device memory
+    for (dist d : all_dists) {
+      ++seed;
+      const offset_column data = offset_samples(a, t, d, (1 << 18) + 3, seed);
+      const tally::view samples = data.view();
+      std::vector<double> w = random_weights(samples.size, seed + 1);
+      for (std::size_t i = 0; i < w.size(); i += 3) w[i] = std::ldexp(w[i], 100);
+      w[7] = 1e-42;
+      if (d == dist::one_bin) {  // every special in the one cell: NaN
+        w[100] = std::numeric_limits<double>::infinity();
+        w[2000] = -std::numeric_limits<double>::infinity();
+      } else if (d == dist::sorted) {
+        w[5000] = std::numeric_limits<double>::quiet_NaN();
+        w[w.size() - 1] = -std::numeric_limits<double>::infinity();
+      }
+      const column weights = make_column(dtype::f32, w);
+      const tally::view wv = weights.view();
+      const ref::result want = ref::exact_fill({a.model()}, {samples}, &wv);
+      ASSERT_GT(binned(want), 0u);
+      for (strategy s : {strategy::automatic, strategy::shared, strategy::global_atomic}) {
+        if (s == strategy::shared && a.bins > 1000) continue;  // the words do not fit a block
+        SCOPED_TRACE(a.name() + " " + std::string(tally::name_of(t)) + " " + name_of(d) + " " +
+                     std::string(tally::name_of(s)));
+        tally::histogram h(a.make(), cuda_options(true, s));
+        h.fill(samples, wv);
+        EXPECT_TRUE(same_sums(h.sums(), want.sums));
+        EXPECT_TRUE(same_flow(h.flow(), want.flow));
       }
     }
   }
@@ -362,6 +418,9 @@ TEST_F(Cuda, TwoDimensionsAndChannels) {
   a.fill({x.view(), y.view()}, w.view());
   b.fill({x.view(), y.view()}, w.view());
   EXPECT_TRUE(same_elements(a.sums(), b.sums()));
+  const tally::view wv = w.view();
+  EXPECT_TRUE(same_sums(a.sums(), ref::exact_fill({specs[0].model(), specs[1].model()}, {x.view(), y.view()}, &wv).sums))
+      << "f32 weights over two axes: exact sums";
 
   const axis_spec c = integer_spec(0, 256);
   for (int channels : {1, 3, 4, 5}) {

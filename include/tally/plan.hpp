@@ -60,6 +60,7 @@ struct plan_request {
   int channels = 1;
   dtype sample = dtype::f64;
   bool weighted = false;
+  dtype weight_type = dtype::f64;       // weighted: the weights' type (f32 for a fill without weights: ones)
   count_type counts = count_type::u64;
   std::int64_t n = 0;  // samples per column
   int threads = 0;     // 0: all hardware threads
@@ -91,7 +92,8 @@ struct policy {
   int counter_bits = 32;            // CUDA shared counters: 32, or 16 (two per word, wraps to device memory)
   bool tables_in_shared = false;    // CUDA: edge tables copied into shared memory
   std::int64_t shared_bytes = 0;    // CUDA: dynamic shared memory per block
-  std::int64_t window_cells = 0;    // CUDA weighted: cells summed per pass over the samples
+  std::int64_t window_cells = 0;    // CUDA weighted, f64 weights: cells summed per pass over the samples
+  bool exact_sums = false;          // CUDA weighted, f32 weights: exact fixed-point sums, any order
   std::vector<std::string> reasons; // the measured reason behind each choice
 };
 

@@ -47,14 +47,14 @@ TALLY_HD_HOT exact_term exact_term_of(float x) {
   return t;
 }
 
-/// Adds the signed `value` to word k of `words` and carries up: fetch_add(word pointer, addend)
-/// adds modulo 2^64 and returns the old word (an atomic one on the device). The unsigned
-/// addition's carry-out, less 1 for a negative value (its 2^64 - |value| borrowed 2^64), is the
-/// change in units of 2^64 at word k, which is 2^32 at word k + 1. Past the last word it drops.
+/// Adds `addend` to word k of `words` and carries up, where the addend stands for itself, or
+/// (negative) for addend - 2^64. fetch_add(word pointer, addend) adds modulo 2^64 and returns the
+/// old word (an atomic one on the device). The unsigned addition's carry-out, less 1 for a
+/// negative addend, is the change in units of 2^64 at word k, which is 2^32 at word k + 1. Past
+/// the last word it drops.
 template <class FetchAdd>
-TALLY_HD_HOT void add_exact(std::uint64_t* words, int k, std::int64_t value, FetchAdd&& fetch_add) {
-  auto addend = static_cast<std::uint64_t>(value);
-  bool negative = value < 0;
+TALLY_HD_HOT void add_exact_bits(std::uint64_t* words, int k, std::uint64_t addend, bool negative,
+                                 FetchAdd&& fetch_add) {
   while (addend != 0) {
     const std::uint64_t old = fetch_add(words + k, addend);
     const int carry = (old + addend < old ? 1 : 0) - (negative ? 1 : 0);
@@ -62,6 +62,12 @@ TALLY_HD_HOT void add_exact(std::uint64_t* words, int k, std::int64_t value, Fet
     negative = carry < 0;
     addend = negative ? ~std::uint64_t{0} << 32 : std::uint64_t{1} << 32;  // -2^32 or 2^32
   }
+}
+
+/// Adds a signed value to word k (a term's, or a sum of terms' of one word, |value| < 2^63).
+template <class FetchAdd>
+TALLY_HD_HOT void add_exact(std::uint64_t* words, int k, std::int64_t value, FetchAdd&& fetch_add) {
+  add_exact_bits(words, k, static_cast<std::uint64_t>(value), value < 0, fetch_add);
 }
 
 TALLY_HD double double_of(std::uint64_t bits) {

@@ -177,6 +177,7 @@ void histogram::prepare(const std::vector<view>& columns, const view* weights, d
   job.sums = sums_.empty() ? nullptr : sums_.data();
   job.flow = opts_.flow ? &flow_ : nullptr;
   plan_request r = request(backend->which, columns[0].type, job.n, &columns[0]);
+  r.weight_type = weights ? weights->type : dtype::f32;
   if (backend->describe) backend->describe(r);
   job.plan = plan(r);
 }

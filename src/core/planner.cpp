@@ -4,6 +4,7 @@
 #include <string>
 #include <thread>
 
+#include "core/exact_sum.hpp"
 #include "tally/error.hpp"
 #include "tally/plan.hpp"
 
@@ -81,6 +82,38 @@ policy plan_cpu(const plan_request& r) {
   return p;
 }
 
+/// Weighted sums of f32 weights (and of the ones of a fill without weights) on the GPU: every
+/// weight is an integer addition to one of its cell's fixed-point words (core/exact_sum.hpp), in a
+/// block's shared copy of the words where they fit, else in device memory. Integer atomics add
+/// in any order to the same words: exact, correctly rounded sums, the same bits on every run,
+/// grid and device, with no fixed order to keep.
+policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
+  if (r.wanted != strategy::automatic && r.wanted != strategy::shared && r.wanted != strategy::global_atomic)
+    throw error("strategy " + std::string(name_of(r.wanted)) +
+                " does not sum f32 weights exactly on the GPU; use automatic, shared or global_atomic");
+  const std::int64_t shared = r.cells * static_cast<std::int64_t>(detail::kExactWords * 8 + 4);
+  const bool fits = shared <= budget;
+  if (r.wanted == strategy::shared && !fits)
+    throw error("strategy shared: the exact sums of " + std::to_string(r.cells) + " cells need " +
+                std::to_string(shared) + " bytes of shared memory, " + std::to_string(budget) + " fit");
+  p.chosen = r.wanted == strategy::global_atomic || !fits ? strategy::global_atomic : strategy::shared;
+  p.exact_sums = true;
+  p.block_threads = 512;
+  p.grid_blocks = std::max(1, r.device_sms) * 4;  // cut to the resident blocks at launch
+  p.shared_bytes = p.chosen == strategy::shared ? shared : 0;
+  p.vector_bytes = r.contiguous ? static_cast<int>(size_of(r.sample)) : 0;
+  p.unroll = 4;
+  p.merge_runs = true;
+  p.reasons.push_back("weighted, f32 weights: exact sums, each weight an integer addition to one of 9 "
+                      "fixed-point words of its cell; any order gives the same bits, correctly rounded");
+  p.reasons.push_back(p.chosen == strategy::shared
+                          ? "shared: one copy of the words per block (" + std::to_string(shared) + " bytes)"
+                          : "global_atomic: the words in device memory (" +
+                                std::string(fits ? "asked for" : "a block's copy would not fit") + ")");
+  p.reasons.push_back("runs: a thread's consecutive terms for one word of one cell add once");
+  return p;
+}
+
 /// Weighted sums on the GPU: each warp sums into its own f64 copy of a window of cells (no
 /// float atomics), warps and blocks are combined in a fixed order, and the grid is a function
 /// of n alone, so the bits are the same on every run and every device. Measured: 81-92 G
@@ -121,7 +154,7 @@ policy plan_cuda(const plan_request& r) {
   const std::int64_t per_sm = r.device_shared_per_sm > 0 ? r.device_shared_per_sm : per_block;
   // Shared memory for one of two blocks per multiprocessor (1 KiB of each block is the runtime's).
   const std::int64_t budget = std::min(per_block, per_sm / 2 - 1024);
-  if (r.weighted) return plan_cuda_weighted(r, p, budget);
+  if (r.weighted) return r.weight_type == dtype::f32 ? plan_cuda_exact(r, p, budget) : plan_cuda_weighted(r, p, budget);
 
   if (r.wanted == strategy::global_atomic_vec && !r.contiguous)
     throw error("strategy global_atomic_vec needs one contiguous column aligned to its sample type");
@@ -342,8 +375,10 @@ std::string describe(const policy& p) {
       << (p.counter_bits == 16 ? ", 16-bit counters, two per word" : "") << "\n";
     if (p.cluster_blocks) s << "cluster    " << p.cluster_blocks << " blocks share one copy\n";
     if (p.value_table) s << "values     counted per 8-bit value, folded into bins\n";
-    if (p.vector_bytes) s << "runs       " << (p.merge_runs ? "merged within a load" : "not merged") << "\n";
+    if (p.vector_bytes && !p.exact_sums)
+      s << "runs       " << (p.merge_runs ? "merged within a load" : "not merged") << "\n";
     if (p.window_cells) s << "window     " << p.window_cells << " cells per pass\n";
+    if (p.exact_sums) s << "sums       exact: fixed-point words per cell, any order\n";
   } else {
     s << "threads    " << p.threads << "\n"
       << "replicas   " << p.replicas << "\n"

@@ -92,6 +92,19 @@ template <class B> struct counts_values : std::false_type {};
 template <> struct counts_values<value_binner> : std::true_type {};
 template <int C> struct counts_values<channel_value_binner<C>> : std::true_type {};
 
+/// The slot of sample value v (of a channel's value, where the binner has channels): its bin,
+/// or the flow counter that drops it.
+template <class S, class Binner, class T> __device__ __forceinline__ S slot_for(const Binner& binner, T v, S cells) {
+  if constexpr (counts_values<Binner>::value) {
+    return binner(v);
+  } else if constexpr (gives_slots<Binner>::value) {
+    return binner.slot(v, cells);
+  } else {
+    const auto k = static_cast<S>(binner(v));
+    return k >= 0 ? k : cells - 1 - k;  // bin_underflow (-1) -> cells, ..., bin_nan (-3) -> cells + 2
+  }
+}
+
 /// Bytes of the rule's tables, and copying them into shared memory (then pointing the rule
 /// at the copy). Every thread calls stage; all of them copy, each keeps its own pointer.
 template <class B> __device__ __forceinline__ std::int64_t table_bytes(const B&) { return 0; }
@@ -207,17 +220,7 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
   const auto mine = static_cast<unsigned>(__cvta_generic_to_shared(counters + (threadIdx.x & ((1u << shift) - 1))));
   const unsigned slot_bytes = 4u << shift;
   const auto cells = static_cast<slot_type>(a.cells);
-  // The slot of a value (a channel's value, where the binner has channels).
-  auto slot = [&](T v) -> slot_type {
-    if constexpr (counts_values<Binner>::value) {
-      return binner(v);
-    } else if constexpr (gives_slots<Binner>::value) {
-      return binner.slot(v, cells);
-    } else {
-      const auto k = static_cast<slot_type>(binner(v));
-      return k >= 0 ? k : cells - 1 - k;  // bin_underflow (-1) -> cells, ..., bin_nan (-3) -> cells + 2
-    }
-  };
+  auto slot = [&](T v) -> slot_type { return slot_for(binner, v, cells); };
   // Adds n to slot s where `when` holds.
   auto add = [&](slot_type s, unsigned n, bool when) {
     if constexpr (M == count_mode::global) {
@@ -438,36 +441,45 @@ void launch_with(const Binner& binner, const typed_count_args& args, const launc
   throw error("count_typed: no kernel for this count mode and " + std::string(name_of(dtype_of<T>)) + " samples");
 }
 
-/// Launches the typed kernel for whichever of Ts `sample` is, with the axis' own binner type
-/// (each translation unit instantiates its share of the sample types).
-template <class... Ts>
-void launch_typed(dtype sample, const device_axis& axis, const typed_count_args& args, const launch_shape& shape) {
-  const auto launch_if = [&](auto tag) {
+/// Calls f(type_tag<T>{}, binner) where `sample` is T, one of Ts, with the binner the typed
+/// kernels use for the axis: the 32-bit integer rule where the axis lies within T, the f32
+/// forms of the regular and variable rules for f32 samples, else the axis' own. Returns false,
+/// calling nothing, where `sample` is none of Ts.
+template <class... Ts, class F> bool with_typed_binner(dtype sample, const device_axis& axis, F&& f) {
+  const auto call_if = [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (sample != dtype_of<T>) return false;
     if (axis.kind == axis_kind::integer && narrow_integer_fits<T>(axis.integer.rule)) {
       if constexpr (std::is_integral_v<T> && sizeof(T) <= 4) {
-        const narrow_integer_binner<T> narrow{static_cast<T>(axis.integer.rule.lo),
-                                              static_cast<std::uint32_t>(axis.integer.rule.bins)};
-        launch_with<T>(narrow, args, shape);
+        f(tag, narrow_integer_binner<T>{static_cast<T>(axis.integer.rule.lo),
+                                        static_cast<std::uint32_t>(axis.integer.rule.bins)});
         return true;
       }
     }
     if constexpr (std::is_same_v<T, float>) {
       if (axis.kind == axis_kind::regular && axis.regular.rule.fast32) {
-        launch_with<T>(fast32_binner{axis.regular.rule}, args, shape);
+        f(tag, fast32_binner{axis.regular.rule});
         return true;
       }
       if (axis.kind == axis_kind::variable) {
-        launch_with<T>(variable32_binner{axis.variable32}, args, shape);
+        f(tag, variable32_binner{axis.variable32});
         return true;
       }
     }
-    with_binner(axis, [&](const auto& binner) { launch_with<T>(binner, args, shape); });
+    with_binner(axis, [&](const auto& binner) { f(tag, binner); });
     return true;
   };
-  if (!(launch_if(type_tag<Ts>{}) || ...))
-    throw error("count_typed: no kernel for " + std::string(name_of(sample)) + " samples in this unit");
+  return (call_if(type_tag<Ts>{}) || ...);
+}
+
+/// Launches the typed kernel for whichever of Ts `sample` is (each translation unit
+/// instantiates its share of the sample types).
+template <class... Ts>
+void launch_typed(dtype sample, const device_axis& axis, const typed_count_args& args, const launch_shape& shape) {
+  const bool launched = with_typed_binner<Ts...>(sample, axis, [&](auto tag, const auto& binner) {
+    launch_with<typename decltype(tag)::type>(binner, args, shape);
+  });
+  if (!launched) throw error("count_typed: no kernel for " + std::string(name_of(sample)) + " samples in this unit");
 }
 
 }  // namespace tally::detail::cuda

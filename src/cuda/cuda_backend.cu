@@ -172,7 +172,7 @@ void cuda_fill(const fill_job& job) {
   const std::size_t flow_at = layout.add<unsigned long long>(3);
   const std::size_t tables_at = layout.add<std::uint64_t>(static_cast<std::int64_t>(words.size()));
   const std::size_t temp_at =
-      layout.add<char>(static_cast<std::int64_t>(sums ? cuda::sums_temp_bytes(job.plan) : cuda::counts_temp_bytes(job.plan)));
+      layout.add<char>(static_cast<std::int64_t>(sums ? cuda::sums_temp_bytes(job.plan, job.cells) : cuda::counts_temp_bytes(job.plan)));
   char* base = s.reserve(layout.size());
   TALLY_CUDA_CHECK(cudaMemset(base, 0, tables_at));
   auto* tables = reinterpret_cast<std::uint64_t*>(base + tables_at);

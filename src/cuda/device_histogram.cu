@@ -185,6 +185,7 @@ void device_histogram::fill_impl(const std::vector<view>& columns, const view* w
   const device_guard guard(device_);
 
   plan_request r = detail::make_request(axes_, opts_, backend::cuda, columns[0].type, n, &columns[0]);
+  r.weight_type = weights ? weights->type : dtype::f32;
   detail::cuda_backend().describe(r);
   std::vector<const char*> data;
   for (const auto& c : columns) data.push_back(static_cast<const char*>(c.data));
@@ -196,7 +197,7 @@ void device_histogram::fill_impl(const std::vector<view>& columns, const view* w
 
   auto* flow = reinterpret_cast<unsigned long long*>(state_->memory + state_->flow_at);
   if (opts_.weighted) {
-    stream_memory temp(state_->allocator, detail::cuda::sums_temp_bytes(in.plan), stream);
+    stream_memory temp(state_->allocator, detail::cuda::sums_temp_bytes(in.plan, cells_), stream);
     detail::cuda::enqueue_sums(in, reinterpret_cast<double*>(state_->memory), flow, temp.get(), as_stream(stream));
   } else {
     stream_memory temp(state_->allocator, detail::cuda::counts_temp_bytes(in.plan), stream);

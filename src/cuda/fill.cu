@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/exact_sum.hpp"
 #include "core/rules.hpp"
 #include "cuda/fill.hpp"
 
@@ -129,7 +130,8 @@ std::size_t counts_temp_bytes(const policy& plan) {
 
 std::size_t channels_temp_bytes(int channels) { return static_cast<std::size_t>(256 * channels) * sizeof(unsigned long long); }
 
-std::size_t sums_temp_bytes(const policy& plan) {
+std::size_t sums_temp_bytes(const policy& plan, std::int64_t cells) {
+  if (plan.exact_sums) return static_cast<std::size_t>(cells) * (kExactWords * sizeof(std::uint64_t) + sizeof(unsigned));
   return static_cast<std::size_t>(plan.grid_blocks * plan.window_cells) * sizeof(double);
 }
 
@@ -230,9 +232,27 @@ void enqueue_channels(const channels_input& in, void* temp, cudaStream_t stream)
   }
 }
 
-/// Window by window: the block partials of a window, then their fixed-order sum added to it.
+/// Exact sums (f32 weights, or none): the words of every cell, then their values added. Else
+/// window by window: the block partials of a window, then their fixed-order sum added to it.
 void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, void* temp, cudaStream_t stream) {
   const policy& plan = in.plan;
+  if (plan.exact_sums) {
+    if (in.weights && in.weight_type != dtype::f32)
+      throw error("enqueue_sums: the plan sums f32 weights exactly, the weights are " +
+                  std::string(name_of(in.weight_type)));
+    exact_sums_args a;
+    a.weights = in.weights;
+    a.weight_stride_bytes = in.weight_stride_bytes;
+    a.n = in.n;
+    a.cells = in.cells;
+    a.words = static_cast<std::uint64_t*>(temp);
+    a.flags = reinterpret_cast<unsigned*>(a.words + in.cells * kExactWords);
+    a.flow = flow;
+    TALLY_CUDA_CHECK(cudaMemsetAsync(temp, 0, sums_temp_bytes(plan, in.cells), stream));
+    sum_exact(in.axes, plan.vector_bytes != 0, a, shape_of(plan, stream));
+    finish_exact(a, sums, stream);
+    return;
+  }
   weighted_args a;
   a.axes = in.axes;
   a.weights = in.weights ? in.weights : reinterpret_cast<const char*>(in.one);

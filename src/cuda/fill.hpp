@@ -82,7 +82,7 @@ struct channels_input {
 /// Temporary device memory a fill needs beyond its destination (zeroed by the enqueue).
 std::size_t counts_temp_bytes(const policy& plan);
 std::size_t channels_temp_bytes(int channels);
-std::size_t sums_temp_bytes(const policy& plan);
+std::size_t sums_temp_bytes(const policy& plan, std::int64_t cells);
 
 /// Adds the fill's counts to slots[0, cells + 3) (cells, then underflow, overflow, nan).
 void enqueue_counts(const fill_input& in, unsigned long long* slots, void* temp, cudaStream_t stream);
@@ -90,7 +90,8 @@ void enqueue_counts(const fill_input& in, unsigned long long* slots, void* temp,
 /// to its slots through its rule.
 void enqueue_channels(const channels_input& in, void* temp, cudaStream_t stream);
 /// Adds the fill's weighted sums to sums[0, cells) and its dropped samples to flow[0, 3). Each
-/// cell gets one addition of the fill's total, computed in a fixed order.
+/// cell gets one addition of the fill's total: exact and correctly rounded (plan.exact_sums),
+/// else computed in a fixed order.
 void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, void* temp, cudaStream_t stream);
 
 }  // namespace tally::detail::cuda

@@ -63,6 +63,25 @@ void fold_values(dtype sample, const device_axis& axis, const unsigned long long
 void count_generic(const device_axes& axes, std::int64_t n, std::int64_t cells, strategy s, int replica_shift,
                    unsigned long long* slots, const launch_shape& shape);
 
+/// Exact sums of f32 weights (none: weight 1), as core/exact_sum.hpp's fixed-point words: each
+/// weight is an integer addition to one word of its cell, so any order gives the same words.
+/// Counts the samples that no cell takes in flow[0..3).
+struct exact_sums_args {
+  const char* weights = nullptr;  // f32, any alignment; null: every weight is 1
+  std::int64_t weight_stride_bytes = 0;
+  std::int64_t n = 0;
+  std::int64_t cells = 0;
+  std::uint64_t* words = nullptr;       // cells x kExactWords, added to
+  unsigned* flags = nullptr;            // cells: the infinities and NaN seen, or-ed in
+  unsigned long long* flow = nullptr;   // underflow, overflow, nan: added to
+};
+/// Adds the fill's weights to args.words and args.flags: shape.shared_bytes > 0, each block in
+/// its own shared copy of the words, then added to device memory; 0, straight into device
+/// memory. `column`: axes is one contiguous column (the typed loads and 32-bit rules apply).
+void sum_exact(const device_axes& axes, bool column, const exact_sums_args& args, const launch_shape& shape);
+/// sums[c] += the words' value of cell c, correctly rounded (one addition per cell).
+void finish_exact(const exact_sums_args& args, double* sums, cudaStream_t stream);
+
 /// Deterministic weighted sums of the cells [window_lo, window_lo + window) into `partials`
 /// (grid x window doubles, block-major), then reduced in a fixed order and added, one addition
 /// per cell, to sums[window_lo, window_lo + window). Flow counts of dropped samples go to
