@@ -214,8 +214,8 @@ TEST(CudaPlan, F32WeightsSumExactlyInSharedOrDeviceMemory) {
   EXPECT_TRUE(p.exact_sums);
   EXPECT_EQ(p.window_cells, 0);
   EXPECT_EQ(p.chosen, tally::strategy::shared);
-  EXPECT_EQ(p.shared_bytes, 256 * (9 * 8 + 4));  // nine words and the flags per cell
-  EXPECT_EQ(p.vector_bytes, 4);                  // the typed loop
+  EXPECT_EQ(p.shared_bytes, 256 * (2 * 18 * 4 + 4));  // 18 digits per sign and the flags per cell
+  EXPECT_EQ(p.vector_bytes, 16);                 // the typed loop: four samples per load
   EXPECT_NE(tally::describe(p).find("exact"), std::string::npos);
   r.contiguous = false;
   EXPECT_EQ(tally::plan(r).vector_bytes, 0);  // the generic loop

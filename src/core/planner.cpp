@@ -4,7 +4,6 @@
 #include <string>
 #include <thread>
 
-#include "core/exact_sum.hpp"
 #include "tally/error.hpp"
 #include "tally/plan.hpp"
 
@@ -91,7 +90,8 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
   if (r.wanted != strategy::automatic && r.wanted != strategy::shared && r.wanted != strategy::global_atomic)
     throw error("strategy " + std::string(name_of(r.wanted)) +
                 " does not sum f32 weights exactly on the GPU; use automatic, shared or global_atomic");
-  const std::int64_t shared = r.cells * static_cast<std::int64_t>(detail::kExactWords * 8 + 4);
+  // A block's copy: each cell's words as 18 16-bit digits per sign in 32-bit counters, and flags.
+  const std::int64_t shared = r.cells * (2 * 18 * 4 + 4);
   const bool fits = shared <= budget;
   if (r.wanted == strategy::shared && !fits)
     throw error("strategy shared: the exact sums of " + std::to_string(r.cells) + " cells need " +
@@ -101,16 +101,17 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
   p.block_threads = 512;
   p.grid_blocks = std::max(1, r.device_sms) * 4;  // cut to the resident blocks at launch
   p.shared_bytes = p.chosen == strategy::shared ? shared : 0;
-  p.vector_bytes = r.contiguous ? static_cast<int>(size_of(r.sample)) : 0;
-  p.unroll = 4;
+  // One contiguous column: four samples (and four f32 weights, where they line up) per load.
+  p.vector_bytes = r.contiguous ? 4 * static_cast<int>(size_of(r.sample)) : 0;
+  p.unroll = r.contiguous ? 2 : 4;
   p.merge_runs = true;
   p.reasons.push_back("weighted, f32 weights: exact sums, each weight an integer addition to one of 9 "
                       "fixed-point words of its cell; any order gives the same bits, correctly rounded");
   p.reasons.push_back(p.chosen == strategy::shared
-                          ? "shared: one copy of the words per block (" + std::to_string(shared) + " bytes)"
+                          ? "shared: one copy of the words per block, as 16-bit digits (" + std::to_string(shared) + " bytes)"
                           : "global_atomic: the words in device memory (" +
                                 std::string(fits ? "asked for" : "a block's copy would not fit") + ")");
-  p.reasons.push_back("runs: a thread's consecutive terms for one word of one cell add once");
+  p.reasons.push_back("runs: a thread's terms for one word of one cell add once (two runs kept)");
   return p;
 }
 

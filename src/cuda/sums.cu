@@ -9,7 +9,10 @@ namespace tally::detail::cuda {
 namespace {
 
 constexpr int kSumThreads = 512;
-constexpr int kRunTerms = 128;  // terms one run may sum: 128 x 2^55 < 2^63
+constexpr int kRunTerms = 128;      // terms one run may sum: 128 x 2^55 < 2^63
+constexpr int kDigits = 18;         // 16-bit digits of a cell's shared copy, per sign
+constexpr int kEpochSamples = 64;   // samples per thread between drains of the shared digits
+constexpr int kGroupUnroll = 2;     // loads of four samples (and four weights) in flight per thread
 
 /// Samples of the generic kernels: any type, stride and number of axes.
 struct any_samples {
@@ -21,12 +24,21 @@ struct any_samples {
 
 /// One contiguous column of T, with the typed kernels' binner for it.
 template <class T, class Binner> struct column_samples {
+  using type = T;
   const T* x;
   Binner binner;
   __device__ __forceinline__ std::int64_t slot(std::int64_t i, std::int64_t cells) const {
     return slot_for(binner, __ldg(x + i), cells);
   }
 };
+template <class S> struct is_column : std::false_type {};
+template <class T, class B> struct is_column<column_samples<T, B>> : std::true_type {};
+
+/// Four samples of T in one load.
+template <int Bytes> struct load_of;
+template <> struct load_of<4> { using type = unsigned; };
+template <> struct load_of<8> { using type = uint2; };
+template <> struct load_of<16> { using type = uint4; };
 
 struct atomic_fetch_add {
   __device__ __forceinline__ std::uint64_t operator()(std::uint64_t* word, std::uint64_t addend) const {
@@ -34,36 +46,72 @@ struct atomic_fetch_add {
   }
 };
 
-/// Grid-stride over the samples, kUnroll loads in flight per thread. A thread keeps a run: the
-/// sum of its consecutive terms for one word of one cell, added with one atomic when a term goes
-/// elsewhere (a hot bin costs an atomic per kRunTerms samples, not per sample). InShared: a block
-/// copy of the words and flags, added to device memory at the end.
+/// A thread's pending sum of terms for one word of one cell.
+struct run {
+  std::int64_t cell = -1;
+  int word = 0;
+  int terms = 0;
+  std::int64_t value = 0;
+};
+
+/// Grid-stride over the samples, kUnroll loads in flight per thread (kGroupUnroll of four samples
+/// and four weights each where the column and the weights line up on 16 bytes). A thread keeps two
+/// runs, the one last added to first: a term for either adds to it in a register, any other
+/// ends the older run (one atomic for a hot bin's run of up to kRunTerms samples, however
+/// often other bins come between).
+/// InShared: a block's copy of each cell's words as 16-bit digits in 32-bit counters, positive
+/// and negative terms apart, so that a run's end is up to four reductions without a returned
+/// value or a carry; every kEpochSamples samples per thread (fewer than 2^16 additions below
+/// 2^16 to any counter) the block drains them into the device words. Else the runs add to the
+/// device words directly.
 template <class Samples, bool InShared>
 __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samples, exact_sums_args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const std::int64_t cells = a.cells;
-  std::uint64_t* words = a.words;
-  unsigned* flags = a.flags;
+  auto* digits = reinterpret_cast<unsigned*>(smem);  // InShared: cells x 2 x kDigits
+  const int counters = InShared ? static_cast<int>(cells) * 2 * kDigits : 0;
+  unsigned* flags = InShared ? digits + counters : a.flags;
   if constexpr (InShared) {
-    words = reinterpret_cast<std::uint64_t*>(smem);
-    flags = reinterpret_cast<unsigned*>(words + cells * kExactWords);
-    for (std::int64_t k = threadIdx.x; k < cells * kExactWords; k += blockDim.x) words[k] = 0;
-    for (std::int64_t k = threadIdx.x; k < cells; k += blockDim.x) flags[k] = 0;
+    for (int k = threadIdx.x; k < counters + cells; k += blockDim.x) digits[k] = 0;
     __syncthreads();
   }
-  const bool aligned = reinterpret_cast<std::uintptr_t>(a.weights) % alignof(float) == 0;
-  const auto weight = [&](std::int64_t i) -> float {
-    if (!a.weights) return 1.0f;
-    const char* p = a.weights + i * a.weight_stride_bytes;
-    return aligned ? __ldg(reinterpret_cast<const float*>(p)) : load_unaligned<float>(p);
+
+  const auto emit = [&](std::int64_t cell, int word, std::int64_t value) {
+    if constexpr (InShared) {
+      const bool negative = value < 0;
+      const auto magnitude = static_cast<std::uint64_t>(negative ? -value : value);
+      const auto at = static_cast<unsigned>(
+          __cvta_generic_to_shared(digits + (cell * 2 + negative) * kDigits + 2 * word));
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const auto d = static_cast<unsigned>(magnitude >> (16 * i)) & 0xFFFFu;
+        if (d) asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(at + 4 * i), "r"(d));
+      }
+    } else {
+      add_exact(a.words + cell * kExactWords, word, value, atomic_fetch_add{});
+    }
+  };
+  // Each counter holds below 2^16 x 2^16 after an epoch: added to the device words, zeroed.
+  const auto drain = [&] {
+    if constexpr (InShared) {
+      __syncthreads();
+      for (int k = threadIdx.x; k < counters; k += blockDim.x) {
+        const unsigned d = digits[k];
+        if (!d) continue;
+        digits[k] = 0;
+        const int cell = k / (2 * kDigits), r = k - cell * 2 * kDigits, j = r % kDigits;
+        const auto value = static_cast<std::int64_t>(std::uint64_t{d} << (16 * (j & 1)));
+        add_exact(a.words + cell * kExactWords, j >> 1, r < kDigits ? value : -value, atomic_fetch_add{});
+      }
+      __syncthreads();
+    }
   };
 
   unsigned long long under = 0, over = 0, nan = 0;
-  std::int64_t run_cell = -1;
-  int run_word = 0, run_terms = 0;
-  std::int64_t run_value = 0;
-  const auto end_run = [&] {
-    if (run_value != 0) add_exact(words + run_cell * kExactWords, run_word, run_value, atomic_fetch_add{});
+  run newer, older;
+  const auto end = [&](run& r) {
+    if (r.value) emit(r.cell, r.word, r.value);
+    r = run{};
   };
   const auto take = [&](std::int64_t s, float w) {
     if (s >= cells) {
@@ -75,34 +123,108 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
     const exact_term t = exact_term_of(w);
     if (t.flag) {
       atomicOr(flags + s, t.flag);
-    } else if (s == run_cell && t.word == run_word && run_terms < kRunTerms) {
-      run_value += t.value;
-      ++run_terms;
+    } else if (s == newer.cell && t.word == newer.word) {
+      newer.value += t.value;
+      if (++newer.terms == kRunTerms) end(newer);
+    } else if (s == older.cell && t.word == older.word) {
+      older.value += t.value;
+      ++older.terms;
+      const run r = older;
+      older = newer;
+      newer = r;
+      if (newer.terms == kRunTerms) end(newer);
     } else {
-      end_run();
-      run_cell = s;
-      run_word = t.word;
-      run_value = t.value;
-      run_terms = 1;
+      end(older);
+      older = newer;
+      newer = run{s, t.word, 1, t.value};
     }
   };
 
+  const bool aligned = reinterpret_cast<std::uintptr_t>(a.weights) % alignof(float) == 0;
+  const auto weight = [&](std::int64_t i) -> float {
+    if (!a.weights) return 1.0f;
+    const char* p = a.weights + i * a.weight_stride_bytes;
+    return aligned ? __ldg(reinterpret_cast<const float*>(p)) : load_unaligned<float>(p);
+  };
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < a.n;
-       i += stride * kUnroll) {
-    std::int64_t s[kUnroll];
-    float w[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const std::int64_t j = i + u * stride;
-      s[u] = j < a.n ? samples.slot(j, cells) : -1;
-      w[u] = j < a.n ? weight(j) : 0.0f;
+  const std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x);
+  int since_drain = 0;  // the same in every thread of the block: rounds are block-uniform
+  const auto round_done = [&](int samples_per_thread) {
+    since_drain += samples_per_thread;
+    if (since_drain >= kEpochSamples) {
+      drain();
+      since_drain = 0;
     }
+  };
+  // Samples [lo, hi), one per load.
+  const auto one_by_one = [&](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t round = lo + first; round < hi; round += stride * kUnroll) {
+      std::int64_t s[kUnroll];
+      float w[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      if (s[u] >= 0) take(s[u], w[u]);
+      for (int u = 0; u < kUnroll; ++u) {
+        const std::int64_t i = round + threadIdx.x + u * stride;
+        s[u] = i < hi ? samples.slot(i, cells) : -1;
+        w[u] = i < hi ? weight(i) : 0.0f;
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (s[u] >= 0) take(s[u], w[u]);
+      round_done(kUnroll);
+    }
+  };
+
+  bool done = false;
+  if constexpr (is_column<Samples>::value) {
+    // Groups of four samples and four weights, each one load, where the weights are unit-stride
+    // and 16-byte aligned where the samples' group is aligned to its size (or there are none).
+    using T = typename Samples::type;
+    using load_t = typename load_of<4 * sizeof(T)>::type;
+    const auto xa = reinterpret_cast<std::uintptr_t>(samples.x), wa = reinterpret_cast<std::uintptr_t>(a.weights);
+    constexpr std::uintptr_t group = 4 * sizeof(T);
+    std::int64_t head = a.weights ? static_cast<std::int64_t>((16 - wa % 16) % 16 / 4)
+                                  : static_cast<std::int64_t>((group - xa % group) % group / sizeof(T));
+    const bool grouped = (!a.weights || (a.weight_stride_bytes == 4 && wa % 4 == 0)) &&
+                         (xa + head * sizeof(T)) % group == 0;
+    if (grouped) {
+      head = head < a.n ? head : a.n;
+      const std::int64_t groups = (a.n - head) / 4, tail = head + 4 * groups;
+      const auto* xs = reinterpret_cast<const load_t*>(samples.x + head);
+      const auto* ws = reinterpret_cast<const float4*>(a.weights + head * 4);
+      for (std::int64_t round = first; round < groups; round += stride * kGroupUnroll) {
+        load_t x[kGroupUnroll];
+        float4 w[kGroupUnroll];
+#pragma unroll
+        for (int u = 0; u < kGroupUnroll; ++u) {
+          const std::int64_t g = round + threadIdx.x + u * stride;
+          if (g < groups) {
+            x[u] = __ldg(xs + g);
+            w[u] = a.weights ? __ldg(ws + g) : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < kGroupUnroll; ++u) {
+          if (round + threadIdx.x + u * stride < groups) {
+            T v[4];
+            memcpy(v, &x[u], sizeof v);
+            take(slot_for(samples.binner, v[0], cells), w[u].x);
+            take(slot_for(samples.binner, v[1], cells), w[u].y);
+            take(slot_for(samples.binner, v[2], cells), w[u].z);
+            take(slot_for(samples.binner, v[3], cells), w[u].w);
+          }
+        }
+        round_done(4 * kGroupUnroll);
+      }
+      // The head and the tail: fewer than four samples each.
+      const std::int64_t t = first + threadIdx.x;
+      if (t < head) take(samples.slot(t, cells), weight(t));
+      if (t < a.n - tail) take(samples.slot(tail + t, cells), weight(tail + t));
+      done = true;
+    }
   }
-  end_run();
+  if (!done) one_by_one(0, a.n);
+  end(newer);
+  end(older);
 
   for (int offset = 16; offset > 0; offset /= 2) {
     under += __shfl_down_sync(0xffffffffu, under, offset);
@@ -115,12 +237,7 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
     if (nan) atomicAdd(&a.flow[2], nan);
   }
   if constexpr (InShared) {
-    __syncthreads();
-    for (std::int64_t k = threadIdx.x; k < cells * kExactWords; k += blockDim.x) {
-      const std::int64_t cell = k / kExactWords;
-      if (words[k]) add_exact_bits(a.words + cell * kExactWords, static_cast<int>(k - cell * kExactWords), words[k],
-                                   false, atomic_fetch_add{});
-    }
+    drain();
     for (std::int64_t c = threadIdx.x; c < cells; c += blockDim.x)
       if (flags[c]) atomicOr(a.flags + c, flags[c]);
   }
