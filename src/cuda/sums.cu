@@ -11,6 +11,7 @@ namespace {
 constexpr int kSumThreads = 512;
 constexpr int kRunTerms = 128;      // terms one run may sum: 128 x 2^55 < 2^63
 constexpr int kDigits = 18;         // 16-bit digits of a cell's shared copy, per sign
+constexpr int kCellCounters = 2 * kDigits + 1;  // and its flags: an odd stride, so that cells spread over the banks
 constexpr int kEpochSamples = 64;   // samples per thread between drains of the shared digits
 constexpr int kGroupUnroll = 2;     // loads of four samples (and four weights) in flight per thread
 
@@ -48,7 +49,7 @@ struct atomic_fetch_add {
 
 /// A thread's pending sum of terms for one word of one cell.
 struct run {
-  std::int64_t cell = -1;
+  int cell = -1;
   int word = 0;
   int terms = 0;
   std::int64_t value = 0;
@@ -60,7 +61,7 @@ struct run {
 /// ends the older run (one atomic for a hot bin's run of up to kRunTerms samples, however
 /// often other bins come between).
 /// InShared: a block's copy of each cell's words as 16-bit digits in 32-bit counters, positive
-/// and negative terms apart, so that a run's end is up to four reductions without a returned
+/// and negative terms apart, then its flags (kCellCounters per cell), so that a run's end is up to four reductions without a returned
 /// value or a carry; every kEpochSamples samples per thread (fewer than 2^16 additions below
 /// 2^16 to any counter) the block drains them into the device words. Else the runs add to the
 /// device words directly.
@@ -68,27 +69,27 @@ template <class Samples, bool InShared>
 __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samples, exact_sums_args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const std::int64_t cells = a.cells;
-  auto* digits = reinterpret_cast<unsigned*>(smem);  // InShared: cells x 2 x kDigits
-  const int counters = InShared ? static_cast<int>(cells) * 2 * kDigits : 0;
-  unsigned* flags = InShared ? digits + counters : a.flags;
+  auto* digits = reinterpret_cast<unsigned*>(smem);  // InShared: cells x kCellCounters
+  const int counters = InShared ? static_cast<int>(cells) * kCellCounters : 0;
   if constexpr (InShared) {
-    for (int k = threadIdx.x; k < counters + cells; k += blockDim.x) digits[k] = 0;
+    for (int k = threadIdx.x; k < counters; k += blockDim.x) digits[k] = 0;
     __syncthreads();
   }
+  const auto flags_of = [&](int cell) { return InShared ? digits + cell * kCellCounters + 2 * kDigits : a.flags + cell; };
+  const auto base = static_cast<unsigned>(__cvta_generic_to_shared(digits));
 
-  const auto emit = [&](std::int64_t cell, int word, std::int64_t value) {
+  const auto emit = [&](int cell, int word, std::int64_t value) {
     if constexpr (InShared) {
       const bool negative = value < 0;
       const auto magnitude = static_cast<std::uint64_t>(negative ? -value : value);
-      const auto at = static_cast<unsigned>(
-          __cvta_generic_to_shared(digits + (cell * 2 + negative) * kDigits + 2 * word));
+      const auto low = static_cast<unsigned>(magnitude), high = static_cast<unsigned>(magnitude >> 32);
+      const unsigned at = base + 4u * static_cast<unsigned>(cell * kCellCounters + (negative ? kDigits : 0) + 2 * word);
+      const unsigned d[4] = {low & 0xFFFFu, low >> 16, high & 0xFFFFu, high >> 16};
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const auto d = static_cast<unsigned>(magnitude >> (16 * i)) & 0xFFFFu;
-        if (d) asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(at + 4 * i), "r"(d));
-      }
+      for (int i = 0; i < 4; ++i)
+        if (d[i]) asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(at + 4 * i), "r"(d[i]));
     } else {
-      add_exact(a.words + cell * kExactWords, word, value, atomic_fetch_add{});
+      add_exact(a.words + static_cast<std::int64_t>(cell) * kExactWords, word, value, atomic_fetch_add{});
     }
   };
   // Each counter holds below 2^16 x 2^16 after an epoch: added to the device words, zeroed.
@@ -96,10 +97,10 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
     if constexpr (InShared) {
       __syncthreads();
       for (int k = threadIdx.x; k < counters; k += blockDim.x) {
+        const int cell = k / kCellCounters, r = k - cell * kCellCounters, j = r % kDigits;
         const unsigned d = digits[k];
-        if (!d) continue;
+        if (!d || r == 2 * kDigits) continue;  // the flags stay to the end
         digits[k] = 0;
-        const int cell = k / (2 * kDigits), r = k - cell * 2 * kDigits, j = r % kDigits;
         const auto value = static_cast<std::int64_t>(std::uint64_t{d} << (16 * (j & 1)));
         add_exact(a.words + cell * kExactWords, j >> 1, r < kDigits ? value : -value, atomic_fetch_add{});
       }
@@ -120,13 +121,14 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
       nan += s == cells + 2;
       return;
     }
+    const int c = static_cast<int>(s);
     const exact_term t = exact_term_of(w);
     if (t.flag) {
-      atomicOr(flags + s, t.flag);
-    } else if (s == newer.cell && t.word == newer.word) {
+      atomicOr(flags_of(c), t.flag);
+    } else if (c == newer.cell && t.word == newer.word) {
       newer.value += t.value;
       if (++newer.terms == kRunTerms) end(newer);
-    } else if (s == older.cell && t.word == older.word) {
+    } else if (c == older.cell && t.word == older.word) {
       older.value += t.value;
       ++older.terms;
       const run r = older;
@@ -136,7 +138,7 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
     } else {
       end(older);
       older = newer;
-      newer = run{s, t.word, 1, t.value};
+      newer = run{c, t.word, 1, t.value};
     }
   };
 
@@ -238,8 +240,8 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
   }
   if constexpr (InShared) {
     drain();
-    for (std::int64_t c = threadIdx.x; c < cells; c += blockDim.x)
-      if (flags[c]) atomicOr(a.flags + c, flags[c]);
+    for (int c = threadIdx.x; c < cells; c += blockDim.x)
+      if (*flags_of(c)) atomicOr(a.flags + c, *flags_of(c));
   }
 }
 
