@@ -12,7 +12,10 @@ constexpr int kSumThreads = 512;
 constexpr int kRunTerms = 128;      // terms one run may sum: 128 x 2^55 < 2^63
 constexpr int kDigits = 18;         // 16-bit digits of a cell's shared copy, per sign
 constexpr int kCellCounters = 2 * kDigits + 1;  // and its flags: an odd stride, so that cells spread over the banks
-constexpr int kEpochSamples = 64;   // samples per thread between drains of the shared digits
+constexpr int kEpochSamples = 120;  // samples per thread between drains of the shared digits
+// A counter takes at most one addition below 2^16 per sample, and up to 4 more per thread (the
+// head, the tail and the last two runs), between drains: fewer than 2^16 keep it below 2^32.
+static_assert(kSumThreads * (kEpochSamples + 4) < (1 << 16), "a drain must come before a counter can wrap");
 constexpr int kGroupUnroll = 2;     // loads of four samples (and four weights) in flight per thread
 
 /// Samples of the generic kernels: any type, stride and number of axes.
@@ -62,8 +65,8 @@ struct run {
 /// often other bins come between).
 /// InShared: a block's copy of each cell's words as 16-bit digits in 32-bit counters, positive
 /// and negative terms apart, then its flags (kCellCounters per cell), so that a run's end is up to four reductions without a returned
-/// value or a carry; every kEpochSamples samples per thread (fewer than 2^16 additions below
-/// 2^16 to any counter) the block drains them into the device words. Else the runs add to the
+/// value or a carry; every kEpochSamples samples per thread the block drains them into the device
+/// words. Else the runs add to the
 /// device words directly.
 template <class Samples, bool InShared>
 __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samples, exact_sums_args a) {
