@@ -122,7 +122,10 @@ TEST(CudaPlan, ClustersHoldWhatOneBlockCannotUpToEightBlocks) {
   // beyond any cluster.
   EXPECT_EQ(tally::plan(h100_request(1 << 17)).cluster_blocks, 8);
   EXPECT_EQ(tally::plan(h100_request(1 << 18)).cluster_blocks, 8);
-  EXPECT_EQ(tally::plan(h100_request(1 << 20)).chosen, tally::strategy::warp_aggregated);
+  EXPECT_EQ(tally::plan(h100_request(1 << 20)).chosen, tally::strategy::global_atomic_vec);
+  auto strided_many = h100_request(1 << 20);
+  strided_many.contiguous = false;
+  EXPECT_EQ(tally::plan(strided_many).chosen, tally::strategy::warp_aggregated);
 
   // Asked for: any cell count a cluster holds; never 8-bit, strided or too many cells.
   auto r = h100_request(256);

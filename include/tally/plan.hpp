@@ -19,7 +19,8 @@ enum class backend : std::uint8_t { automatic, cpu, cuda };
 ///    that equal neighbouring samples do not serialise on one counter) merged at the end.
 ///  - global_atomic (CUDA): one atomic add per sample in device memory, one sample per thread.
 ///  - global_atomic_vec (CUDA): as global_atomic, with 16-byte loads of several samples per
-///    thread (scalar loads for the unaligned head and tail).
+///    thread (scalar loads for the unaligned head and tail); each thread keeps two runs of equal
+///    bins in registers and adds a run with one atomic.
 ///  - warp_aggregated (CUDA): as global_atomic, but lanes of a warp with the same bin add once.
 ///  - shared (CUDA): one shared-memory histogram per block, added to device memory at the end.
 ///  - shared_replicated (CUDA): several interleaved copies per block; lane l uses copy

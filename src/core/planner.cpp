@@ -257,12 +257,18 @@ policy plan_cuda(const plan_request& r) {
     p.chosen = strategy::cluster;
     p.reasons.push_back("cluster: the counters exceed one block's shared memory; " + std::to_string(cluster_k) +
                         " blocks of a cluster hold one copy in distributed shared memory");
+  } else if (r.contiguous) {
+    // Beyond one block's (and a cluster's) shared memory, one contiguous column: 16-byte loads
+    // and two runs of equal slots per thread kept across loads, so that a hot bin rarely reaches
+    // device memory (same-address atomics: about 1.35 G per second). Before the runs, 2^20 bins
+    // took warp_aggregated: 212 GB/s uniform, 155 on one hot bin, 143 skewed80 (CUB 49 / 362 /
+    // 138; bench/results/2026-11-23-h100-gpu-8fabfe2.md).
+    p.chosen = strategy::global_atomic_vec;
+    p.reasons.push_back("global_atomic_vec: the counters do not fit in shared memory; each thread keeps two "
+                        "runs of equal bins in registers and adds a run with one atomic");
   } else {
-    // Beyond one block's shared memory: i32 65536 bins, global_atomic_vec 296 GB/s uniform but
-    // 21 on one hot bin; warp_aggregated 203 uniform, 151 hot (bench/results/2026-11-23-h100-gpu-
-    // 92639ad.md). The aggregated one, which degrades least; both are below CUB on hot data. A
-    // typed aggregated kernel (16-byte loads, runs merged, then lanes) measured 163 / 179 against
-    // this one's 212 / 155 at 2^20 bins (b1aaf73 against 45ea14f): not kept.
+    // Strided or N-D samples: one sample per load; equal bins within a warp add once. i32 65536
+    // bins: 203 GB/s uniform, 151 hot (bench/results/2026-11-23-h100-gpu-92639ad.md).
     p.chosen = strategy::warp_aggregated;
     p.reasons.push_back("warp_aggregated: the counters do not fit in shared memory; one atomic per "
                         "warp and bin");
@@ -300,7 +306,7 @@ policy plan_cuda(const plan_request& r) {
   if (in_registers)
     p.reasons.push_back("register: lane l of each warp counts slot l from 6 ballots per 32 samples; one "
                         "shared atomic per warp and slot at the end");
-  else if (typed)
+  else if (typed && p.chosen != strategy::global_atomic_vec)
     p.reasons.push_back(p.merge_runs ? "runs of equal slots within a load add once (lanes share counters)"
                                      : "one atomic per sample: a copy per lane or two, no run merging");
   if (p.value_table && one_pass)
@@ -379,7 +385,11 @@ std::string describe(const policy& p) {
     if (p.cluster_blocks) s << "cluster    " << p.cluster_blocks << " blocks share one copy\n";
     if (p.value_table) s << "values     counted per 8-bit value, folded into bins\n";
     if (p.vector_bytes && !p.exact_sums)
-      s << "runs       " << (p.merge_runs ? "merged within a load" : "not merged") << "\n";
+      s << "runs       "
+        << (p.chosen == strategy::global_atomic_vec ? "two per thread, kept across loads"
+            : p.merge_runs                          ? "merged within a load"
+                                                    : "not merged")
+        << "\n";
     if (p.window_cells) s << "window     " << p.window_cells << " cells per pass\n";
     if (p.exact_sums) s << "sums       exact: fixed-point words per cell, any order\n";
   } else {

@@ -221,10 +221,31 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
   const unsigned slot_bytes = 4u << shift;
   const auto cells = static_cast<slot_type>(a.cells);
   auto slot = [&](T v) -> slot_type { return slot_for(binner, v, cells); };
+  // Device memory: a thread keeps two runs of equal slots, the one last added to first; an add
+  // to either stays in a register, any other ends the older run with one atomic. A hot bin then
+  // costs an atomic only where two other slots come between its samples: same-address device
+  // atomics run at about 1.35 G per second (bench/PERFORMANCE.md entry 19).
+  slot_type newer = -1, older = -1;
+  unsigned newer_n = 0, older_n = 0;
   // Adds n to slot s where `when` holds.
   auto add = [&](slot_type s, unsigned n, bool when) {
     if constexpr (M == count_mode::global) {
-      if (when) atomicAdd(&a.slots[s], static_cast<unsigned long long>(n));
+      if (!when) return;
+      if (s == newer) {
+        newer_n += n;
+      } else if (s == older) {
+        const unsigned count = older_n + n;
+        older = newer;
+        older_n = newer_n;
+        newer = s;
+        newer_n = count;
+      } else {
+        if (older_n) atomicAdd(&a.slots[older], static_cast<unsigned long long>(older_n));
+        older = newer;
+        older_n = newer_n;
+        newer = s;
+        newer_n = n;
+      }
     } else if constexpr (in_cluster) {
       if (!when) return;
       if (s >= cells) {
@@ -263,7 +284,8 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   // The body, with or without merging runs of equal slots within a vector (one atomic per run,
   // at its end; with channels, runs within each channel's samples). Merging saves atomics where
-  // a hot bin's lanes would contend (fewer than 32 copies, a cluster, device memory); with a
+  // a hot bin's lanes would contend (fewer than 32 copies, a cluster; device memory keeps its
+  // runs across vectors instead); with a
   // copy per lane it only costs instructions: u8 256 bins 1935 GB/s merged, 2869 with one
   // atomic per sample (bench/shared_atomics.cu on the H100, bench/PERFORMANCE.md entry 14).
   const auto count_body = [&](auto merge) {
@@ -338,10 +360,14 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
       }
     }
     if (count) atomicAdd(&counters[lane], count);
-  } else if (M != count_mode::shared || a.merge_runs) {
+  } else if (M == count_mode::global || (M == count_mode::shared && !a.merge_runs)) {
+    count_body(std::false_type{});  // device memory: the runs are kept across loads (add)
+  } else {
     count_body(std::true_type{});
-  } else if constexpr (M == count_mode::shared) {
-    count_body(std::false_type{});
+  }
+  if constexpr (M == count_mode::global) {
+    if (newer_n) atomicAdd(&a.slots[newer], static_cast<unsigned long long>(newer_n));
+    if (older_n) atomicAdd(&a.slots[older], static_cast<unsigned long long>(older_n));
   }
   if constexpr (in_cluster) {
     // Every block's adds into this share are done; then its cells and flow go to device memory.
