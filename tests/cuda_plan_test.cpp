@@ -78,9 +78,10 @@ TEST(CudaPlan, RunsMergeWhereLanesShareCounters) {
   auto r = h100_request(256);
   r.wanted = tally::strategy::shared;
   EXPECT_TRUE(tally::plan(r).merge_runs);
-  r.wanted = tally::strategy::global_atomic_vec;
+  EXPECT_NE(tally::describe(tally::plan(r)).find("runs       merged within a load"), std::string::npos);
+  r.wanted = tally::strategy::global_atomic_vec;  // device memory: runs kept across loads
   EXPECT_TRUE(tally::plan(r).merge_runs);
-  EXPECT_NE(tally::describe(tally::plan(r)).find("runs       merged"), std::string::npos);
+  EXPECT_NE(tally::describe(tally::plan(r)).find("runs       two per thread"), std::string::npos);
 }
 
 TEST(CudaPlan, SmallFillsLaunchOnlyTheBlocksOneStepNeeds) {
