@@ -221,30 +221,32 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
   const unsigned slot_bytes = 4u << shift;
   const auto cells = static_cast<slot_type>(a.cells);
   auto slot = [&](T v) -> slot_type { return slot_for(binner, v, cells); };
-  // Device memory: a thread keeps two runs of equal slots, the one last added to first; an add
-  // to either stays in a register, any other ends the older run with one atomic. A hot bin then
-  // costs an atomic only where two other slots come between its samples: same-address device
-  // atomics run at about 1.35 G per second (bench/PERFORMANCE.md entry 19).
-  slot_type newer = -1, older = -1;
-  unsigned newer_n = 0, older_n = 0;
+  // Device memory: a thread keeps two runs of equal slots; an add to either stays in a
+  // register, any other ends the shorter run with one atomic and takes its place. A hot bin's
+  // run is then the longer one and stays to the end, whatever comes between its samples:
+  // same-address device atomics run at about 1.35 G per second (bench/PERFORMANCE.md entry 19).
+  slot_type slot0 = -1, slot1 = -1;
+  unsigned n0 = 0, n1 = 0;
   // Adds n to slot s where `when` holds.
   auto add = [&](slot_type s, unsigned n, bool when) {
     if constexpr (M == count_mode::global) {
       if (!when) return;
-      if (s == newer) {
-        newer_n += n;
-      } else if (s == older) {
-        const unsigned count = older_n + n;
-        older = newer;
-        older_n = newer_n;
-        newer = s;
-        newer_n = count;
+      if (s == slot0) {
+        n0 += n;
+      } else if (s == slot1) {
+        n1 += n;
       } else {
-        if (older_n) atomicAdd(&a.slots[older], static_cast<unsigned long long>(older_n));
-        older = newer;
-        older_n = newer_n;
-        newer = s;
-        newer_n = n;
+        const bool first = n0 < n1;
+        const slot_type ended = first ? slot0 : slot1;
+        const unsigned count = first ? n0 : n1;
+        if (count) atomicAdd(&a.slots[ended], static_cast<unsigned long long>(count));
+        if (first) {
+          slot0 = s;
+          n0 = n;
+        } else {
+          slot1 = s;
+          n1 = n;
+        }
       }
     } else if constexpr (in_cluster) {
       if (!when) return;
@@ -366,8 +368,8 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
     count_body(std::true_type{});
   }
   if constexpr (M == count_mode::global) {
-    if (newer_n) atomicAdd(&a.slots[newer], static_cast<unsigned long long>(newer_n));
-    if (older_n) atomicAdd(&a.slots[older], static_cast<unsigned long long>(older_n));
+    if (n0) atomicAdd(&a.slots[slot0], static_cast<unsigned long long>(n0));
+    if (n1) atomicAdd(&a.slots[slot1], static_cast<unsigned long long>(n1));
   }
   if constexpr (in_cluster) {
     // Every block's adds into this share are done; then its cells and flow go to device memory.
