@@ -259,10 +259,11 @@ policy plan_cuda(const plan_request& r) {
                         " blocks of a cluster hold one copy in distributed shared memory");
   } else if (r.contiguous) {
     // Beyond one block's (and a cluster's) shared memory, one contiguous column: 16-byte loads
-    // and two runs of equal slots per thread kept across loads, so that a hot bin rarely reaches
-    // device memory (same-address atomics: about 1.35 G per second). Before the runs, 2^20 bins
-    // took warp_aggregated: 212 GB/s uniform, 155 on one hot bin, 143 skewed80 (CUB 49 / 362 /
-    // 138; bench/results/2026-11-23-h100-gpu-8fabfe2.md).
+    // and two runs of equal slots per thread kept across loads (a miss ends the shorter), so that
+    // a hot bin rarely reaches device memory (same-address atomics: about 1.35 G per second).
+    // i32 2^20 bins, device_histogram, GB/s uniform / hot / skewed80 / normal: 343 / 2183 / 1148 /
+    // 343 (bench/results/2026-11-23-h100-gpu-2to20-dc1e0c7.json) against warp_aggregated's 214 /
+    // 155 / 143 / 212 (2026-11-23-h100-gpu-8fabfe2.md); CUB 49 / 359 / 136 / 50.
     p.chosen = strategy::global_atomic_vec;
     p.reasons.push_back("global_atomic_vec: the counters do not fit in shared memory; each thread keeps two "
                         "runs of equal bins in registers and adds a run with one atomic");

@@ -60,9 +60,9 @@ struct run {
 
 /// Grid-stride over the samples, kUnroll loads in flight per thread (kGroupUnroll of four samples
 /// and four weights each where the column and the weights line up on 16 bytes). A thread keeps two
-/// runs: a term for either adds to it in a register, any other ends the shorter run and takes
-/// its place (one atomic for a hot bin's run of up to kRunTerms samples, however often other
-/// bins come between).
+/// runs, the one last added to first: a term for either adds to it in a register, any other
+/// ends the older run (one atomic for a hot bin's run of up to kRunTerms samples, however
+/// often other bins come between).
 /// InShared: a block's copy of each cell's words as 16-bit digits in 32-bit counters, positive
 /// and negative terms apart, then its flags (kCellCounters per cell), so that a run's end is up to four reductions without a returned
 /// value or a carry; every kEpochSamples samples per thread the block drains them into the device
@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
   };
 
   unsigned long long under = 0, over = 0, nan = 0;
-  run run_a, run_b;
+  run newer, older;
   const auto end = [&](run& r) {
     if (r.value) emit(r.cell, r.word, r.value);
     r = run{};
@@ -128,18 +128,20 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
     const exact_term t = exact_term_of(w);
     if (t.flag) {
       atomicOr(flags_of(c), t.flag);
-    } else if (c == run_a.cell && t.word == run_a.word) {
-      run_a.value += t.value;
-      if (++run_a.terms == kRunTerms) end(run_a);
-    } else if (c == run_b.cell && t.word == run_b.word) {
-      run_b.value += t.value;
-      if (++run_b.terms == kRunTerms) end(run_b);
-    } else if (run_a.terms < run_b.terms) {
-      end(run_a);
-      run_a = run{c, t.word, 1, t.value};
+    } else if (c == newer.cell && t.word == newer.word) {
+      newer.value += t.value;
+      if (++newer.terms == kRunTerms) end(newer);
+    } else if (c == older.cell && t.word == older.word) {
+      older.value += t.value;
+      ++older.terms;
+      const run r = older;
+      older = newer;
+      newer = r;
+      if (newer.terms == kRunTerms) end(newer);
     } else {
-      end(run_b);
-      run_b = run{c, t.word, 1, t.value};
+      end(older);
+      older = newer;
+      newer = run{c, t.word, 1, t.value};
     }
   };
 
@@ -226,8 +228,8 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
     }
   }
   if (!done) one_by_one(0, a.n);
-  end(run_a);
-  end(run_b);
+  end(newer);
+  end(older);
 
   for (int offset = 16; offset > 0; offset /= 2) {
     under += __shfl_down_sync(0xffffffffu, under, offset);
