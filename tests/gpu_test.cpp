@@ -329,8 +329,9 @@ TEST_F(Cuda, WeightedSumsAreReproducibleAndExactWhereTheSumsAre) {
         second.fill(data.view(), wv);
         EXPECT_TRUE(same_elements(first.sums(), second.sums())) << "two runs differ";
         expect_within_summation_error(first.sums(), want, bound);
-        if (wt == dtype::f32)  // f32 weights sum exactly, then round once
+        if (wt == dtype::f32) {  // f32 weights sum exactly, then round once
           EXPECT_TRUE(same_sums(first.sums(), ref::exact_fill({a.model()}, {data.view()}, &wv).sums));
+        }
         EXPECT_TRUE(same_flow(first.flow(), want.flow));
         EXPECT_EQ(first.samples(), want.samples);
 

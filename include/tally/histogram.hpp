@@ -90,7 +90,7 @@ class histogram {
 
  private:
   friend void fill_channels(std::vector<histogram>& per_channel, const view& samples, int channels);
-  plan_request request(backend where, dtype t, std::int64_t n, const view* first) const;
+  plan_request request(backend where, dtype t, std::int64_t n, const view* first, const view* weights) const;
   void fill_impl(const std::vector<view>& columns, const view* weights);
   /// Checks a fill's arguments and sets `job` (storage, plan) and the backend that runs it.
   void prepare(const std::vector<view>& columns, const view* weights, detail::fill_job& job,

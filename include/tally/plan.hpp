@@ -89,7 +89,7 @@ struct policy {
   int vector_bytes = 0;             // CUDA: bytes per load (16, or 0 for one sample per load)
   int unroll = 1;                   // CUDA: loads in flight per thread before counting
   bool value_table = false;         // CUDA: 8-bit samples counted per value, folded into bins once
-  bool merge_runs = false;          // CUDA: equal slots within a 16-byte load add once
+  bool merge_runs = false;          // CUDA: equal slots add once (within a load; across loads in device memory and exact sums)
   int counter_bits = 32;            // CUDA shared counters: 32, or 16 (two per word, wraps to device memory)
   bool tables_in_shared = false;    // CUDA: edge tables copied into shared memory
   std::int64_t shared_bytes = 0;    // CUDA: dynamic shared memory per block

@@ -46,9 +46,10 @@ void check_view(const view& v, const std::string& what);
 /// Every check of a fill's arguments, shared by tally::histogram and device_histogram.
 void check_fill(const std::vector<axis>& axes, bool weighted, const std::vector<view>& columns,
                 const view* weights);
-/// What the planner looks at for a fill of n samples of type t (first: column 0, if known).
+/// What the planner looks at for a fill of n samples of type t (first: column 0, and weights,
+/// if a fill is known).
 plan_request make_request(const std::vector<axis>& axes, const options& opts, backend where, dtype t,
-                          std::int64_t n, const view* first);
+                          std::int64_t n, const view* first, const view* weights);
 
 struct backend_ops {
   backend which;

@@ -18,6 +18,11 @@
 namespace tally::detail {
 
 constexpr int kExactWords = 9;  // words 0-7 take values, word 8 only carries
+/// A GPU block's shared copy of a cell's words: each word's two 16-bit halves as digits in 32-bit
+/// counters, positive and negative terms apart, then the cell's flags (an odd number of
+/// counters, so that neighbouring cells fall in different banks).
+constexpr int kExactDigits = 2 * kExactWords;  // per sign
+constexpr int kExactCellCounters = 2 * kExactDigits + 1;
 
 /// Non-finite values are not added to the words; each sets a flag of its cell instead.
 enum : unsigned { exact_plus_inf = 1, exact_minus_inf = 2, exact_nan = 4 };

@@ -57,7 +57,7 @@ void check_fill(const std::vector<axis>& axes, bool weighted, const std::vector<
 }
 
 plan_request make_request(const std::vector<axis>& axes, const options& opts, backend where, dtype t,
-                          std::int64_t n, const view* first) {
+                          std::int64_t n, const view* first, const view* weights) {
   plan_request r;
   // One aligned, unit-stride column (what plan_for assumes): vector loads apply.
   r.contiguous = axes.size() == 1 &&
@@ -71,6 +71,9 @@ plan_request make_request(const std::vector<axis>& axes, const options& opts, ba
   r.dims = static_cast<int>(axes.size());
   r.sample = t;
   r.weighted = opts.weighted;
+  // A fill's weights, or the ones of a fill without (exact in f32); a plan without a fill
+  // assumes f64 weights, numpy's default.
+  if (first) r.weight_type = weights ? weights->type : dtype::f32;
   r.counts = opts.counts;
   r.n = n;
   r.threads = opts.threads;
@@ -152,13 +155,14 @@ void histogram::fill(const std::vector<view>& columns, const view& weights) {
   fill_impl(columns, &weights);
 }
 
-plan_request histogram::request(backend where, dtype t, std::int64_t n, const view* first) const {
-  return detail::make_request(axes_, opts_, where, t, n, first);
+plan_request histogram::request(backend where, dtype t, std::int64_t n, const view* first,
+                                 const view* weights) const {
+  return detail::make_request(axes_, opts_, where, t, n, first, weights);
 }
 
 policy histogram::plan_for(dtype t, std::int64_t n) const {
   const backend where = opts_.backend == backend::automatic ? backend::cpu : opts_.backend;
-  plan_request r = request(where, t, n, nullptr);
+  plan_request r = request(where, t, n, nullptr, nullptr);
   if (const auto* ops = detail::find_backend(where); ops && ops->describe) ops->describe(r);
   return plan(r);
 }
@@ -176,8 +180,7 @@ void histogram::prepare(const std::vector<view>& columns, const view* weights, d
   job.counts32 = counts32_.empty() ? nullptr : counts32_.data();
   job.sums = sums_.empty() ? nullptr : sums_.data();
   job.flow = opts_.flow ? &flow_ : nullptr;
-  plan_request r = request(backend->which, columns[0].type, job.n, &columns[0]);
-  r.weight_type = weights ? weights->type : dtype::f32;
+  plan_request r = request(backend->which, columns[0].type, job.n, &columns[0], weights);
   if (backend->describe) backend->describe(r);
   job.plan = plan(r);
 }

@@ -4,6 +4,7 @@
 #include <string>
 #include <thread>
 
+#include "core/exact_sum.hpp"
 #include "tally/error.hpp"
 #include "tally/plan.hpp"
 
@@ -92,8 +93,8 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
   if (r.wanted != strategy::automatic && r.wanted != strategy::shared && r.wanted != strategy::global_atomic)
     throw error("strategy " + std::string(name_of(r.wanted)) +
                 " does not sum f32 weights exactly on the GPU; use automatic, shared or global_atomic");
-  // A block's copy: each cell's words as 18 16-bit digits per sign in 32-bit counters, and flags.
-  const std::int64_t shared = r.cells * (2 * 18 + 1) * 4;
+  // A block's copy of each cell's words as 16-bit digits in 32-bit counters, and its flags.
+  const std::int64_t shared = r.cells * detail::kExactCellCounters * 4;
   const bool fits = shared <= budget;
   if (r.wanted == strategy::shared && !fits)
     throw error("strategy shared: the exact sums of " + std::to_string(r.cells) + " cells need " +

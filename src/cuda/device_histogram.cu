@@ -184,8 +184,7 @@ void device_histogram::fill_impl(const std::vector<view>& columns, const view* w
   if (n == 0) return;
   const device_guard guard(device_);
 
-  plan_request r = detail::make_request(axes_, opts_, backend::cuda, columns[0].type, n, &columns[0]);
-  r.weight_type = weights ? weights->type : dtype::f32;
+  plan_request r = detail::make_request(axes_, opts_, backend::cuda, columns[0].type, n, &columns[0], weights);
   detail::cuda_backend().describe(r);
   std::vector<const char*> data;
   for (const auto& c : columns) data.push_back(static_cast<const char*>(c.data));
@@ -275,7 +274,7 @@ flow_counts device_histogram::flow(void* stream) const {
 
 policy device_histogram::plan_for(dtype t, std::int64_t n) const {
   const device_guard guard(device_);
-  plan_request r = detail::make_request(axes_, opts_, backend::cuda, t, n, nullptr);
+  plan_request r = detail::make_request(axes_, opts_, backend::cuda, t, n, nullptr, nullptr);
   detail::cuda_backend().describe(r);
   return plan(r);
 }

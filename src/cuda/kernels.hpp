@@ -34,7 +34,8 @@ struct typed_count_args {
   int replica_shift = 0;     // 2^shift interleaved copies per block
   count_mode mode = count_mode::shared;
   bool stage_tables = false; // copy the rule's edge tables into shared memory first
-  bool merge_runs = false;   // equal slots within a vector add once (always, outside shared mode)
+  bool merge_runs = false;   // shared mode: equal slots within a vector add once (packed and
+                             // cluster modes always; global mode keeps runs across vectors)
   int cluster_blocks = 0;    // cluster: blocks sharing one copy (launched as a cluster)
   int slice_shift = 0;       // cluster: each block holds 2^slice_shift cells
   unsigned long long* slots = nullptr;  // cells + 3 device counters, added to

@@ -10,8 +10,6 @@ namespace {
 
 constexpr int kSumThreads = 512;
 constexpr int kRunTerms = 128;      // terms one run may sum: 128 x 2^55 < 2^63
-constexpr int kDigits = 18;         // 16-bit digits of a cell's shared copy, per sign
-constexpr int kCellCounters = 2 * kDigits + 1;  // and its flags: an odd stride, so that cells spread over the banks
 constexpr int kEpochSamples = 120;  // samples per thread between drains of the shared digits
 // A counter takes at most one addition below 2^16 per sample, and up to 4 more per thread (the
 // head, the tail and the last two runs), between drains: fewer than 2^16 keep it below 2^32.
@@ -60,25 +58,24 @@ struct run {
 
 /// Grid-stride over the samples, kUnroll loads in flight per thread (kGroupUnroll of four samples
 /// and four weights each where the column and the weights line up on 16 bytes). A thread keeps two
-/// runs, the one last added to first: a term for either adds to it in a register, any other
-/// ends the older run (one atomic for a hot bin's run of up to kRunTerms samples, however
-/// often other bins come between).
-/// InShared: a block's copy of each cell's words as 16-bit digits in 32-bit counters, positive
-/// and negative terms apart, then its flags (kCellCounters per cell), so that a run's end is up to four reductions without a returned
-/// value or a carry; every kEpochSamples samples per thread the block drains them into the device
-/// words. Else the runs add to the
-/// device words directly.
+/// runs, the one last added to first: a term for either adds to it in a register, any other ends
+/// the older run (a hot bin's run of up to kRunTerms samples costs one atomic unless two other
+/// bins come between its samples; ending the shorter run instead diverged, PERFORMANCE.md 23).
+/// InShared: a block's copy of each cell's words (kExactCellCounters per cell, core/exact_sum.hpp),
+/// so that a run's end is up to four reductions without a returned value or a carry; every
+/// kEpochSamples samples per thread the block drains them into the device words. Else the runs
+/// add to the device words directly.
 template <class Samples, bool InShared>
 __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samples, exact_sums_args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const std::int64_t cells = a.cells;
-  auto* digits = reinterpret_cast<unsigned*>(smem);  // InShared: cells x kCellCounters
-  const int counters = InShared ? static_cast<int>(cells) * kCellCounters : 0;
+  auto* digits = reinterpret_cast<unsigned*>(smem);  // InShared: cells x kExactCellCounters
+  const int counters = InShared ? static_cast<int>(cells) * kExactCellCounters : 0;
   if constexpr (InShared) {
     for (int k = threadIdx.x; k < counters; k += blockDim.x) digits[k] = 0;
     __syncthreads();
   }
-  const auto flags_of = [&](int cell) { return InShared ? digits + cell * kCellCounters + 2 * kDigits : a.flags + cell; };
+  const auto flags_of = [&](int cell) { return InShared ? digits + cell * kExactCellCounters + 2 * kExactDigits : a.flags + cell; };
   const auto base = static_cast<unsigned>(__cvta_generic_to_shared(digits));
 
   const auto emit = [&](int cell, int word, std::int64_t value) {
@@ -86,7 +83,7 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
       const bool negative = value < 0;
       const auto magnitude = static_cast<std::uint64_t>(negative ? -value : value);
       const auto low = static_cast<unsigned>(magnitude), high = static_cast<unsigned>(magnitude >> 32);
-      const unsigned at = base + 4u * static_cast<unsigned>(cell * kCellCounters + (negative ? kDigits : 0) + 2 * word);
+      const unsigned at = base + 4u * static_cast<unsigned>(cell * kExactCellCounters + (negative ? kExactDigits : 0) + 2 * word);
       const unsigned d[4] = {low & 0xFFFFu, low >> 16, high & 0xFFFFu, high >> 16};
 #pragma unroll
       for (int i = 0; i < 4; ++i)
@@ -100,12 +97,12 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
     if constexpr (InShared) {
       __syncthreads();
       for (int k = threadIdx.x; k < counters; k += blockDim.x) {
-        const int cell = k / kCellCounters, r = k - cell * kCellCounters, j = r % kDigits;
+        const int cell = k / kExactCellCounters, r = k - cell * kExactCellCounters, j = r % kExactDigits;
         const unsigned d = digits[k];
-        if (!d || r == 2 * kDigits) continue;  // the flags stay to the end
+        if (!d || r == 2 * kExactDigits) continue;  // the flags stay to the end
         digits[k] = 0;
         const auto value = static_cast<std::int64_t>(std::uint64_t{d} << (16 * (j & 1)));
-        add_exact(a.words + cell * kExactWords, j >> 1, r < kDigits ? value : -value, atomic_fetch_add{});
+        add_exact(a.words + cell * kExactWords, j >> 1, r < kExactDigits ? value : -value, atomic_fetch_add{});
       }
       __syncthreads();
     }
