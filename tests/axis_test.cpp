@@ -289,9 +289,9 @@ TEST(VariableAxis, FloatRuleAgreesWithTheDoubleRule) {
     const tally::axis made = tally::axis::variable(edges);
     const std::vector<std::int64_t> buckets = tally::detail::variable_buckets(made);
     std::vector<float> edges32;
-    std::vector<std::int32_t> buckets32;
+    std::vector<tally::detail::bucket32> buckets32;
     const auto exact = tally::detail::make_variable_rule(made, &buckets);
-    const auto fast = tally::detail::make_variable_rule32(made, buckets, edges32, buckets32);
+    const auto fast = tally::detail::make_variable_rule32(made, edges32, buckets32);
     std::vector<float> xs = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
                              std::numeric_limits<float>::quiet_NaN()};
     for (double e : edges) {
@@ -300,6 +300,12 @@ TEST(VariableAxis, FloatRuleAgreesWithTheDoubleRule) {
     }
     for (int i = 0; i < 2000; ++i)
       xs.push_back(static_cast<float>(edges.front() + (edges.back() - edges.front()) * (1.2 * unit(gen) - 0.1)));
+    // Near the buckets' boundaries, where the bucket arithmetic rounds either way.
+    for (int j = 0; j <= fast.bucket_count; j += 1 + j % 7) {
+      float x = static_cast<float>(fast.first + j / static_cast<double>(fast.bucket_scale));
+      for (int step = 0; step < 4; ++step) x = std::nextafter(x, -HUGE_VALF);
+      for (int step = 0; step < 8; ++step, x = std::nextafter(x, HUGE_VALF)) xs.push_back(x);
+    }
     for (float x : xs) ASSERT_EQ(fast.index(x), exact.index(static_cast<double>(x))) << "x = " << x << ", round " << round;
   }
 }

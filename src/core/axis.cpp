@@ -1,6 +1,8 @@
 // Axis construction and validation; edges exactly as the bin rule sees them.
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -123,8 +125,24 @@ std::vector<std::int64_t> variable_buckets(const axis& a) {
   return buckets;
 }
 
-variable_rule32 make_variable_rule32(const axis& a, const std::vector<std::int64_t>& buckets, std::vector<float>& edges,
-                                     std::vector<std::int32_t>& buckets32) {
+namespace {
+
+/// f32s as integers in their order (-0 and +0 as one): the keys of finite f32s.
+std::int64_t key_of(float x) {
+  std::int32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits >= 0 ? bits : -static_cast<std::int64_t>(bits & 0x7FFFFFFF);
+}
+float float_of(std::int64_t key) {
+  const auto bits = static_cast<std::uint32_t>(key >= 0 ? key : (-key) | 0x80000000);
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+}  // namespace
+
+variable_rule32 make_variable_rule32(const axis& a, std::vector<float>& edges, std::vector<bucket32>& buckets) {
   constexpr float inf = std::numeric_limits<float>::infinity();
   const std::vector<double>& e = a.variable_edges();
   edges.resize(e.size());
@@ -133,15 +151,51 @@ variable_rule32 make_variable_rule32(const axis& a, const std::vector<std::int64
     if (up < e[k]) up = std::nextafter(up, inf);
     edges[k] = up;
   }
-  buckets32.assign(buckets.begin(), buckets.end());  // bin indices: variable axes have < 2^31 bins
   variable_rule32 r;
   r.edges = edges.data();
+  r.first = edges.front();
   r.last = static_cast<float>(e.back());
   if (r.last > e.back()) r.last = std::nextafter(r.last, -inf);
   r.bins = a.bins();
-  r.buckets = buckets32.data();
-  r.bucket_count = static_cast<std::int32_t>(buckets.size()) - 1;
-  r.bucket_scale = static_cast<float>(static_cast<double>(r.bucket_count) / (e.back() - e.front()));
+  r.bucket_count = static_cast<std::int32_t>(variable_bucket_count(r.bins));
+  const double width = static_cast<double>(r.last) - static_cast<double>(r.first);
+  r.bucket_scale = width > 0 ? static_cast<float>(std::min<double>(r.bucket_count / width, FLT_MAX)) : FLT_MAX;
+
+  // The bin of an f32 in [first, last]: the last k < bins with edges[k] <= x.
+  const auto bin_of = [&](float x) {
+    return static_cast<std::int32_t>(std::upper_bound(edges.begin(), edges.end() - 1, x) - edges.begin() - 1);
+  };
+  // at[j]: the key of the least f32 in [first, last] whose bucket is j or more (past `last`
+  // where there is none), found by bisection from near its ideal place.
+  const std::int64_t from = key_of(r.first), to = key_of(r.last);
+  const auto bucket_reaches = [&](std::int64_t key, int j) { return key > to || r.bucket_of(float_of(key)) >= j; };
+  std::vector<std::int64_t> at(static_cast<std::size_t>(r.bucket_count) + 1, to + 1);
+  for (int j = 0; j < r.bucket_count && from <= to; ++j) {
+    std::int64_t lo = from, hi = to + 1;  // bucket_reaches(hi); the least key that does is in [lo, hi]
+    const std::int64_t guess = key_of(static_cast<float>(r.first + j / static_cast<double>(r.bucket_scale)));
+    if (guess - 64 > lo && !bucket_reaches(guess - 64, j)) lo = guess - 64;
+    if (guess + 64 < hi && bucket_reaches(guess + 64, j)) hi = guess + 64;
+    if (bucket_reaches(lo, j)) {
+      at[static_cast<std::size_t>(j)] = lo;
+      continue;
+    }
+    while (hi - lo > 1) {  // !bucket_reaches(lo), bucket_reaches(hi)
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      (bucket_reaches(mid, j) ? hi : lo) = mid;
+    }
+    at[static_cast<std::size_t>(j)] = hi;
+  }
+  buckets.assign(static_cast<std::size_t>(r.bucket_count) + 1, bucket32{});
+  for (std::size_t j = 0; j < buckets.size(); ++j) {
+    bucket32& b = buckets[j];
+    b.lo = at[j] <= to ? bin_of(float_of(at[j])) : static_cast<std::int32_t>(r.bins - 1);
+    b.split = inf;
+    if (j + 1 == buckets.size() || at[j] >= at[j + 1]) continue;  // the end, or no f32 in bucket j
+    const std::int32_t hi = bin_of(float_of(at[j + 1] - 1));        // the bin of its greatest f32
+    if (hi == b.lo + 1) b.split = edges[static_cast<std::size_t>(hi)];
+    if (hi > b.lo + 1) b.split = std::numeric_limits<float>::quiet_NaN();
+  }
+  r.buckets = buckets.data();
   return r;
 }
 

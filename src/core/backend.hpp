@@ -33,11 +33,13 @@ struct channels_job {
   std::vector<fill_job> per_channel;
 };
 
-/// Throws tally::error if adding `add` to the job's storage would overflow a cell.
-void check_counts(const fill_job& job, const std::vector<std::uint64_t>& add);
-/// Adds a fill's per-cell counts to the job's storage (u32 or u64), or throws without writing
-/// anything if a cell would overflow the storage type. Every backend ends its count fills here.
-void add_counts(const fill_job& job, const std::vector<std::uint64_t>& add);
+/// Throws tally::error if adding `add` (job.cells counts) to the job's storage would overflow a
+/// cell.
+void check_counts(const fill_job& job, const std::uint64_t* add);
+/// Adds a fill's per-cell counts (job.cells of them) to the job's storage (u32 or u64), or throws
+/// and leaves the storage as it was if a cell would overflow the storage type. Every backend ends
+/// its count fills here.
+void add_counts(const fill_job& job, const std::uint64_t* add);
 
 /// The number of cells of `axes` (at least one axis; the product must fit 64 bits).
 std::int64_t cell_count(const std::vector<axis>& axes);

@@ -20,33 +20,45 @@ const std::vector<backend_ops>& backend_table() {
 
 namespace {
 
-template <class C>
-void check_room(const C* destination, const std::vector<std::uint64_t>& add) {
-  const std::uint64_t limit = std::numeric_limits<C>::max();
-  for (std::size_t k = 0; k < add.size(); ++k) {
-    if (add[k] > limit - destination[k])
-      throw error("fill: bin " + std::to_string(k) + " would overflow its " +
-                  std::to_string(8 * sizeof(C)) + "-bit count (" + std::to_string(destination[k]) +
-                  " + " + std::to_string(add[k]) + "); use 64-bit counts");
-  }
+std::string overflow_message(std::size_t k, std::uint64_t count, std::uint64_t add, int bits) {
+  return "fill: bin " + std::to_string(k) + " would overflow its " + std::to_string(bits) + "-bit count (" +
+         std::to_string(count) + " + " + std::to_string(add) + "); use 64-bit counts";
 }
 
 template <class C>
-void add_checked(C* destination, const std::vector<std::uint64_t>& add) {
-  check_room(destination, add);
-  for (std::size_t k = 0; k < add.size(); ++k) destination[k] += static_cast<C>(add[k]);
+void check_room(const C* destination, const std::uint64_t* add, std::size_t n) {
+  const std::uint64_t limit = std::numeric_limits<C>::max();
+  for (std::size_t k = 0; k < n; ++k)
+    if (add[k] > limit - destination[k]) throw error(overflow_message(k, destination[k], add[k], 8 * sizeof(C)));
+}
+
+/// One pass: each cell checked and added; a cell that would overflow takes back the additions
+/// before it, then throws.
+template <class C>
+void add_checked(C* destination, const std::uint64_t* add, std::size_t n) {
+  const std::uint64_t limit = std::numeric_limits<C>::max();
+  for (std::size_t k = 0; k < n; ++k) {
+    if (add[k] > limit - destination[k]) {
+      const std::string message = overflow_message(k, destination[k], add[k], 8 * sizeof(C));
+      for (std::size_t j = 0; j < k; ++j) destination[j] -= static_cast<C>(add[j]);
+      throw error(message);
+    }
+    destination[k] += static_cast<C>(add[k]);
+  }
 }
 
 }  // namespace
 
-void check_counts(const fill_job& job, const std::vector<std::uint64_t>& add) {
-  if (job.counts32) check_room(job.counts32, add);
-  else check_room(job.counts64, add);
+void check_counts(const fill_job& job, const std::uint64_t* add) {
+  const auto n = static_cast<std::size_t>(job.cells);
+  if (job.counts32) check_room(job.counts32, add, n);
+  else check_room(job.counts64, add, n);
 }
 
-void add_counts(const fill_job& job, const std::vector<std::uint64_t>& add) {
-  if (job.counts32) add_checked(job.counts32, add);
-  else add_checked(job.counts64, add);
+void add_counts(const fill_job& job, const std::uint64_t* add) {
+  const auto n = static_cast<std::size_t>(job.cells);
+  if (job.counts32) add_checked(job.counts32, add, n);
+  else add_checked(job.counts64, add, n);
 }
 
 const backend_ops* find_backend(backend which) {

@@ -153,32 +153,43 @@ struct variable_rule {
   }
 };
 
+/// One bucket of variable_rule32: the bin of the bucket's least f32, and the edge that splits
+/// the bucket where it holds two bins (+inf where it holds one; NaN where it holds more, which
+/// are searched).
+struct alignas(8) bucket32 {  // one 8-byte load
+  std::int32_t lo = 0;
+  float split = 0;
+};
+
 /// variable_rule for f32 samples, in f32 arithmetic and exact: each edge rounded up to an f32
 /// (for every f32 x, x >= e <=> x >= the least f32 >= e) and the last edge also rounded down
-/// (x > e_B <=> x > the greatest f32 <= e_B). Half the table bytes and f32 comparisons. Edges
-/// closer than an f32 spacing round to one value: the bins between them are empty for f32
-/// samples, as they are under the f64 rule.
+/// (x > e_B <=> x > the greatest f32 <= e_B). Edges closer than an f32 spacing round to one
+/// value: the bins between them are empty for f32 samples, as they are under the f64 rule.
+/// The buckets are built (make_variable_rule32) by running bucket_of itself over the f32s, so
+/// each bucket's bins are exactly those of the f32s that land in it: a bucket of one or two bins
+/// is one 8-byte lookup and one comparison, with no edge to check the estimate against.
 struct variable_rule32 {
   const float* edges = nullptr;  // bins + 1, each rounded up to an f32
-  float last = 0;                // e_B rounded down to an f32
+  float first = 0, last = 0;     // edges[0]; e_B rounded down to an f32
   std::int64_t bins = 0;
-  const std::int32_t* buckets = nullptr;  // bucket_count + 1: the bin of each bucket boundary
+  /// bucket_count + 1: the last one's lo is bins - 1, the end of the final bucket's search.
+  const bucket32* buckets = nullptr;
   std::int32_t bucket_count = 0;
-  float bucket_scale = 0;  // bucket_count / (e_B - e_0), rounded: the buckets only narrow
+  float bucket_scale = 0;  // finite and > 0
 
+  /// The bucket of an f32 x in [first, last] (monotone in x).
+  TALLY_HD_HOT int bucket_of(float x) const {
+    return static_cast<int>(fminf((x - first) * bucket_scale, static_cast<float>(bucket_count - 1)));
+  }
   TALLY_HD_HOT std::int64_t index(float x) const {
-    if (!(x >= edges[0])) return x != x ? bin_nan : bin_underflow;
+    if (!(x >= first)) return x != x ? bin_nan : bin_underflow;
     if (x > last) return bin_overflow;
-    int lo = 0, hi = static_cast<int>(bins);  // the bin is the last k in [lo, hi) with edges[k] <= x
-    const float t = fminf((x - edges[0]) * bucket_scale, static_cast<float>(bucket_count - 1));
-    const int j = t > 0 ? static_cast<int>(t) : 0;
-    lo = buckets[j];
-    hi = buckets[j + 1] + 1;
-    // The bucket estimate is rounded arithmetic: widen where it missed.
-    if (x < edges[lo]) lo = 0;
-    if (hi < bins && x >= edges[hi]) hi = static_cast<int>(bins);
-    const float* base = edges + lo;
-    for (int n = hi - lo; n > 1;) {
+    const int j = bucket_of(x);
+    const bucket32 b = buckets[j];
+    if (b.split == b.split) return b.lo + static_cast<int>(x >= b.split);
+    // More bins: the last k in [lo, the next bucket's lo] with edges[k] <= x, branch-free halving.
+    const float* base = edges + b.lo;
+    for (int n = buckets[j + 1].lo - b.lo + 1; n > 1;) {
       const int half = n / 2;
       base = x >= base[half] ? base + half : base;
       n -= half;

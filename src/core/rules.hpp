@@ -15,10 +15,9 @@ regular_rule make_regular_rule(const axis& a, const double* table = nullptr);
 variable_rule make_variable_rule(const axis& a, const std::vector<std::int64_t>* buckets = nullptr);
 /// The bucket table of a variable axis: variable_bucket_count(bins) + 1 entries.
 std::vector<std::int64_t> variable_buckets(const axis& a);
-/// The f32 form of a variable axis' rule over `buckets` (from variable_buckets): fills `edges`
-/// (bins + 1, rounded up to f32) and `buckets32`, at which the rule points.
-variable_rule32 make_variable_rule32(const axis& a, const std::vector<std::int64_t>& buckets, std::vector<float>& edges,
-                                     std::vector<std::int32_t>& buckets32);
+/// The f32 form of a variable axis' rule: fills `edges` (bins + 1, rounded up to f32) and
+/// `buckets` (variable_bucket_count(bins) + 1), at which the rule points.
+variable_rule32 make_variable_rule32(const axis& a, std::vector<float>& edges, std::vector<bucket32>& buckets);
 /// About four buckets per bin, at least 64, at most 2^16.
 std::int64_t variable_bucket_count(std::int64_t bins);
 integer_rule make_integer_rule(const axis& a);

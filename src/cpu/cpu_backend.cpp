@@ -252,7 +252,7 @@ void fill_counts(const fill_job& job) {
       }
     }
   }
-  add_counts(job, total);
+  add_counts(job, total.data());
   if (job.flow)
     for (const auto& f : flows) f.add_to(*job.flow);
 }

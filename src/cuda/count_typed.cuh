@@ -115,7 +115,7 @@ __device__ __forceinline__ std::int64_t table_bytes(const fast32_binner& b) {
   return table_bytes(regular_table_binner{b.rule});
 }
 __device__ __forceinline__ std::int64_t table_bytes(const variable32_binner& b) {
-  return 8 * ((b.rule.bins + 2) / 2) + 8 * ((b.rule.bucket_count + 2) / 2);  // whole words
+  return 8 * ((b.rule.bins + 2) / 2) + 8 * (b.rule.bucket_count + 1);  // whole words
 }
 __device__ __forceinline__ std::int64_t table_bytes(const variable_binner& b) {
   return 8 * (b.rule.bins + 1) + 8 * (b.rule.bucket_count + 1);
@@ -137,12 +137,12 @@ __device__ __forceinline__ void stage(fast32_binner& b, unsigned char* smem) {
   b.rule.table = staged.rule.table;
 }
 __device__ __forceinline__ void stage(variable32_binner& b, unsigned char* smem) {
-  const std::int64_t edge_words = (b.rule.bins + 2) / 2, bucket_words = (b.rule.bucket_count + 2) / 2;
+  const std::int64_t edge_words = (b.rule.bins + 2) / 2, bucket_words = b.rule.bucket_count + 1;
   auto* words = reinterpret_cast<std::uint64_t*>(smem);
   copy_words(words, reinterpret_cast<const std::uint64_t*>(b.rule.edges), edge_words);
   copy_words(words + edge_words, reinterpret_cast<const std::uint64_t*>(b.rule.buckets), bucket_words);
   b.rule.edges = reinterpret_cast<const float*>(words);
-  b.rule.buckets = reinterpret_cast<const std::int32_t*>(words + edge_words);
+  b.rule.buckets = reinterpret_cast<const bucket32*>(words + edge_words);
 }
 __device__ __forceinline__ void stage(variable_binner& b, unsigned char* smem) {
   auto* edges = reinterpret_cast<double*>(smem);

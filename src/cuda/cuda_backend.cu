@@ -3,8 +3,7 @@
 // counts or sums into the histogram's storage.
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
-#include <array>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,37 +18,55 @@ namespace {
 using cuda::device_guard;
 using cuda::device_of;
 
-/// Device memory owned by one fill (copies of host samples).
-class device_buffer {
+/// Memory from one of CUDA's allocators: device memory (copies of host samples, the scratch),
+/// or page-locked host memory, into which the device's results copy back at the link's full
+/// speed (a pageable destination is staged through the driver's own buffer).
+enum class memory_kind { device, pinned_host };
+template <memory_kind Kind> class cuda_memory {
  public:
-  explicit device_buffer(std::size_t bytes) {
-    if (bytes) TALLY_CUDA_CHECK(cudaMalloc(&p_, bytes));
+  explicit cuda_memory(std::size_t bytes) {
+    if (!bytes) return;
+    if constexpr (Kind == memory_kind::device) TALLY_CUDA_CHECK(cudaMalloc(&p_, bytes));
+    else TALLY_CUDA_CHECK(cudaMallocHost(&p_, bytes));
   }
-  ~device_buffer() { cudaFree(p_); }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
+  ~cuda_memory() {
+    if constexpr (Kind == memory_kind::device) cudaFree(p_);
+    else cudaFreeHost(p_);
+  }
+  cuda_memory(const cuda_memory&) = delete;
+  cuda_memory& operator=(const cuda_memory&) = delete;
   char* get() const { return static_cast<char*>(p_); }
 
  private:
   void* p_ = nullptr;
 };
+using device_buffer = cuda_memory<memory_kind::device>;
+using pinned_buffer = cuda_memory<memory_kind::pinned_host>;
 
-/// Per-device scratch that grows and is kept between fills (counters, tables, partial sums),
-/// so that a fill allocates nothing once it has run at its size. Fills on one device take
-/// turns through `mutex`.
+/// A buffer that grows to the largest size asked for and is kept.
+template <class Buffer> class growing {
+ public:
+  char* reserve(std::size_t bytes) {
+    if (bytes > capacity_) {
+      buffer_.reset();
+      buffer_ = std::make_unique<Buffer>(bytes);
+      capacity_ = bytes;
+    }
+    return buffer_ ? buffer_->get() : nullptr;
+  }
+
+ private:
+  std::unique_ptr<Buffer> buffer_;
+  std::size_t capacity_ = 0;
+};
+
+/// Per-device scratch kept between fills: device memory (counters, tables, partial sums) and
+/// the host memory the results come back to, so that a fill allocates nothing once it has run
+/// at its size. Fills on one device take turns through `mutex`.
 struct scratch {
   std::mutex mutex;
-  std::unique_ptr<device_buffer> buffer;
-  std::size_t capacity = 0;
-
-  char* reserve(std::size_t bytes) {
-    if (bytes > capacity) {
-      buffer.reset();
-      buffer = std::make_unique<device_buffer>(bytes);
-      capacity = bytes;
-    }
-    return buffer ? buffer->get() : nullptr;
-  }
+  growing<device_buffer> device;
+  growing<pinned_buffer> host;
 };
 
 scratch& scratch_of(int device) {
@@ -173,7 +190,7 @@ void cuda_fill(const fill_job& job) {
   const std::size_t tables_at = layout.add<std::uint64_t>(static_cast<std::int64_t>(words.size()));
   const std::size_t temp_at =
       layout.add<char>(static_cast<std::int64_t>(sums ? cuda::sums_temp_bytes(job.plan, job.cells) : cuda::counts_temp_bytes(job.plan)));
-  char* base = s.reserve(layout.size());
+  char* base = s.device.reserve(layout.size());
   TALLY_CUDA_CHECK(cudaMemset(base, 0, tables_at));
   auto* tables = reinterpret_cast<std::uint64_t*>(base + tables_at);
   TALLY_CUDA_CHECK(cudaMemcpy(tables, words.data(), words.size() * sizeof(std::uint64_t), cudaMemcpyHostToDevice));
@@ -183,21 +200,22 @@ void cuda_fill(const fill_job& job) {
   in.cells = job.cells;
   in.plan = job.plan;
 
-  std::uint64_t dropped[3];
-  if (sums) {
+  // The results come back into pinned memory laid out as the device's, up to the tables.
+  char* host = s.host.reserve(tables_at);
+  if (sums)
     cuda::enqueue_sums(in, reinterpret_cast<double*>(base + sums_at), reinterpret_cast<unsigned long long*>(base + flow_at),
                        base + temp_at, nullptr);
-    std::vector<double> added(cells);
-    TALLY_CUDA_CHECK(cudaMemcpy(added.data(), base + sums_at, cells * sizeof(double), cudaMemcpyDeviceToHost));
-    TALLY_CUDA_CHECK(cudaMemcpy(dropped, base + flow_at, sizeof dropped, cudaMemcpyDeviceToHost));
+  else
+    cuda::enqueue_counts(in, reinterpret_cast<unsigned long long*>(base + counts_at), base + temp_at, nullptr);
+  TALLY_CUDA_CHECK(cudaMemcpy(host, base, tables_at, cudaMemcpyDeviceToHost));
+  std::uint64_t dropped[3];
+  if (sums) {
+    std::memcpy(dropped, host + flow_at, sizeof dropped);
+    const auto* added = reinterpret_cast<const double*>(host + sums_at);
     for (std::size_t c = 0; c < cells; ++c) job.sums[c] += added[c];
   } else {
-    cuda::enqueue_counts(in, reinterpret_cast<unsigned long long*>(base + counts_at), base + temp_at, nullptr);
-    std::vector<std::uint64_t> added(cells + 3);
-    TALLY_CUDA_CHECK(cudaMemcpy(added.data(), base + counts_at, added.size() * sizeof(std::uint64_t),
-                                cudaMemcpyDeviceToHost));
-    std::copy(added.end() - 3, added.end(), dropped);
-    added.resize(cells);
+    const auto* added = reinterpret_cast<const std::uint64_t*>(host + counts_at);
+    std::memcpy(dropped, added + cells, sizeof dropped);
     add_counts(job, added);
   }
   add_flow(job, dropped);
@@ -243,7 +261,7 @@ bool cuda_fill_channels(const channels_job& job) {
   }
   const std::size_t temp_at = layout.add<char>(static_cast<std::int64_t>(cuda::channels_temp_bytes(job.channels)));
   const std::size_t tables_at = layout.add<std::uint64_t>(static_cast<std::int64_t>(words.size()));
-  char* base = s.reserve(layout.size());
+  char* base = s.device.reserve(layout.size());
   TALLY_CUDA_CHECK(cudaMemset(base, 0, temp_at));
   auto* tables = reinterpret_cast<std::uint64_t*>(base + tables_at);
   if (!words.empty())
@@ -264,21 +282,15 @@ bool cuda_fill_channels(const channels_job& job) {
   }
   cuda::enqueue_channels(in, base + temp_at, nullptr);
 
-  std::vector<std::vector<std::uint64_t>> added(job.per_channel.size());
+  // Every channel's slots (and the temporary counts between them) back into pinned memory.
+  char* host = s.host.reserve(temp_at);
+  TALLY_CUDA_CHECK(cudaMemcpy(host, base, temp_at, cudaMemcpyDeviceToHost));
+  const auto added = [&](std::size_t c) { return reinterpret_cast<const std::uint64_t*>(host + slots_at[c]); };
+  for (std::size_t c = 0; c < job.per_channel.size(); ++c) check_counts(job.per_channel[c], added(c));
   for (std::size_t c = 0; c < job.per_channel.size(); ++c) {
-    added[c].resize(static_cast<std::size_t>(job.per_channel[c].cells) + 3);
-    TALLY_CUDA_CHECK(cudaMemcpy(added[c].data(), base + slots_at[c], added[c].size() * sizeof(std::uint64_t),
-                                cudaMemcpyDeviceToHost));
-  }
-  std::vector<std::array<std::uint64_t, 3>> dropped(added.size());
-  for (std::size_t c = 0; c < added.size(); ++c) {
-    std::copy(added[c].end() - 3, added[c].end(), dropped[c].begin());
-    added[c].resize(added[c].size() - 3);
-    check_counts(job.per_channel[c], added[c]);
-  }
-  for (std::size_t c = 0; c < added.size(); ++c) {
-    add_counts(job.per_channel[c], added[c]);
-    add_flow(job.per_channel[c], dropped[c].data());
+    const fill_job& j = job.per_channel[c];
+    add_counts(j, added(c));
+    add_flow(j, added(c) + j.cells);
   }
   return true;
 }

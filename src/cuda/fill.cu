@@ -60,9 +60,9 @@ rules::rules(const std::vector<axis>& list) {
       case axis_kind::variable: {
         const std::vector<std::int64_t> buckets = variable_buckets(a);
         std::vector<float> edges32;
-        std::vector<std::int32_t> buckets32;
+        std::vector<bucket32> buckets32;
         da.variable.rule = make_variable_rule(a, &buckets);  // host pointers until point_at
-        da.variable32 = make_variable_rule32(a, buckets, edges32, buckets32);
+        da.variable32 = make_variable_rule32(a, edges32, buckets32);
         offsets.push_back(append(tables, a.variable_edges()));
         offsets.push_back(append(tables, buckets));
         offsets.push_back(append(tables, edges32));
@@ -88,7 +88,7 @@ void rules::point_at(const std::uint64_t* device_tables) {
         da.variable.rule.edges = reinterpret_cast<const double*>(device_tables + offsets[t++]);
         da.variable.rule.buckets = reinterpret_cast<const std::int64_t*>(device_tables + offsets[t++]);
         da.variable32.edges = reinterpret_cast<const float*>(device_tables + offsets[t++]);
-        da.variable32.buckets = reinterpret_cast<const std::int32_t*>(device_tables + offsets[t++]);
+        da.variable32.buckets = reinterpret_cast<const bucket32*>(device_tables + offsets[t++]);
         break;
       case axis_kind::integer:
         break;
