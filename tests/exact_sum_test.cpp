@@ -25,7 +25,7 @@ struct words {
     const auto t = exact_term_of(x);
     flags |= t.flag;
     if (!t.flag)
-      tally::detail::add_exact(w, t.word, t.value, [](std::uint64_t* p, std::uint64_t v) {
+      tally::detail::add_exact_at_digit(w, t.digit, t.value, [](std::uint64_t* p, std::uint64_t v) {
         const std::uint64_t old = *p;
         *p += v;
         return old;

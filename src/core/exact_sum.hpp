@@ -1,8 +1,8 @@
 // Exact sums of f32 values in fixed point, on host and device. An f32 value is m 2^(s - 149)
 // with an integer m < 2^24 and 0 <= s <= 253, so every f32 is an integer number of units
 // 2^-149. A sum is kept as kExactWords unsigned 64-bit words, word k weighing 2^(32 k) units
-// (they overlap by 32 bits, so a value's m << (s mod 32) always fits in word s / 32, and a word
-// that wraps carries 2^32 into the next). Integer additions commute: any order of the same
+// (they overlap by 32 bits, so a value's m << (s mod 16), at 16-bit digit s / 16, always fits in
+// word s / 32 shifted by 16 (s / 16 mod 2), and a word that wraps carries 2^32 into the next). Integer additions commute: any order of the same
 // values gives the same words, and the sum converted once, correctly rounded, gives the same
 // bits on every run, grid and device. The words hold the sum modulo 2^320 in two's complement;
 // 2^40 values of the largest f32 sum to less than 2^318 units, so the sign survives.
@@ -27,10 +27,11 @@ constexpr int kExactCellCounters = 2 * kExactDigits + 1;
 /// Non-finite values are not added to the words; each sets a flag of its cell instead.
 enum : unsigned { exact_plus_inf = 1, exact_minus_inf = 2, exact_nan = 4 };
 
-/// One f32 value as a signed addition to one word, or a flag.
+/// One f32 value as a signed term at one of the sum's 16-bit digits (digit d weighs 2^(16 d)
+/// units: the low or high half of word d / 2), or a flag.
 struct exact_term {
-  int word = 0;
-  std::int64_t value = 0;  // |value| < 2^55
+  int digit = 0;           // 0-15
+  std::int64_t value = 0;  // |value| < 2^39: m << (s mod 16), m < 2^24
   unsigned flag = 0;
 };
 
@@ -46,8 +47,8 @@ TALLY_HD_HOT exact_term exact_term_of(float x) {
   }
   const std::uint32_t m = (bits & 0x7FFFFFu) | (e ? 0x800000u : 0u);
   const std::uint32_t s = e ? e - 1 : 0;  // subnormals share the smallest normal's scale
-  const auto v = static_cast<std::int64_t>(static_cast<std::uint64_t>(m) << (s & 31));
-  t.word = static_cast<int>(s >> 5);
+  const auto v = static_cast<std::int64_t>(static_cast<std::uint64_t>(m) << (s & 15));
+  t.digit = static_cast<int>(s >> 4);
   t.value = negative ? -v : v;
   return t;
 }
@@ -69,10 +70,18 @@ TALLY_HD_HOT void add_exact_bits(std::uint64_t* words, int k, std::uint64_t adde
   }
 }
 
-/// Adds a signed value to word k (a term's, or a sum of terms' of one word, |value| < 2^63).
+/// Adds a signed value to word k (|value| < 2^63).
 template <class FetchAdd>
 TALLY_HD_HOT void add_exact(std::uint64_t* words, int k, std::int64_t value, FetchAdd&& fetch_add) {
   add_exact_bits(words, k, static_cast<std::uint64_t>(value), value < 0, fetch_add);
+}
+
+/// Adds a signed value at digit d (a term's, or a sum of up to 2^8 terms' at one digit: |value| <
+/// 2^47, so that its shift into word d / 2 stays below 2^63).
+template <class FetchAdd>
+TALLY_HD_HOT void add_exact_at_digit(std::uint64_t* words, int d, std::int64_t value, FetchAdd&& fetch_add) {
+  const std::uint64_t shifted = static_cast<std::uint64_t>(value) << (16 * (d & 1));
+  add_exact_bits(words, d >> 1, shifted, value < 0, fetch_add);
 }
 
 TALLY_HD double double_of(std::uint64_t bits) {

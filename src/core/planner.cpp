@@ -158,7 +158,11 @@ policy plan_cuda(const plan_request& r) {
   const std::int64_t per_sm = r.device_shared_per_sm > 0 ? r.device_shared_per_sm : per_block;
   // Shared memory for one of two blocks per multiprocessor (1 KiB of each block is the runtime's).
   const std::int64_t budget = std::min(per_block, per_sm / 2 - 1024);
-  if (r.weighted) return r.weight_type == dtype::f32 ? plan_cuda_exact(r, p, budget) : plan_cuda_weighted(r, p, budget);
+  // The exact kernel keys a thread's runs by cell x 16 + digit in 32 bits: below 2^27 cells (a
+  // fill of more would need 9 x 8 bytes of device words per cell, over 9 GiB).
+  if (r.weighted)
+    return r.weight_type == dtype::f32 && r.cells < (std::int64_t{1} << 27) ? plan_cuda_exact(r, p, budget)
+                                                                             : plan_cuda_weighted(r, p, budget);
 
   if (r.wanted == strategy::global_atomic_vec && !r.contiguous)
     throw error("strategy global_atomic_vec needs one contiguous column aligned to its sample type");

@@ -9,7 +9,9 @@ namespace tally::detail::cuda {
 namespace {
 
 constexpr int kSumThreads = 512;
-constexpr int kRunTerms = 128;      // terms one run may sum: 128 x 2^55 < 2^63
+// Terms one run may sum: 128 x 2^39 < 2^46, three 16-bit digits (below 2^47 for add_exact_at_digit).
+constexpr int kRunTerms = 128;
+static_assert(kRunTerms <= (1 << 7), "a run's sum must stay within three digits and below 2^47");
 constexpr int kEpochSamples = 120;  // samples per thread between drains of the shared digits
 // A counter takes at most one addition below 2^16 per sample, and up to 4 more per thread (the
 // head, the tail and the last two runs), between drains: fewer than 2^16 keep it below 2^32.
@@ -48,29 +50,34 @@ struct atomic_fetch_add {
   }
 };
 
-/// A thread's pending sum of terms for one word of one cell.
+/// A thread's pending sum of terms at one digit of one cell: key = cell x 16 + digit (the planner
+/// keeps cells below 2^27). An empty run is a sum of nothing at cell 0, digit 0.
 struct run {
-  int cell = -1;
-  int word = 0;
+  int key = 0;
   int terms = 0;
   std::int64_t value = 0;
 };
 
+/// Adds d to the 32-bit shared counter at address `at`, with no returned value.
+__device__ __forceinline__ void red_shared(unsigned at, unsigned d) {
+  asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(at), "r"(d) : "memory");
+}
+
 /// Grid-stride over the samples, kUnroll loads in flight per thread (kGroupUnroll of four samples
 /// and four weights each where the column and the weights line up on 16 bytes). A thread keeps two
-/// runs, the one last added to first: a term for either adds to it in a register, any other ends
-/// the older run (a hot bin's run of up to kRunTerms samples costs one atomic unless two other
-/// bins come between its samples; ending the shorter run instead diverged, PERFORMANCE.md 23).
-/// InShared: a block's copy of each cell's words (kExactCellCounters per cell, core/exact_sum.hpp),
-/// so that a run's end is up to four reductions without a returned value or a carry; every
-/// kEpochSamples samples per thread the block drains them into the device words. Else the runs
-/// add to the device words directly.
+/// runs, the one last added to first: a term at the digit of either adds to it in a register, any
+/// other ends the older run (a hot bin's run of up to kRunTerms samples costs one end unless two
+/// other keys come between its samples; ending the shorter run instead diverged, PERFORMANCE.md 23).
+/// InShared: a block's copy of each cell's sum (kExactCellCounters per cell, core/exact_sum.hpp),
+/// so that a run's end is up to three reductions, one per digit, without a returned value or a
+/// carry; every kEpochSamples samples per thread the block drains them into the device words.
+/// Else the runs add to the device words directly.
 template <class Samples, bool InShared>
 __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samples, exact_sums_args a) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const std::int64_t cells = a.cells;
+  const int cells = static_cast<int>(a.cells);
   auto* digits = reinterpret_cast<unsigned*>(smem);  // InShared: cells x kExactCellCounters
-  const int counters = InShared ? static_cast<int>(cells) * kExactCellCounters : 0;
+  const int counters = InShared ? cells * kExactCellCounters : 0;
   if constexpr (InShared) {
     for (int k = threadIdx.x; k < counters; k += blockDim.x) digits[k] = 0;
     __syncthreads();
@@ -78,18 +85,20 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
   const auto flags_of = [&](int cell) { return InShared ? digits + cell * kExactCellCounters + 2 * kExactDigits : a.flags + cell; };
   const auto base = static_cast<unsigned>(__cvta_generic_to_shared(digits));
 
-  const auto emit = [&](int cell, int word, std::int64_t value) {
+  // A run's sum (|value| < 2^46) added at its digit.
+  const auto emit = [&](const run& r) {
+    const int cell = r.key >> 4, digit = r.key & 15;
     if constexpr (InShared) {
-      const bool negative = value < 0;
-      const auto magnitude = static_cast<std::uint64_t>(negative ? -value : value);
+      const bool negative = r.value < 0;
+      const auto magnitude = static_cast<std::uint64_t>(negative ? -r.value : r.value);
       const auto low = static_cast<unsigned>(magnitude), high = static_cast<unsigned>(magnitude >> 32);
-      const unsigned at = base + 4u * static_cast<unsigned>(cell * kExactCellCounters + (negative ? kExactDigits : 0) + 2 * word);
-      const unsigned d[4] = {low & 0xFFFFu, low >> 16, high & 0xFFFFu, high >> 16};
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        if (d[i]) asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(at + 4 * i), "r"(d[i]));
-    } else {
-      add_exact(a.words + static_cast<std::int64_t>(cell) * kExactWords, word, value, atomic_fetch_add{});
+      const unsigned at = base + 4u * static_cast<unsigned>(cell * kExactCellCounters + (negative ? kExactDigits : 0) + digit);
+      // Three reductions whatever the digits: a branch around each costs more than adding 0.
+      red_shared(at, low & 0xFFFFu);
+      red_shared(at + 4, low >> 16);
+      red_shared(at + 8, high);
+    } else if (r.value) {
+      add_exact_at_digit(a.words + static_cast<std::int64_t>(cell) * kExactWords, digit, r.value, atomic_fetch_add{});
     }
   };
   // Each counter holds below 2^16 x 2^16 after an epoch: added to the device words, zeroed.
@@ -101,44 +110,45 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
         const unsigned d = digits[k];
         if (!d || r == 2 * kExactDigits) continue;  // the flags stay to the end
         digits[k] = 0;
-        const auto value = static_cast<std::int64_t>(std::uint64_t{d} << (16 * (j & 1)));
-        add_exact(a.words + cell * kExactWords, j >> 1, r < kExactDigits ? value : -value, atomic_fetch_add{});
+        add_exact_at_digit(a.words + cell * kExactWords, j, r < kExactDigits ? std::int64_t{d} : -std::int64_t{d},
+                           atomic_fetch_add{});
       }
       __syncthreads();
     }
   };
 
-  unsigned long long under = 0, over = 0, nan = 0;
+  // Per-thread flow counts: a thread takes fewer than 2^32 samples.
+  unsigned under = 0, over = 0, nan = 0;
   run newer, older;
-  const auto end = [&](run& r) {
-    if (r.value) emit(r.cell, r.word, r.value);
-    r = run{};
-  };
-  const auto take = [&](std::int64_t s, float w) {
+  // s: the sample's slot, below cells + 3.
+  const auto take = [&](auto s, float w) {
     if (s >= cells) {
       under += s == cells;
       over += s == cells + 1;
       nan += s == cells + 2;
       return;
     }
-    const int c = static_cast<int>(s);
     const exact_term t = exact_term_of(w);
     if (t.flag) {
-      atomicOr(flags_of(c), t.flag);
-    } else if (c == newer.cell && t.word == newer.word) {
+      atomicOr(flags_of(static_cast<int>(s)), t.flag);
+      return;
+    }
+    const int key = static_cast<int>(s) * 16 + t.digit;
+    if (key == newer.key) {
       newer.value += t.value;
-      if (++newer.terms == kRunTerms) end(newer);
-    } else if (c == older.cell && t.word == older.word) {
-      older.value += t.value;
-      ++older.terms;
-      const run r = older;
+      ++newer.terms;
+    } else if (key == older.key) {
+      const run hit{key, older.terms + 1, older.value + t.value};
       older = newer;
-      newer = r;
-      if (newer.terms == kRunTerms) end(newer);
+      newer = hit;
     } else {
-      end(older);
+      emit(older);
       older = newer;
-      newer = run{c, t.word, 1, t.value};
+      newer = run{key, 1, t.value};
+    }
+    if (newer.terms == kRunTerms) {
+      emit(newer);
+      newer = run{};
     }
   };
 
@@ -225,19 +235,16 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
     }
   }
   if (!done) one_by_one(0, a.n);
-  end(newer);
-  end(older);
+  emit(newer);
+  emit(older);
 
-  for (int offset = 16; offset > 0; offset /= 2) {
-    under += __shfl_down_sync(0xffffffffu, under, offset);
-    over += __shfl_down_sync(0xffffffffu, over, offset);
-    nan += __shfl_down_sync(0xffffffffu, nan, offset);
+  unsigned long long flow[3] = {under, over, nan};
+  for (auto& f : flow) {
+    for (int offset = 16; offset > 0; offset /= 2) f += __shfl_down_sync(0xffffffffu, f, offset);
   }
-  if ((threadIdx.x & 31) == 0) {
-    if (under) atomicAdd(&a.flow[0], under);
-    if (over) atomicAdd(&a.flow[1], over);
-    if (nan) atomicAdd(&a.flow[2], nan);
-  }
+  if ((threadIdx.x & 31) == 0)
+    for (int k = 0; k < 3; ++k)
+      if (flow[k]) atomicAdd(&a.flow[k], flow[k]);
   if constexpr (InShared) {
     drain();
     for (int c = threadIdx.x; c < cells; c += blockDim.x)
