@@ -161,37 +161,44 @@ variable_rule32 make_variable_rule32(const axis& a, std::vector<float>& edges, s
   const double width = static_cast<double>(r.last) - static_cast<double>(r.first);
   r.bucket_scale = width > 0 ? static_cast<float>(std::min<double>(r.bucket_count / width, FLT_MAX)) : FLT_MAX;
 
-  // The bin of an f32 in [first, last]: the last k < bins with edges[k] <= x.
-  const auto bin_of = [&](float x) {
-    return static_cast<std::int32_t>(std::upper_bound(edges.begin(), edges.end() - 1, x) - edges.begin() - 1);
+  // The bin of an f32 in [first, last] (the last k < bins with edges[k] <= x), for increasing x
+  // from one cursor.
+  const auto bin_of = [&](std::int64_t& cursor, float x) {
+    while (cursor + 1 < r.bins && edges[static_cast<std::size_t>(cursor) + 1] <= x) ++cursor;
+    return static_cast<std::int32_t>(cursor);
   };
   // at[j]: the key of the least f32 in [first, last] whose bucket is j or more (past `last`
-  // where there is none), found by bisection from near its ideal place.
+  // where there is none): galloping out from its ideal place, then bisection.
   const std::int64_t from = key_of(r.first), to = key_of(r.last);
-  const auto bucket_reaches = [&](std::int64_t key, int j) { return key > to || r.bucket_of(float_of(key)) >= j; };
+  const auto reaches = [&](std::int64_t key, int j) { return key > to || r.bucket_of(float_of(key)) >= j; };
   std::vector<std::int64_t> at(static_cast<std::size_t>(r.bucket_count) + 1, to + 1);
   for (int j = 0; j < r.bucket_count && from <= to; ++j) {
-    std::int64_t lo = from, hi = to + 1;  // bucket_reaches(hi); the least key that does is in [lo, hi]
+    std::int64_t lo = from - 1, hi = to + 1;  // !reaches(lo) (below every key), reaches(hi)
     const std::int64_t guess = key_of(static_cast<float>(r.first + j / static_cast<double>(r.bucket_scale)));
-    if (guess - 64 > lo && !bucket_reaches(guess - 64, j)) lo = guess - 64;
-    if (guess + 64 < hi && bucket_reaches(guess + 64, j)) hi = guess + 64;
-    if (bucket_reaches(lo, j)) {
-      at[static_cast<std::size_t>(j)] = lo;
-      continue;
+    const std::int64_t k = std::min(std::max(guess, from), to);
+    const bool down = reaches(k, j);  // the answer is k or below; else above k
+    (down ? hi : lo) = k;
+    for (std::int64_t step = 1; hi - lo > 1; step *= 2) {
+      const std::int64_t probe = down ? k - step : k + step;
+      if (probe <= lo || probe >= hi) break;
+      const bool r_probe = reaches(probe, j);
+      (r_probe ? hi : lo) = probe;
+      if (r_probe != down) break;  // the other side of the answer: bracketed
     }
-    while (hi - lo > 1) {  // !bucket_reaches(lo), bucket_reaches(hi)
+    while (hi - lo > 1) {
       const std::int64_t mid = lo + (hi - lo) / 2;
-      (bucket_reaches(mid, j) ? hi : lo) = mid;
+      (reaches(mid, j) ? hi : lo) = mid;
     }
     at[static_cast<std::size_t>(j)] = hi;
   }
   buckets.assign(static_cast<std::size_t>(r.bucket_count) + 1, bucket32{});
+  std::int64_t lo_cursor = 0, hi_cursor = 0;
   for (std::size_t j = 0; j < buckets.size(); ++j) {
     bucket32& b = buckets[j];
-    b.lo = at[j] <= to ? bin_of(float_of(at[j])) : static_cast<std::int32_t>(r.bins - 1);
+    b.lo = at[j] <= to ? bin_of(lo_cursor, float_of(at[j])) : static_cast<std::int32_t>(r.bins - 1);
     b.split = inf;
     if (j + 1 == buckets.size() || at[j] >= at[j + 1]) continue;  // the end, or no f32 in bucket j
-    const std::int32_t hi = bin_of(float_of(at[j + 1] - 1));        // the bin of its greatest f32
+    const std::int32_t hi = bin_of(hi_cursor, float_of(at[j + 1] - 1));  // the bin of its greatest f32
     if (hi == b.lo + 1) b.split = edges[static_cast<std::size_t>(hi)];
     if (hi > b.lo + 1) b.split = std::numeric_limits<float>::quiet_NaN();
   }
