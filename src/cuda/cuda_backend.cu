@@ -149,6 +149,15 @@ device_column to_device(const view& v, int device) {
   return c;
 }
 
+/// Copies `words` into the device's `tables` through `staging` (pinned host memory that stays
+/// untouched until the stream has run): no wait for the device.
+void upload(const std::vector<std::uint64_t>& words, char* staging, std::uint64_t* tables) {
+  if (words.empty()) return;
+  const std::size_t bytes = words.size() * sizeof(std::uint64_t);
+  std::memcpy(staging, words.data(), bytes);
+  TALLY_CUDA_CHECK(cudaMemcpyAsync(tables, staging, bytes, cudaMemcpyHostToDevice, nullptr));
+}
+
 /// Adds the device's three flow counters (underflow, overflow, nan) to the job's.
 void add_flow(const fill_job& job, const std::uint64_t* dropped) {
   if (!job.flow) return;
@@ -190,24 +199,26 @@ void cuda_fill(const fill_job& job) {
   const std::size_t tables_at = layout.add<std::uint64_t>(static_cast<std::int64_t>(words.size()));
   const std::size_t temp_at =
       layout.add<char>(static_cast<std::int64_t>(sums ? cuda::sums_temp_bytes(job.plan, job.cells) : cuda::counts_temp_bytes(job.plan)));
+  // Pinned host memory laid out as the scratch up to its temporary memory: the tables go up from
+  // it and the results come back into it, with one wait for the device, at the end.
   char* base = s.device.reserve(layout.size());
-  TALLY_CUDA_CHECK(cudaMemset(base, 0, tables_at));
+  char* host = s.host.reserve(temp_at);
+  TALLY_CUDA_CHECK(cudaMemsetAsync(base, 0, tables_at, nullptr));
   auto* tables = reinterpret_cast<std::uint64_t*>(base + tables_at);
-  TALLY_CUDA_CHECK(cudaMemcpy(tables, words.data(), words.size() * sizeof(std::uint64_t), cudaMemcpyHostToDevice));
+  upload(words, host + tables_at, tables);
   r.point_at(tables);
 
   cuda::fill_input in = r.input(job.columns, data, job.weights, weights.data, tables);
   in.cells = job.cells;
   in.plan = job.plan;
 
-  // The results come back into pinned memory laid out as the device's, up to the tables.
-  char* host = s.host.reserve(tables_at);
   if (sums)
     cuda::enqueue_sums(in, reinterpret_cast<double*>(base + sums_at), reinterpret_cast<unsigned long long*>(base + flow_at),
                        base + temp_at, nullptr);
   else
     cuda::enqueue_counts(in, reinterpret_cast<unsigned long long*>(base + counts_at), base + temp_at, nullptr);
-  TALLY_CUDA_CHECK(cudaMemcpy(host, base, tables_at, cudaMemcpyDeviceToHost));
+  TALLY_CUDA_CHECK(cudaMemcpyAsync(host, base, tables_at, cudaMemcpyDeviceToHost, nullptr));
+  TALLY_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   std::uint64_t dropped[3];
   if (sums) {
     std::memcpy(dropped, host + flow_at, sizeof dropped);
@@ -261,11 +272,12 @@ bool cuda_fill_channels(const channels_job& job) {
   }
   const std::size_t temp_at = layout.add<char>(static_cast<std::int64_t>(cuda::channels_temp_bytes(job.channels)));
   const std::size_t tables_at = layout.add<std::uint64_t>(static_cast<std::int64_t>(words.size()));
+  // Pinned host memory laid out as the scratch, as in cuda_fill.
   char* base = s.device.reserve(layout.size());
-  TALLY_CUDA_CHECK(cudaMemset(base, 0, temp_at));
+  char* host = s.host.reserve(layout.size());
+  TALLY_CUDA_CHECK(cudaMemsetAsync(base, 0, temp_at, nullptr));
   auto* tables = reinterpret_cast<std::uint64_t*>(base + tables_at);
-  if (!words.empty())
-    TALLY_CUDA_CHECK(cudaMemcpy(tables, words.data(), words.size() * sizeof(std::uint64_t), cudaMemcpyHostToDevice));
+  upload(words, host + tables_at, tables);
 
   cuda::channels_input in;
   in.samples.type = v.type;
@@ -282,9 +294,9 @@ bool cuda_fill_channels(const channels_job& job) {
   }
   cuda::enqueue_channels(in, base + temp_at, nullptr);
 
-  // Every channel's slots (and the temporary counts between them) back into pinned memory.
-  char* host = s.host.reserve(temp_at);
-  TALLY_CUDA_CHECK(cudaMemcpy(host, base, temp_at, cudaMemcpyDeviceToHost));
+  // Every channel's slots back into pinned memory.
+  TALLY_CUDA_CHECK(cudaMemcpyAsync(host, base, temp_at, cudaMemcpyDeviceToHost, nullptr));
+  TALLY_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   const auto added = [&](std::size_t c) { return reinterpret_cast<const std::uint64_t*>(host + slots_at[c]); };
   for (std::size_t c = 0; c < job.per_channel.size(); ++c) check_counts(job.per_channel[c], added(c));
   for (std::size_t c = 0; c < job.per_channel.size(); ++c) {
