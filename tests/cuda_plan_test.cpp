@@ -218,7 +218,7 @@ TEST(CudaPlan, F32WeightsSumExactlyInSharedOrDeviceMemory) {
   EXPECT_TRUE(p.exact_sums);
   EXPECT_EQ(p.window_cells, 0);
   EXPECT_EQ(p.chosen, tally::strategy::shared);
-  EXPECT_EQ(p.shared_bytes, 256 * (2 * 18 * 4 + 4));  // 18 digits per sign and the flags per cell
+  EXPECT_EQ(p.shared_bytes, 256 * (18 * 4 + 4));  // 18 digits and the flags per cell
   EXPECT_EQ(p.vector_bytes, 16);                 // the typed loop: four samples per load
   EXPECT_NE(tally::describe(p).find("exact"), std::string::npos);
   r.contiguous = false;
@@ -235,6 +235,12 @@ TEST(CudaPlan, F32WeightsSumExactlyInSharedOrDeviceMemory) {
   EXPECT_EQ(tally::plan(r).chosen, tally::strategy::global_atomic);
   r.wanted = tally::strategy::shared;
   EXPECT_THROW(tally::plan(r), tally::error);
+  // 2^27 cells and more: the fixed-order sums of any weight type (a run's key is 32 bits).
+  r.wanted = tally::strategy::automatic;
+  r.cells = std::int64_t{1} << 27;
+  EXPECT_FALSE(tally::plan(r).exact_sums);
+  r.cells -= 1;
+  EXPECT_TRUE(tally::plan(r).exact_sums);
 }
 
 TEST(CudaPlan, HonoursTheAskedStrategyOrSaysWhyNot) {

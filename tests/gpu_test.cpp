@@ -391,6 +391,28 @@ TEST_F(Cuda, F32WeightsSumExactlyThenRoundOnce) {
   }
 }
 
+/// Enough samples that every thread of the exact kernel drains its block's counters more than
+/// once (88 samples per thread between drains, about 135k threads on an H100), signed weights
+/// with the hot cell's digits summing below zero and above between drains.
+TEST_F(Cuda, F32WeightsSumExactlyAcrossDrains) {
+  const axis_spec a = integer_spec(-50, 256);
+  std::uint64_t seed = 4300;
+  for (dist d : {dist::one_bin, dist::uniform}) {
+    ++seed;
+    const offset_column data = offset_samples(a, dtype::i32, d, (1 << 24) + 3, seed);
+    const tally::view samples = data.view();
+    const column weights = make_column(dtype::f32, random_weights(samples.size, seed + 1));
+    const tally::view wv = weights.view();
+    const ref::result want = ref::exact_fill({a.model()}, {samples}, &wv);
+    ASSERT_GT(binned(want), 0u);
+    SCOPED_TRACE(name_of(d));
+    tally::histogram h(a.make(), cuda_options(true, strategy::shared));
+    h.fill(samples, wv);
+    EXPECT_TRUE(same_sums(h.sums(), want.sums));
+    EXPECT_TRUE(same_flow(h.flow(), want.flow));
+  }
+}
+
 TEST_F(Cuda, UnweightedFillOfWeightedHistogramAddsOnes) {
   const axis_spec a = integer_spec(0, 64);
   const column data = random_column_for(a, dtype::i16, dist::mostly_one_bin, 70001, 4100);

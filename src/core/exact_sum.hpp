@@ -19,10 +19,10 @@ namespace tally::detail {
 
 constexpr int kExactWords = 9;  // words 0-7 take values, word 8 only carries
 /// A GPU block's shared copy of a cell's words: each word's two 16-bit halves as digits in 32-bit
-/// counters, positive and negative terms apart, then the cell's flags (an odd number of
-/// counters, so that neighbouring cells fall in different banks).
-constexpr int kExactDigits = 2 * kExactWords;  // per sign
-constexpr int kExactCellCounters = 2 * kExactDigits + 1;
+/// counters, then the cell's flags (an odd number of counters, so that neighbouring cells fall in
+/// different banks).
+constexpr int kExactDigits = 2 * kExactWords;
+constexpr int kExactCellCounters = kExactDigits + 1;
 
 /// Non-finite values are not added to the words; each sets a flag of its cell instead.
 enum : unsigned { exact_plus_inf = 1, exact_minus_inf = 2, exact_nan = 4 };
@@ -35,22 +35,30 @@ struct exact_term {
   unsigned flag = 0;
 };
 
-TALLY_HD_HOT exact_term exact_term_of(float x) {
-  std::uint32_t bits;
-  memcpy(&bits, &x, sizeof bits);
+/// The flag of a non-finite f32 (given as its bits), 0 for a finite one.
+TALLY_HD_HOT unsigned exact_flag_of(std::uint32_t bits) {
+  if (((bits >> 23) & 0xFFu) != 0xFFu) return 0;
+  return (bits & 0x7FFFFFu) ? exact_nan : (bits >> 31) ? exact_minus_inf : exact_plus_inf;
+}
+
+/// The term of a finite f32, given as its bits.
+TALLY_HD_HOT exact_term exact_term_of_finite(std::uint32_t bits) {
   const std::uint32_t e = (bits >> 23) & 0xFFu;
-  const bool negative = bits >> 31;
-  exact_term t;
-  if (e == 0xFFu) {
-    t.flag = (bits & 0x7FFFFFu) ? exact_nan : negative ? exact_minus_inf : exact_plus_inf;
-    return t;
-  }
   const std::uint32_t m = (bits & 0x7FFFFFu) | (e ? 0x800000u : 0u);
   const std::uint32_t s = e ? e - 1 : 0;  // subnormals share the smallest normal's scale
   const auto v = static_cast<std::int64_t>(static_cast<std::uint64_t>(m) << (s & 15));
+  exact_term t;
   t.digit = static_cast<int>(s >> 4);
-  t.value = negative ? -v : v;
+  t.value = bits >> 31 ? -v : v;
   return t;
+}
+
+TALLY_HD_HOT exact_term exact_term_of(float x) {
+  std::uint32_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  exact_term t;
+  t.flag = exact_flag_of(bits);
+  return t.flag ? t : exact_term_of_finite(bits);
 }
 
 /// Adds `addend` to word k of `words` and carries up, where the addend stands for itself, or

@@ -114,7 +114,7 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
                           ? "shared: one copy of the words per block, as 16-bit digits (" + std::to_string(shared) + " bytes)"
                           : "global_atomic: the words in device memory (" +
                                 std::string(fits ? "asked for" : "a block's copy would not fit") + ")");
-  p.reasons.push_back("runs: a thread's terms for one word of one cell add once (two runs kept)");
+  p.reasons.push_back("runs: a thread's terms at one digit of one cell add once (two runs kept)");
   return p;
 }
 

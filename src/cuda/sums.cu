@@ -12,11 +12,21 @@ constexpr int kSumThreads = 512;
 // Terms one run may sum: 128 x 2^39 < 2^46, three 16-bit digits (below 2^47 for add_exact_at_digit).
 constexpr int kRunTerms = 128;
 static_assert(kRunTerms <= (1 << 7), "a run's sum must stay within three digits and below 2^47");
-constexpr int kEpochSamples = 120;  // samples per thread between drains of the shared digits
-// A counter takes at most one addition below 2^16 per sample, and up to 4 more per thread (the
-// head, the tail and the last two runs), between drains: fewer than 2^16 keep it below 2^32.
-static_assert(kSumThreads * (kEpochSamples + 4) < (1 << 16), "a drain must come before a counter can wrap");
+constexpr int kEpochSamples = 88;  // samples per thread between drains of the shared digits
+// A run's end adds its sum v (|v| < 2^46) to three counters as digits v mod 2^16, v / 2^16 mod
+// 2^16 and the signed v >> 32 (above -2^14). So a counter takes at most one addition in
+// [-2^14, 2^16) per sample, and up to 4 more per thread (the head, the tail and the last two
+// runs), between drains: its sum S lies in [-2^30, 3 x 2^30), so that its 32 bits say which S.
+constexpr std::int64_t kEpochAdditions = std::int64_t{kSumThreads} * (kEpochSamples + 4);
+static_assert(kEpochAdditions << 14 <= (std::int64_t{1} << 30) && kEpochAdditions << 16 < (std::int64_t{3} << 30),
+              "a drain must come before a counter's sum leaves [-2^30, 3 x 2^30)");
+/// A drained counter's sum.
+__device__ __forceinline__ std::int64_t counter_sum(unsigned bits) {
+  return bits >= (3u << 30) ? std::int64_t{bits} - (std::int64_t{1} << 32) : std::int64_t{bits};
+}
 constexpr int kGroupUnroll = 2;     // loads of four samples (and four weights) in flight per thread
+static_assert(kEpochSamples % (4 * kGroupUnroll) == 0 && kEpochSamples % kUnroll == 0,
+              "rounds end exactly at an epoch's end");
 
 /// Samples of the generic kernels: any type, stride and number of axes.
 struct any_samples {
@@ -82,36 +92,33 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
     for (int k = threadIdx.x; k < counters; k += blockDim.x) digits[k] = 0;
     __syncthreads();
   }
-  const auto flags_of = [&](int cell) { return InShared ? digits + cell * kExactCellCounters + 2 * kExactDigits : a.flags + cell; };
+  const auto flags_of = [&](int cell) { return InShared ? digits + cell * kExactCellCounters + kExactDigits : a.flags + cell; };
   const auto base = static_cast<unsigned>(__cvta_generic_to_shared(digits));
 
   // A run's sum (|value| < 2^46) added at its digit.
   const auto emit = [&](const run& r) {
     const int cell = r.key >> 4, digit = r.key & 15;
     if constexpr (InShared) {
-      const bool negative = r.value < 0;
-      const auto magnitude = static_cast<std::uint64_t>(negative ? -r.value : r.value);
-      const auto low = static_cast<unsigned>(magnitude), high = static_cast<unsigned>(magnitude >> 32);
-      const unsigned at = base + 4u * static_cast<unsigned>(cell * kExactCellCounters + (negative ? kExactDigits : 0) + digit);
+      const auto low = static_cast<unsigned>(r.value);
+      const unsigned at = base + 4u * static_cast<unsigned>(cell * kExactCellCounters + digit);
       // Three reductions whatever the digits: a branch around each costs more than adding 0.
       red_shared(at, low & 0xFFFFu);
       red_shared(at + 4, low >> 16);
-      red_shared(at + 8, high);
+      red_shared(at + 8, static_cast<unsigned>(r.value >> 32));  // signed, two's complement
     } else if (r.value) {
       add_exact_at_digit(a.words + static_cast<std::int64_t>(cell) * kExactWords, digit, r.value, atomic_fetch_add{});
     }
   };
-  // Each counter holds below 2^16 x 2^16 after an epoch: added to the device words, zeroed.
+  // Each counter's sum, added to the device words (below 2^46 at a digit), then zeroed.
   const auto drain = [&] {
     if constexpr (InShared) {
       __syncthreads();
       for (int k = threadIdx.x; k < counters; k += blockDim.x) {
-        const int cell = k / kExactCellCounters, r = k - cell * kExactCellCounters, j = r % kExactDigits;
+        const int cell = k / kExactCellCounters, j = k - cell * kExactCellCounters;
         const unsigned d = digits[k];
-        if (!d || r == 2 * kExactDigits) continue;  // the flags stay to the end
+        if (!d || j == kExactDigits) continue;  // the flags stay to the end
         digits[k] = 0;
-        add_exact_at_digit(a.words + cell * kExactWords, j, r < kExactDigits ? std::int64_t{d} : -std::int64_t{d},
-                           atomic_fetch_add{});
+        add_exact_at_digit(a.words + cell * kExactWords, j, counter_sum(d), atomic_fetch_add{});
       }
       __syncthreads();
     }
@@ -122,17 +129,18 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
   run newer, older;
   // s: the sample's slot, below cells + 3.
   const auto take = [&](auto s, float w) {
-    if (s >= cells) {
-      under += s == cells;
-      over += s == cells + 1;
-      nan += s == cells + 2;
+    const unsigned bits = __float_as_uint(w);
+    if (s >= cells || (bits & 0x7F800000u) == 0x7F800000u) {  // one branch for both rare cases
+      if (s < cells) {
+        atomicOr(flags_of(static_cast<int>(s)), exact_flag_of(bits));
+      } else {
+        under += s == cells;
+        over += s == cells + 1;
+        nan += s == cells + 2;
+      }
       return;
     }
-    const exact_term t = exact_term_of(w);
-    if (t.flag) {
-      atomicOr(flags_of(static_cast<int>(s)), t.flag);
-      return;
-    }
+    const exact_term t = exact_term_of_finite(bits);
     const int key = static_cast<int>(s) * 16 + t.digit;
     if (key == newer.key) {
       newer.value += t.value;
