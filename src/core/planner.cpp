@@ -86,9 +86,10 @@ policy plan_cpu(const plan_request& r) {
 /// weight is an integer addition to one of its cell's fixed-point words (core/exact_sum.hpp), in a
 /// block's shared copy of the words where they fit, else in device memory. Integer atomics add
 /// in any order to the same words: exact, correctly rounded sums, the same bits on every run,
-/// grid and device, with no fixed order to keep. Measured: 186-195 G samples/s uniform, 277-293
-/// hot, 156-169 skewed80 for i32 + f32 weights over 256 bins, against 82-93 with the fixed-order
-/// tree (bench/results/2026-11-23-h100-weighted-d22721c.json, bench/PERFORMANCE.md entry 23).
+/// grid and device, with no fixed order to keep. Measured: 298 G samples/s uniform, 349 hot, 280
+/// skewed80, 308 normal for i32 + f32 weights over 256 bins (device_histogram), against 82-93 with
+/// the fixed-order tree (bench/results/2026-11-23-h100-gpu-d56066e.md, bench/PERFORMANCE.md
+/// entries 23 and 27).
 policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
   if (r.wanted != strategy::automatic && r.wanted != strategy::shared && r.wanted != strategy::global_atomic)
     throw error("strategy " + std::string(name_of(r.wanted)) +
