@@ -83,7 +83,7 @@ policy plan_cpu(const plan_request& r) {
 }
 
 /// Weighted sums of f32 weights (and of the ones of a fill without weights) on the GPU: every
-/// weight is an integer addition to one of its cell's fixed-point words (core/exact_sum.hpp), in a
+/// weight is an integer addition at one digit of its cell's fixed-point words (core/exact_sum.hpp), in a
 /// block's shared copy of the words where they fit, else in device memory. Integer atomics add
 /// in any order to the same words: exact, correctly rounded sums, the same bits on every run,
 /// grid and device, with no fixed order to keep. Measured: 298 G samples/s uniform, 349 hot, 280
@@ -109,8 +109,8 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
   p.vector_bytes = r.contiguous ? 4 * static_cast<int>(size_of(r.sample)) : 0;
   p.unroll = r.contiguous ? 2 : 4;
   p.merge_runs = true;
-  p.reasons.push_back("weighted, f32 weights: exact sums, each weight an integer addition to one of 9 "
-                      "fixed-point words of its cell; any order gives the same bits, correctly rounded");
+  p.reasons.push_back("weighted, f32 weights: exact sums, each weight an integer addition at one 16-bit "
+                      "digit of its cell's 9 fixed-point words; any order gives the same bits, correctly rounded");
   p.reasons.push_back(p.chosen == strategy::shared
                           ? "shared: one copy of the words per block, as 16-bit digits (" + std::to_string(shared) + " bytes)"
                           : "global_atomic: the words in device memory (" +

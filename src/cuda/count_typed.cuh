@@ -415,15 +415,21 @@ template <class Kernel> unsigned resident_grid(Kernel* kernel, const launch_shap
   return std::min(shape.grid, at->second);
 }
 
-/// One launch of the typed kernel in mode M (not a cluster), on the resident grid.
-template <class T, class Binner, count_mode M>
-void launch_plain(const Binner& binner, const typed_count_args& args, const launch_shape& shape) {
-  auto* kernel = &count_typed_kernel<T, Binner, M>;
+/// Launches a grid-stride kernel on the resident grid with the shape's dynamic shared memory
+/// (opted into above the default 48 KiB).
+template <class... Params, class... Args>
+void launch_resident(void (*kernel)(Params...), const launch_shape& shape, const Args&... args) {
   if (shape.shared_bytes > 48 * 1024)
     TALLY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(shape.shared_bytes)));
-  kernel<<<resident_grid(kernel, shape), shape.block, shape.shared_bytes, shape.stream>>>(binner, args);
+  kernel<<<resident_grid(kernel, shape), shape.block, shape.shared_bytes, shape.stream>>>(args...);
   TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+/// One launch of the typed kernel in mode M (not a cluster), on the resident grid.
+template <class T, class Binner, count_mode M>
+void launch_plain(const Binner& binner, const typed_count_args& args, const launch_shape& shape) {
+  launch_resident(&count_typed_kernel<T, Binner, M>, shape, binner, args);
 }
 
 /// The launch of args.mode: value tables count in shared copies only; clusters and 16-bit

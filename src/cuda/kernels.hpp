@@ -65,7 +65,7 @@ void count_generic(const device_axes& axes, std::int64_t n, std::int64_t cells, 
                    unsigned long long* slots, const launch_shape& shape);
 
 /// Exact sums of f32 weights (none: weight 1), as core/exact_sum.hpp's fixed-point words: each
-/// weight is an integer addition to one word of its cell, so any order gives the same words.
+/// weight is an integer addition at one 16-bit digit of its cell, so any order gives the same words.
 /// Counts the samples that no cell takes in flow[0..3).
 struct exact_sums_args {
   const char* weights = nullptr;  // f32, any alignment; null: every weight is 1

@@ -79,8 +79,7 @@ __device__ __forceinline__ void red_shared(unsigned at, unsigned d) {
 /// other ends the older run (a hot bin's run of up to kRunTerms samples costs one end unless two
 /// other keys come between its samples; ending the shorter run instead diverged, PERFORMANCE.md 23).
 /// InShared: a block's copy of each cell's sum (kExactCellCounters per cell, core/exact_sum.hpp),
-/// so that a run's end is up to three reductions, one per digit, without a returned value or a
-/// carry; every kEpochSamples samples per thread the block drains them into the device words.
+/// so that a run's end is three reductions, one per digit, without a returned value or a carry; every kEpochSamples samples per thread the block drains them into the device words.
 /// Else the runs add to the device words directly.
 template <class Samples, bool InShared>
 __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samples, exact_sums_args a) {
@@ -176,9 +175,10 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
       since_drain = 0;
     }
   };
-  // Samples [lo, hi), one per load.
-  const auto one_by_one = [&](std::int64_t lo, std::int64_t hi) {
-    for (std::int64_t round = lo + first; round < hi; round += stride * kUnroll) {
+  // Every sample, one per load.
+  const auto one_by_one = [&] {
+    const std::int64_t hi = a.n;
+    for (std::int64_t round = first; round < hi; round += stride * kUnroll) {
       std::int64_t s[kUnroll];
       float w[kUnroll];
 #pragma unroll
@@ -242,7 +242,7 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
       done = true;
     }
   }
-  if (!done) one_by_one(0, a.n);
+  if (!done) one_by_one();
   emit(newer);
   emit(older);
 
@@ -268,15 +268,8 @@ __global__ void finish_exact_kernel(const std::uint64_t* words, const unsigned* 
 }
 
 template <class Samples> void launch_exact(const Samples& samples, const exact_sums_args& a, const launch_shape& shape) {
-  const auto launch = [&](auto* kernel) {
-    if (shape.shared_bytes > 48 * 1024)
-      TALLY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(shape.shared_bytes)));
-    kernel<<<resident_grid(kernel, shape), shape.block, shape.shared_bytes, shape.stream>>>(samples, a);
-  };
-  if (shape.shared_bytes) launch(&exact_sums_kernel<Samples, true>);
-  else launch(&exact_sums_kernel<Samples, false>);
-  TALLY_CUDA_CHECK(cudaGetLastError());
+  if (shape.shared_bytes) launch_resident(&exact_sums_kernel<Samples, true>, shape, samples, a);
+  else launch_resident(&exact_sums_kernel<Samples, false>, shape, samples, a);
 }
 
 }  // namespace
