@@ -115,7 +115,7 @@ template <class Call> double time_cub(Call call) {
 constexpr tally::strategy kStrategies[] = {
     tally::strategy::global_atomic,     tally::strategy::global_atomic_vec, tally::strategy::warp_aggregated,
     tally::strategy::shared,            tally::strategy::shared_replicated, tally::strategy::cluster,
-    tally::strategy::registers,         tally::strategy::automatic};
+    tally::strategy::registers,         tally::strategy::partitioned,       tally::strategy::automatic};
 
 /// One workload: 1 GiB of T over `bins` bins (arbitrary edges if `arbitrary`), CUB then every
 /// tally strategy that applies.
@@ -158,8 +158,9 @@ void run_case(const std::string& workload, int bins, spread s, bool arbitrary, s
   for (auto strat : kStrategies) {
     const bool shared = strat == tally::strategy::shared || strat == tally::strategy::shared_replicated;
     if (shared && bins > 50000) continue;
-    if (strat == tally::strategy::cluster && (sizeof(T) == 1 || bins > 200000)) continue;
+    if (strat == tally::strategy::cluster && (sizeof(T) == 1 || bins > 300000)) continue;
     if (strat == tally::strategy::registers && bins + 3 > 32) continue;
+    if (strat == tally::strategy::partitioned && (sizeof(T) == 1 || bins < 65536)) continue;
     tally::options o;
     o.backend = tally::backend::cuda;
     o.strategy = strat;
@@ -277,7 +278,7 @@ int main(int argc, char** argv) {
     if (!only_spread.empty() && only_spread != name_of(s)) continue;
     if (want("u8")) run_case<std::uint8_t>("u8, 256 bins", 256, s, false, rows);
     if (want("rgba")) run_rgba(s, rows);
-    for (int bins : {16, 256, 4096, 65536, 1 << 20}) {
+    for (int bins : {16, 256, 4096, 65536, 1 << 18, 1 << 20}) {
       const std::string name = "i32, " + std::to_string(bins) + " bins";
       if (want(name)) run_case<std::int32_t>(name, bins, s, false, rows);
     }

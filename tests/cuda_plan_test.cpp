@@ -48,7 +48,7 @@ TEST(CudaPlan, ReplicatedWhereCopiesFitSharedUpToTheLimitWarpAggregatedBeyond) {
   EXPECT_TRUE(packed.merge_runs);
   EXPECT_NE(tally::describe(packed).find("16-bit counters"), std::string::npos);
   EXPECT_EQ(tally::plan(h100_request(116221)).counter_bits, 16);
-  EXPECT_EQ(tally::plan(h100_request(116222)).chosen, tally::strategy::cluster);
+  EXPECT_EQ(tally::plan(h100_request(116222)).chosen, tally::strategy::partitioned);
   auto strided = h100_request(58110);
   strided.contiguous = false;  // the generic kernel counts in 32 bits
   EXPECT_EQ(tally::plan(strided).chosen, tally::strategy::warp_aggregated);
@@ -119,11 +119,13 @@ TEST(CudaPlan, ClustersHoldWhatOneBlockCannotUpToEightBlocks) {
   EXPECT_EQ(p.grid_blocks % 4, 0);
   EXPECT_EQ(p.vector_bytes, 16);
   EXPECT_NE(tally::describe(p).find("cluster    4 blocks"), std::string::npos);
-  // 2^17 cells, automatic: 8 blocks of 16384; 2^18: 8 of 32768, one per multiprocessor; 2^20:
-  // beyond any cluster.
-  EXPECT_EQ(tally::plan(h100_request(1 << 17)).cluster_blocks, 8);
-  EXPECT_EQ(tally::plan(h100_request(1 << 18)).cluster_blocks, 8);
-  EXPECT_EQ(tally::plan(h100_request(1 << 20)).chosen, tally::strategy::global_atomic_vec);
+  // 2^17 cells: 8 blocks of 16384; 2^18: 8 of 32768, one per multiprocessor; 2^20: beyond any
+  // cluster (automatic: partitioned up to 2^23 cells, then device memory).
+  for (int cells : {1 << 17, 1 << 18}) {
+    asked.cells = cells;
+    EXPECT_EQ(tally::plan(asked).cluster_blocks, 8);
+  }
+  EXPECT_EQ(tally::plan(h100_request(1 << 24)).chosen, tally::strategy::global_atomic_vec);
   auto strided_many = h100_request(1 << 20);
   strided_many.contiguous = false;
   EXPECT_EQ(tally::plan(strided_many).chosen, tally::strategy::warp_aggregated);
@@ -243,6 +245,38 @@ TEST(CudaPlan, F32WeightsSumExactlyInSharedOrDeviceMemory) {
   EXPECT_TRUE(tally::plan(r).exact_sums);
 }
 
+TEST(CudaPlan, PartitionedBucketsAboutOnePerMultiprocessor) {
+  // 2^20 cells and 3 flow counters: 128 buckets of 2^13 slots and one of the flow counters.
+  const auto p = tally::plan(h100_request(1 << 20));
+  EXPECT_EQ(p.chosen, tally::strategy::partitioned);
+  EXPECT_EQ(p.partition_bits, 13);
+  EXPECT_EQ(p.partition_buckets, 129);
+  EXPECT_EQ(p.partition_blocks, 132);
+  EXPECT_EQ(p.partition_chunk, std::int64_t{1} << 25);  // of 2^28 samples
+  EXPECT_EQ(p.shared_bytes, 8192 * 2 + 130 * 8);
+  EXPECT_EQ(p.grid_blocks, 2 * 132);
+  EXPECT_NE(tally::describe(p).find("129 buckets of 2^13 slots"), std::string::npos);
+  // Few cells: at least 2^10 slots a bucket. A small fill sorts whole tiles of 8192 samples.
+  auto few = h100_request(4096);
+  few.wanted = tally::strategy::partitioned;
+  few.n = 10000;
+  const auto small = tally::plan(few);
+  EXPECT_EQ(small.partition_bits, 10);
+  EXPECT_EQ(small.partition_buckets, 5);
+  EXPECT_EQ(small.partition_chunk, 2 * 8192);
+  EXPECT_EQ(small.grid_blocks, 2);
+  // The largest: 256 buckets of 2^15 slots, less the flow counters' 3.
+  EXPECT_EQ(tally::plan(h100_request(256 * 32768 - 3)).partition_buckets, 256);
+  EXPECT_EQ(tally::plan(h100_request(256 * 32768 - 2)).chosen, tally::strategy::global_atomic_vec);
+  auto bytes = h100_request(1 << 20, tally::dtype::u8);
+  bytes.wanted = tally::strategy::partitioned;
+  EXPECT_THROW(tally::plan(bytes), tally::error);
+  auto strided = h100_request(1 << 20);
+  strided.contiguous = false;
+  strided.wanted = tally::strategy::partitioned;
+  EXPECT_THROW(tally::plan(strided), tally::error);
+}
+
 TEST(CudaPlan, HonoursTheAskedStrategyOrSaysWhyNot) {
   auto r = h100_request(256);
   r.wanted = tally::strategy::global_atomic;
@@ -267,7 +301,7 @@ TEST(CudaPlan, HonoursTheAskedStrategyOrSaysWhyNot) {
 TEST(CudaPlan, StrategyNamesRoundTrip) {
   for (auto s : {tally::strategy::global_atomic, tally::strategy::global_atomic_vec, tally::strategy::warp_aggregated,
                  tally::strategy::shared, tally::strategy::shared_replicated, tally::strategy::cluster,
-                 tally::strategy::registers})
+                 tally::strategy::registers, tally::strategy::partitioned})
     EXPECT_EQ(tally::strategy_from_name(tally::name_of(s)), s);
   EXPECT_EQ(tally::name_of(tally::strategy::registers), "register");
   EXPECT_EQ(tally::name_of(tally::strategy::global_atomic), "global_atomic");

@@ -122,7 +122,8 @@ TEST_F(Device, NamedStrategiesStridedColumnsAndTwoDimensions) {
   ref::fill(want, a.model(), host.view());
   ASSERT_GT(binned(want), 0u);
   for (auto st : {tally::strategy::global_atomic, tally::strategy::global_atomic_vec, tally::strategy::warp_aggregated,
-                  tally::strategy::shared, tally::strategy::shared_replicated, tally::strategy::cluster}) {
+                  tally::strategy::shared, tally::strategy::shared_replicated, tally::strategy::cluster,
+                  tally::strategy::partitioned}) {
     SCOPED_TRACE(std::string(tally::name_of(st)));
     tally::options o = device_options();
     o.strategy = st;

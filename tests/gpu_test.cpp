@@ -44,12 +44,13 @@ class Cuda : public ::testing::Test {
 constexpr strategy count_strategies[] = {strategy::automatic,        strategy::global_atomic,
                                          strategy::global_atomic_vec, strategy::warp_aggregated,
                                          strategy::shared,            strategy::shared_replicated,
-                                         strategy::cluster,           strategy::registers};
+                                         strategy::cluster,           strategy::registers,
+                                         strategy::partitioned};
 
 /// Whether strategy s can run this fill (shared copies must fit, as 16-bit counters for one
 /// contiguous column of samples wider than 8 bits; vector loads need a
-/// contiguous column aligned to its type; clusters take samples wider than 8 bits; registers
-/// at most 29 bins).
+/// contiguous column aligned to its type; clusters and partitions take samples wider than 8 bits,
+/// partitions at most 256 buckets of 2^15 slots; registers at most 29 bins).
 bool applies(strategy s, std::int64_t cells, const tally::view& v) {
   const bool contiguous = v.stride == 1 && reinterpret_cast<std::uintptr_t>(v.data) % tally::size_of(v.type) == 0;
   const bool packed = contiguous && tally::size_of(v.type) > 1 && cells <= 100000;  // 16-bit counters
@@ -57,6 +58,7 @@ bool applies(strategy s, std::int64_t cells, const tally::view& v) {
   if (s == strategy::global_atomic_vec && !contiguous) return false;
   if (s == strategy::cluster && (!contiguous || tally::size_of(v.type) == 1 || cells > 200000)) return false;
   if (s == strategy::registers && (!contiguous || cells + 3 > 32)) return false;
+  if (s == strategy::partitioned && (!contiguous || tally::size_of(v.type) == 1 || cells > 8000000)) return false;
   return true;
 }
 
@@ -492,6 +494,29 @@ TEST_F(Cuda, InterleavedEightBitChannelsInOnePass) {
         }
       }
     }
+  }
+}
+
+/// Three passes of the partitioned strategy (2^25 samples each, the last one short): each pass's
+/// bucket totals are zeroed by the one before, and its tiles counted by blocks shared out by them.
+TEST_F(Cuda, PartitionedCountsAcrossPasses) {
+  const axis_spec a = integer_spec(-1000, (1 << 20) - 1000);
+  const std::int64_t n = (std::int64_t{2} << 25) + 4097;
+  std::uint64_t seed = 5100;
+  for (dist d : {dist::normal, dist::mostly_one_bin, dist::sorted}) {
+    ++seed;
+    const offset_column data = offset_samples(a, dtype::i32, d, n, seed);
+    SCOPED_TRACE(name_of(d));
+    ref::result want = ref::empty({a.model()}, false);
+    ref::fill(want, a.model(), data.view());
+    ASSERT_GT(binned(want), 0u);
+    if (d == dist::normal) {
+      ASSERT_GT(want.flow.total(), 0u);
+    }
+    tally::histogram h(a.make(), cuda_options(false, strategy::partitioned));
+    EXPECT_EQ(h.plan_for(dtype::i32, n).partition_chunk, std::int64_t{1} << 25);
+    h.fill(data.view());
+    expect_matches(h, want);
   }
 }
 

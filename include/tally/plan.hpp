@@ -31,6 +31,10 @@ enum class backend : std::uint8_t { automatic, cpu, cuda };
 ///  - register (CUDA): lane l of each warp counts slot l in a register, from 6 ballots per 32
 ///    samples, no atomics until the end: for at most 29 bins (32 slots with the 3 flow
 ///    counters; one contiguous column).
+///  - partitioned (CUDA): for more bins than one block's shared memory holds (one contiguous
+///    column of samples wider than 8 bits). A first pass sorts each tile of samples by the high
+///    bits of their slots (a bucket of 2^bits slots) into temporary memory; a second counts each
+///    bucket in the shared memory of the blocks that own it.
 enum class strategy : std::uint8_t {
   automatic,
   cpu_private,
@@ -40,7 +44,8 @@ enum class strategy : std::uint8_t {
   shared,
   shared_replicated,
   cluster,
-  registers  // named "register"
+  registers,  // named "register"
+  partitioned
 };
 
 enum class count_type : std::uint8_t { u64, u32 };
@@ -95,6 +100,10 @@ struct policy {
   std::int64_t shared_bytes = 0;    // CUDA: dynamic shared memory per block
   std::int64_t window_cells = 0;    // CUDA weighted, f64 weights: cells summed per pass over the samples
   bool exact_sums = false;          // CUDA weighted, f32 weights: exact fixed-point sums, any order
+  int partition_bits = 0;           // CUDA partitioned: a sample's bucket is its slot >> bits
+  int partition_buckets = 0;        // CUDA partitioned: buckets, (cells + 2) >> bits, plus one
+  std::int64_t partition_chunk = 0; // CUDA partitioned: samples sorted per pass (temporary memory)
+  int partition_blocks = 0;         // CUDA partitioned: counting blocks shared out among the buckets
   std::vector<std::string> reasons; // the measured reason behind each choice
 };
 

@@ -5,11 +5,18 @@
 #include <thread>
 
 #include "core/exact_sum.hpp"
+#include "core/partition.hpp"
 #include "tally/error.hpp"
 #include "tally/plan.hpp"
 
 namespace tally {
 namespace {
+
+using detail::kPartitionChunk;
+using detail::kPartitionMaxBits;
+using detail::kPartitionMaxBuckets;
+using detail::kPartitionMinBits;
+using detail::kPartitionTile;
 
 template <class E, std::size_t N>
 E from_name(std::string_view name, const std::pair<E, std::string_view> (&names)[N],
@@ -37,7 +44,7 @@ constexpr std::pair<strategy, std::string_view> kStrategies[] = {
     {strategy::global_atomic, "global_atomic"}, {strategy::global_atomic_vec, "global_atomic_vec"},
     {strategy::warp_aggregated, "warp_aggregated"}, {strategy::shared, "shared"},
     {strategy::shared_replicated, "shared_replicated"}, {strategy::cluster, "cluster"},
-    {strategy::registers, "register"}};
+    {strategy::registers, "register"}, {strategy::partitioned, "partitioned"}};
 constexpr std::pair<count_type, std::string_view> kCounts[] = {
     {count_type::u64, "u64"}, {count_type::u32, "u32"}};
 
@@ -226,6 +233,21 @@ policy plan_cuda(const plan_request& r) {
                 std::to_string(r.cells) + " cells of " + std::string(name_of(r.sample)) +
                 (r.contiguous ? "" : " in a strided or N-D fill"));
 
+  // Partitioned: buckets of 2^bits slots, a bucket's slots counted in one block's shared memory.
+  // At most 128 buckets of bins where 2^15 slots allow (a counting block per multiprocessor each,
+  // so that a cell is added to device memory about once per pass; the flow counters may take one
+  // more bucket), at least 2^10 slots a bucket, at most 256 buckets.
+  int part_bits = kPartitionMinBits;
+  while (part_bits < kPartitionMaxBits && ((r.cells - 1) >> part_bits) >= 128) ++part_bits;
+  const std::int64_t part_buckets = ((r.cells + 2) >> part_bits) + 1;
+  const bool partition_fits = r.contiguous && !bytes && part_buckets <= kPartitionMaxBuckets &&
+                              (std::int64_t{4} << part_bits) <= per_block;
+  if (r.wanted == strategy::partitioned && !partition_fits)
+    throw error("strategy partitioned needs one contiguous column of samples wider than 8 bits and at most " +
+                std::to_string(kPartitionMaxBuckets) + " buckets of 2^" + std::to_string(kPartitionMaxBits) +
+                " slots; got " + std::to_string(r.cells) + " cells of " + std::string(name_of(r.sample)) +
+                (r.contiguous ? "" : " in a strided or N-D fill"));
+
   // Registers: a lane per slot, so at most 32 slots (29 bins and the 3 flow counters).
   const bool registers_fit = r.contiguous && r.cells + 3 <= 32;
   if (r.wanted == strategy::registers && !registers_fit)
@@ -255,6 +277,15 @@ policy plan_cuda(const plan_request& r) {
     // (bench/results/2026-11-23-h100-gpu-45ea14f.md).
     p.chosen = strategy::shared;
     p.reasons.push_back("shared: one copy of 16-bit counters (two per word) fits in a block's shared memory");
+  } else if (partition_fits) {
+    // i32 2^20 bins, device_histogram, GB/s uniform / hot / skewed80 / normal: 600 / 561 / 546 / 512
+    // against global_atomic_vec's 344 / 2196 / 1168 / 345 (bench/PERFORMANCE.md entry 28): flat
+    // across distributions, its worst case 1.5x the other's. 2^18 bins: 453-510 (synchronous)
+    // against the cluster's 105-180.
+    p.chosen = strategy::partitioned;
+    p.reasons.push_back("partitioned: the counters exceed one block's shared memory; each tile of samples is "
+                        "sorted by bucket (2^" + std::to_string(part_bits) + " slots) into temporary memory, then "
+                        "each bucket counted in the shared memory of the blocks that own it");
   } else if (cluster_fits) {
     // i32 65536 bins in 4 blocks: cluster 284 GB/s uniform, 400 hot, 266 skewed80 against
     // global_atomic_vec 296 / 21 / 17 and warp_aggregated 197 / 147 / 136; CUB 76 / 1212 / 244
@@ -264,7 +295,7 @@ policy plan_cuda(const plan_request& r) {
     p.reasons.push_back("cluster: the counters exceed one block's shared memory; " + std::to_string(cluster_k) +
                         " blocks of a cluster hold one copy in distributed shared memory");
   } else if (r.contiguous) {
-    // Beyond one block's (and a cluster's) shared memory, one contiguous column: 16-byte loads
+    // Beyond the partitions' 2^23 slots, one contiguous column: 16-byte loads
     // and two runs of equal slots per thread kept across loads (a miss ends the shorter), so that
     // a hot bin rarely reaches device memory (same-address atomics: about 1.35 G per second).
     // i32 2^20 bins, device_histogram, GB/s uniform / hot / skewed80 / normal: 343 / 2183 / 1148 /
@@ -283,8 +314,9 @@ policy plan_cuda(const plan_request& r) {
   const bool in_shared = p.chosen == strategy::shared || p.chosen == strategy::shared_replicated;
   const bool in_cluster = p.chosen == strategy::cluster;
   const bool in_registers = p.chosen == strategy::registers;
-  const bool typed =
-      r.contiguous && (in_shared || in_cluster || in_registers || p.chosen == strategy::global_atomic_vec);
+  const bool partitioned = p.chosen == strategy::partitioned;
+  const bool typed = r.contiguous && (in_shared || in_cluster || in_registers || partitioned ||
+                                      p.chosen == strategy::global_atomic_vec);
   p.value_table = bytes && in_shared;
   const std::int64_t tables = p.value_table ? 0 : r.table_bytes;
   p.replicas = p.chosen == strategy::shared_replicated ? replicas : 1;
@@ -294,7 +326,15 @@ policy plan_cuda(const plan_request& r) {
   // load. With a copy per lane (or per two) there is little contention to save and merging costs
   // instructions: u8 256 bins in 32 copies, 1935 GB/s merged against 2869 with one atomic per
   // sample; i32 within 3% either way (bench/PERFORMANCE.md entry 14).
-  p.merge_runs = typed && !in_registers && !(in_shared && p.replicas >= 16);
+  p.merge_runs = typed && !in_registers && !partitioned && !(in_shared && p.replicas >= 16);
+  if (partitioned) {
+    p.partition_bits = part_bits;
+    p.partition_buckets = static_cast<int>(part_buckets);
+    p.partition_blocks = static_cast<int>(sms);
+    // Temporary memory: 2 bytes per sample of a pass, and a tile's offsets per bucket.
+    const std::int64_t tiles = std::max<std::int64_t>(1, (r.n + kPartitionTile - 1) / kPartitionTile);
+    p.partition_chunk = std::min(tiles, kPartitionChunk / kPartitionTile) * kPartitionTile;
+  }
   if (p.chosen == strategy::shared_replicated && replicas == 1)
     p.reasons.push_back("replicas 1: a second copy would not fit");
   if (p.counter_bits == 16)
@@ -303,9 +343,10 @@ policy plan_cuda(const plan_request& r) {
   p.shared_bytes = in_shared     ? (p.counter_bits == 16 ? packed_bytes : counter_bytes * p.replicas)
                   : in_cluster  ? cluster_share(cluster_k)
                   : in_registers ? 32 * 4  // the block's sum of its warps' counts
+                  : partitioned  ? kPartitionTile * 2 + (part_buckets + 1) * 8  // a sorted tile, counts, offsets
                                  : 0;
   p.cluster_blocks = in_cluster ? cluster_k : 0;
-  p.tables_in_shared = (in_shared || in_registers) && tables > 0 && p.shared_bytes + tables <= budget;
+  p.tables_in_shared = (in_shared || in_registers || partitioned) && tables > 0 && p.shared_bytes + tables <= budget;
   if (p.tables_in_shared) {
     p.shared_bytes += tables;
     p.reasons.push_back("edge tables in shared memory (" + std::to_string(tables) + " bytes)");
@@ -313,6 +354,11 @@ policy plan_cuda(const plan_request& r) {
   if (in_registers)
     p.reasons.push_back("register: lane l of each warp counts slot l from 6 ballots per 32 samples; one "
                         "shared atomic per warp and slot at the end");
+  else if (partitioned)
+    p.reasons.push_back(std::to_string(part_buckets) + " buckets; passes of " + std::to_string(p.partition_chunk) +
+                        " samples (2 bytes each of temporary memory); about " + std::to_string(p.partition_blocks) +
+                        " counting blocks shared out among the buckets by their samples; increments by 1 "
+                        "of shared counters (a warp's lanes on one counter combine, so a hot bin costs no more)");
   else if (typed && p.chosen != strategy::global_atomic_vec)
     p.reasons.push_back(p.merge_runs ? "runs of equal slots within a load add once (lanes share counters)"
                                      : "one atomic per sample: a copy per lane or two, no run merging");
@@ -327,16 +373,17 @@ policy plan_cuda(const plan_request& r) {
   // 16-byte loads, 4 in flight per thread, 512 threads: i32 256 bins 2308 GB/s uniform against
   // 757 for the generic one-sample-per-load kernel (bench/results/2026-11-22-h100-gpu-6f2dcde.md).
   p.vector_bytes = typed ? 16 : 0;
-  p.unroll = typed ? 4 : 1;
+  p.unroll = partitioned ? static_cast<int>(size_of(r.sample)) : typed ? 4 : 1;  // partitioned: 16 samples a thread
   p.block_threads = typed ? 512 : 256;
-  const std::int64_t by_threads = 2048 / p.block_threads;
+  const std::int64_t by_threads = partitioned ? 2 : 2048 / p.block_threads;
   const std::int64_t by_shared = p.shared_bytes > 0 ? per_sm / (p.shared_bytes + 1024) : by_threads;
   const std::int64_t blocks_per_sm = std::max<std::int64_t>(1, std::min(by_threads, by_shared));
   // No more blocks than one grid-stride step over the samples needs: every block zeroes and
   // flushes its copy, which is most of a small fill's time (a fill of 1 sample took 12 us on the
   // H100 with the full grid, bench/results/2026-11-23-h100-gpu-97ce624.md).
   const std::int64_t per_step =
-      p.block_threads * (typed ? p.unroll * p.vector_bytes / static_cast<std::int64_t>(size_of(r.sample)) : 1);
+      partitioned ? kPartitionTile
+                  : p.block_threads * (typed ? p.unroll * p.vector_bytes / static_cast<std::int64_t>(size_of(r.sample)) : 1);
   const std::int64_t needed = std::max<std::int64_t>(1, (r.n + per_step - 1) / per_step);
   const std::int64_t k = in_cluster ? cluster_k : 1;  // whole clusters
   const std::int64_t resident = std::max(k, sms * blocks_per_sm / k * k);
@@ -391,7 +438,7 @@ std::string describe(const policy& p) {
       << (p.counter_bits == 16 ? ", 16-bit counters, two per word" : "") << "\n";
     if (p.cluster_blocks) s << "cluster    " << p.cluster_blocks << " blocks share one copy\n";
     if (p.value_table) s << "values     counted per 8-bit value, folded into bins\n";
-    if (p.vector_bytes && !p.exact_sums)
+    if (p.vector_bytes && !p.exact_sums && !p.partition_bits)
       s << "runs       "
         << (p.chosen == strategy::global_atomic_vec ? "two per thread, kept across loads"
             : p.merge_runs                          ? "merged within a load"
@@ -399,6 +446,9 @@ std::string describe(const policy& p) {
         << "\n";
     if (p.window_cells) s << "window     " << p.window_cells << " cells per pass\n";
     if (p.exact_sums) s << "sums       exact: fixed-point words per cell, any order\n";
+    if (p.partition_bits)
+      s << "partition  " << p.partition_buckets << " buckets of 2^" << p.partition_bits << " slots, "
+        << p.partition_chunk << " samples per pass, " << p.partition_blocks << " counting blocks\n";
   } else {
     s << "threads    " << p.threads << "\n"
       << "replicas   " << p.replicas << "\n"

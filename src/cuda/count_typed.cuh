@@ -15,9 +15,12 @@
 
 #include <cooperative_groups.h>
 
+#include "core/partition.hpp"
 #include "cuda/kernels.hpp"
 
 namespace tally::detail::cuda {
+
+using detail::kPartitionTile;
 
 constexpr int kTypedThreads = 512;
 constexpr int kUnroll = 4;  // 16-byte loads in flight per thread before counting
@@ -273,10 +276,8 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
   // Head: samples before the first 16-byte boundary; body: whole vectors; tail: the rest.
   constexpr int per_vector = 16 / sizeof(T);
   const T* x = static_cast<const T*>(a.data);
-  const auto address = reinterpret_cast<std::uintptr_t>(x);
-  const auto to_boundary = static_cast<std::int64_t>(((16 - address % 16) % 16) / sizeof(T));
-  const std::int64_t head = to_boundary < a.n ? to_boundary : a.n;
-  const std::int64_t vectors = (a.n - head) / per_vector;
+  const column_body split = body_of(reinterpret_cast<std::uintptr_t>(x), a.n, sizeof(T));
+  const std::int64_t head = split.head, vectors = split.vectors;
   const std::int64_t tail = head + vectors * per_vector;
   const std::int64_t tid = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   if (tid < head) add_sample(x[tid], tid);
@@ -392,6 +393,108 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
   }
 }
 
+/// The partitioned strategy's first pass: each block sorts tiles of kPartitionTile samples (16 per
+/// thread) by bucket, slot >> bits, into a.entries, and writes where each bucket starts in
+/// a.offsets. A sample's rank among its tile's samples of one bucket is a shared counter's value
+/// before its increment; a scan of the tile's bucket counts places them. The head and tail go
+/// straight to device memory.
+template <class T, class Binner>
+__global__ void __launch_bounds__(kTypedThreads, 2) partition_kernel(Binner binner, typed_count_args a) {
+  constexpr int per_vector = 16 / sizeof(T);
+  constexpr int per_thread = kPartitionTile / kTypedThreads;  // 16
+  constexpr int loads = per_thread / per_vector;
+  static_assert(per_thread % per_vector == 0, "a thread's samples are whole vectors");
+  extern __shared__ __align__(16) unsigned char smem[];
+  std::int64_t tables = 0;
+  if (a.stage_tables) {
+    tables = (table_bytes(binner) + 15) / 16 * 16;
+    stage(binner, smem);
+  }
+  auto* sorted = reinterpret_cast<unsigned short*>(smem + tables);  // the tile's low bits, by bucket
+  const int buckets = a.buckets;
+  auto* counts = reinterpret_cast<unsigned*>(sorted + kPartitionTile);  // buckets + 1: the last is past the end
+  unsigned* starts = counts + buckets + 1;
+  for (int k = threadIdx.x; k <= buckets; k += blockDim.x) counts[k] = 0;
+
+  const auto cells = static_cast<int>(a.cells);
+  auto slot = [&](T v) { return slot_for<int>(binner, v, cells); };
+  const T* x = static_cast<const T*>(a.data);
+  const column_body split = body_of(reinterpret_cast<std::uintptr_t>(x), a.n, sizeof(T));
+  const std::int64_t tail = split.head + split.vectors * per_vector;
+  const std::int64_t tid = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (tid < split.head) atomicAdd(&a.slots[slot(x[tid])], 1ull);
+  if (tid < a.n - tail) atomicAdd(&a.slots[slot(x[tail + tid])], 1ull);
+  __syncthreads();
+
+  const uint4* body = reinterpret_cast<const uint4*>(x + split.head);
+  const int bits = a.partition_bits;
+  const int mask = (1 << bits) - 1;
+  const int past = buckets << bits;           // the slot of a sample past the body's end
+  constexpr std::int64_t tile_vectors = kPartitionTile / per_vector;
+  const std::int64_t tiles = (split.vectors + tile_vectors - 1) / tile_vectors;
+  for (std::int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    int s[per_thread];
+    unsigned rank[per_thread / 2];  // two 16-bit ranks (< kPartitionTile) a word
+    uint4 loaded[loads];
+#pragma unroll
+    for (int u = 0; u < loads; ++u) {
+      const std::int64_t i = t * tile_vectors + u * kTypedThreads + threadIdx.x;
+      loaded[u] = i < split.vectors ? __ldg(body + i) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < loads; ++u) {
+      const bool valid = t * tile_vectors + u * kTypedThreads + threadIdx.x < split.vectors;
+      T v[per_vector];
+      memcpy(v, &loaded[u], sizeof v);
+#pragma unroll
+      for (int j = 0; j < per_vector; ++j) s[u * per_vector + j] = valid ? slot(v[j]) : past;
+    }
+    // Ranks: an increment of a shared counter that returns the count before. An increment by the
+    // constant 1 compiles to ATOMS.POPC.INC, which combines a warp's lanes on one address (a hot
+    // bucket costs no more than spread ones); each lane still gets its own count.
+#pragma unroll
+    for (int q = 0; q < per_thread; ++q) {
+      const unsigned r = atomicAdd(&counts[static_cast<unsigned>(s[q]) >> bits], 1u);
+      rank[q / 2] = q % 2 ? rank[q / 2] | r << 16 : r;
+    }
+    __syncthreads();
+    // Where each bucket starts: warp 0 scans the counts, each lane a run of at most 9 buckets.
+    if (threadIdx.x < 32) {
+      const int per_lane = (buckets + 1 + 31) / 32;
+      const unsigned lane = threadIdx.x;
+      const int lo = min(static_cast<int>(lane) * per_lane, buckets + 1), hi = min(lo + per_lane, buckets + 1);
+      unsigned sum = 0;
+      for (int k = lo; k < hi; ++k) sum += counts[k];
+      unsigned inclusive = sum;
+#pragma unroll
+      for (int d = 1; d < 32; d *= 2) {
+        const unsigned other = __shfl_up_sync(~0u, inclusive, d);
+        if (lane >= static_cast<unsigned>(d)) inclusive += other;
+      }
+      unsigned at = inclusive - sum;
+      for (int k = lo; k < hi; ++k) {
+        const unsigned c = counts[k];
+        starts[k] = at;
+        a.offsets[k * a.tile_stride + t] = static_cast<unsigned short>(at);
+        if (c && k < buckets) atomicAdd(&a.totals[k], c);
+        counts[k] = 0;
+        at += c;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < per_thread; ++q)
+      if (s[q] != past)
+        sorted[starts[static_cast<unsigned>(s[q]) >> bits] + (rank[q / 2] >> (q % 2 * 16) & 0xFFFFu)] =
+            static_cast<unsigned short>(s[q] & mask);
+    __syncthreads();
+    // The sorted tile, up to its last sample, in 16-byte stores.
+    const unsigned words = (starts[buckets] + 7) / 8;
+    auto* out = reinterpret_cast<uint4*>(a.entries + t * kPartitionTile);
+    for (unsigned w = threadIdx.x; w < words; w += blockDim.x) out[w] = reinterpret_cast<const uint4*>(sorted)[w];
+  }
+}
+
 /// The planner's grid, cut to the blocks that are resident at once (the planner cannot see
 /// the kernel's registers): a grid-stride kernel then runs in one wave.
 template <class Kernel> unsigned resident_grid(Kernel* kernel, const launch_shape& shape) {
@@ -446,6 +549,9 @@ void launch_with(const Binner& binner, const typed_count_args& args, const launc
       case count_mode::registers: return launch_plain<T, Binner, count_mode::registers>(binner, args, shape);
       case count_mode::packed:
         if constexpr (wide) return launch_plain<T, Binner, count_mode::packed>(binner, args, shape);
+        break;
+      case count_mode::partition:
+        if constexpr (wide) return launch_resident(&partition_kernel<T, Binner>, shape, binner, args);
         break;
       case count_mode::cluster:
         if constexpr (wide) {

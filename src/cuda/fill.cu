@@ -4,10 +4,13 @@
 #include <cstring>
 
 #include "core/exact_sum.hpp"
+#include "core/partition.hpp"
 #include "core/rules.hpp"
 #include "cuda/fill.hpp"
 
 namespace tally::detail::cuda {
+
+using detail::kPartitionTile;
 
 int device_of(const void* p) {
   cudaPointerAttributes attributes{};
@@ -124,7 +127,26 @@ fill_input rules::input(const std::vector<view>& columns, const std::vector<cons
   return in;
 }
 
+namespace {
+
+/// The partitioned strategy's temporary memory: a pass's sorted samples (2 bytes each), each tile's
+/// bucket offsets, and two sets of bucket totals (one pass's, and the next's, zeroed by the pass).
+struct partition_layout {
+  std::int64_t tiles = 0;  // per pass
+  std::size_t offsets_at = 0, totals_at = 0, bytes = 0;
+  explicit partition_layout(const policy& plan) {
+    tiles = plan.partition_chunk / kPartitionTile;
+    const auto round = [](std::size_t b) { return (b + 15) / 16 * 16; };
+    offsets_at = round(static_cast<std::size_t>(plan.partition_chunk) * 2);
+    totals_at = offsets_at + round(static_cast<std::size_t>((plan.partition_buckets + 1) * tiles) * 2);
+    bytes = totals_at + static_cast<std::size_t>(2 * plan.partition_buckets) * sizeof(unsigned);
+  }
+};
+
+}  // namespace
+
 std::size_t counts_temp_bytes(const policy& plan) {
+  if (plan.partition_bits) return partition_layout(plan).bytes;
   return plan.value_table ? (256 + 3) * sizeof(unsigned long long) : 0;
 }
 
@@ -170,6 +192,7 @@ typed_count_args typed_args(const policy& plan, const device_axis& column, std::
   a.n = count;
   while ((1 << a.replica_shift) < plan.replicas) ++a.replica_shift;
   a.mode = plan.cluster_blocks                         ? count_mode::cluster
+           : plan.partition_bits                        ? count_mode::partition
            : plan.chosen == strategy::global_atomic_vec ? count_mode::global
            : plan.chosen == strategy::registers         ? count_mode::registers
            : plan.counter_bits == 16                    ? count_mode::packed
@@ -182,11 +205,55 @@ typed_count_args typed_args(const policy& plan, const device_axis& column, std::
   return a;
 }
 
+/// The partitioned strategy, pass by pass: each pass's samples sorted by bucket into temp, then
+/// counted bucket by bucket.
+void enqueue_partitioned(const fill_input& in, unsigned long long* slots, void* temp, cudaStream_t stream) {
+  const policy& plan = in.plan;
+  const partition_layout layout(plan);
+  auto* bytes = static_cast<char*>(temp);
+  auto* entries = reinterpret_cast<unsigned short*>(bytes);
+  auto* offsets = reinterpret_cast<unsigned short*>(bytes + layout.offsets_at);
+  auto* totals = reinterpret_cast<unsigned*>(bytes + layout.totals_at);
+  TALLY_CUDA_CHECK(cudaMemsetAsync(totals, 0, 2 * plan.partition_buckets * sizeof(unsigned), stream));
+  const device_axis& column = in.axes.axis[0];
+  const std::int64_t size = static_cast<std::int64_t>(size_of(column.type));
+  std::int64_t pass = 0;
+  for (std::int64_t begin = 0; begin < in.n; begin += plan.partition_chunk, ++pass) {
+    const std::int64_t count = std::min(plan.partition_chunk, in.n - begin);
+    typed_count_args a = typed_args(plan, column, begin, count);
+    a.cells = in.cells;
+    a.slots = slots;
+    a.entries = entries;
+    a.offsets = offsets;
+    a.tile_stride = layout.tiles;
+    a.totals = totals + (pass % 2) * plan.partition_buckets;
+    a.partition_bits = plan.partition_bits;
+    a.buckets = plan.partition_buckets;
+    count_typed(column.type, column, a, shape_of(plan, stream));
+
+    partition_count_args c;
+    c.entries = entries;
+    c.offsets = offsets;
+    c.tile_stride = layout.tiles;
+    const column_body body = body_of(reinterpret_cast<std::uintptr_t>(a.data), count, size);
+    c.tiles = (body.vectors * 16 / size + kPartitionTile - 1) / kPartitionTile;  // those the sort wrote
+    c.totals = a.totals;
+    c.next_totals = totals + ((pass + 1) % 2) * plan.partition_buckets;
+    c.buckets = plan.partition_buckets;
+    c.bits = plan.partition_bits;
+    c.blocks = plan.partition_blocks;
+    c.cells = in.cells;
+    c.slots = slots;
+    count_partitions(c, stream);
+  }
+}
+
 }  // namespace
 
 /// Launches the count strategy over samples [0, n), piece by piece.
 void enqueue_counts(const fill_input& in, unsigned long long* slots, void* temp, cudaStream_t stream) {
   const policy& plan = in.plan;
+  if (plan.partition_bits) return enqueue_partitioned(in, slots, temp, stream);
   const launch_shape shape = shape_of(plan, stream);
   const device_axis& first = in.axes.axis[0];
   auto* raw = static_cast<unsigned long long*>(temp);

@@ -23,7 +23,23 @@ struct launch_shape {
 /// into device memory (global_atomic_vec), in one copy spread over a cluster's shared memory, in
 /// registers (lane l of each warp counting slot l, at most 32 slots), or in one shared copy of
 /// 16-bit counters, two per word (packed), for twice the slots of 32-bit ones.
-enum class count_mode { shared, global, cluster, registers, packed };
+/// partition: the first pass of the partitioned strategy (each tile of samples sorted by bucket
+/// into temporary memory; count_partitions counts them).
+enum class count_mode { shared, global, cluster, registers, packed, partition };
+
+/// A contiguous column of n samples of `size` bytes at `address`: the samples before its first
+/// 16-byte boundary (the head, loaded one by one), then whole 16-byte vectors, then the tail.
+struct column_body {
+  std::int64_t head = 0;
+  std::int64_t vectors = 0;
+};
+TALLY_HD column_body body_of(std::uintptr_t address, std::int64_t n, std::int64_t size) {
+  const auto to_boundary = static_cast<std::int64_t>((16 - address % 16) % 16) / size;
+  column_body b;
+  b.head = to_boundary < n ? to_boundary : n;
+  b.vectors = (n - b.head) * size / 16;
+  return b;
+}
 
 /// A typed, contiguous 1-D count of one axis (device_axis: its rule, with tables in device
 /// memory): samples [0, n) of `data` (aligned to the sample size).
@@ -39,7 +55,35 @@ struct typed_count_args {
   int cluster_blocks = 0;    // cluster: blocks sharing one copy (launched as a cluster)
   int slice_shift = 0;       // cluster: each block holds 2^slice_shift cells
   unsigned long long* slots = nullptr;  // cells + 3 device counters, added to
+  // partition: tile t's slots (their low partition_bits bits), sorted by bucket, at
+  // entries + t * kPartitionTile; where bucket k starts in tile t at offsets[k * tile_stride + t]
+  // (k = buckets: the tile's end); each bucket's samples added to totals[k].
+  unsigned short* entries = nullptr;
+  unsigned short* offsets = nullptr;
+  std::int64_t tile_stride = 0;
+  unsigned* totals = nullptr;
+  int partition_bits = 0;
+  int buckets = 0;
 };
+
+/// The partitioned strategy's second pass over what a partition launch sorted: the blocks are
+/// shared out among the buckets by their totals (about `blocks` in all), each counts its share of
+/// one bucket's tiles in shared memory and adds its counters to slots. Zeroes next_totals (the
+/// next pass's totals).
+struct partition_count_args {
+  const unsigned short* entries = nullptr;
+  const unsigned short* offsets = nullptr;
+  std::int64_t tile_stride = 0;
+  std::int64_t tiles = 0;
+  const unsigned* totals = nullptr;
+  unsigned* next_totals = nullptr;
+  int buckets = 0;
+  int bits = 0;
+  int blocks = 0;
+  std::int64_t cells = 0;
+  unsigned long long* slots = nullptr;
+};
+void count_partitions(const partition_count_args& args, cudaStream_t stream);
 
 /// 16-byte loads, the bin rule per sample, counted where args.mode says.
 /// By sample family, one translation unit each: 8- and 16-bit integers, 32- and 64-bit

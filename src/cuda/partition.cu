@@ -1,0 +1,143 @@
+// The partitioned strategy's second pass: count each bucket of the sorted tiles in the shared
+// memory of the blocks that own it (count_typed.cuh's partition_kernel sorts them).
+#include <algorithm>
+
+#include "core/partition.hpp"
+#include "cuda/kernels.hpp"
+
+namespace tally::detail::cuda {
+namespace {
+
+constexpr int kCountThreads = 1024;
+
+/// Blocks for a bucket of n of the pass's `total` samples: its share of `blocks`, at least one
+/// where it has samples.
+__device__ __forceinline__ unsigned long long blocks_for(unsigned long long n, unsigned long long total, int blocks) {
+  return n == 0 ? 0 : max(1ull, n * static_cast<unsigned long long>(blocks) / total);
+}
+
+/// One block: finds its bucket and its share of the bucket's tiles from the totals (blocks are
+/// numbered bucket by bucket), counts the share's samples in shared memory and adds the counters
+/// to device memory.
+__global__ void __launch_bounds__(kCountThreads, 1) partition_count_kernel(partition_count_args a) {
+  extern __shared__ unsigned counters[];
+  __shared__ unsigned long long totals[kPartitionMaxBuckets];
+  __shared__ int mine[3];  // bucket, part, parts
+  __shared__ int warp_words[33];                // a round's words before each warp's, and in all
+  __shared__ int first_word[kCountThreads];     // a round's words before each tile's
+  __shared__ unsigned range[kCountThreads];     // each tile's range of the bucket, lo | hi << 16
+  const unsigned lane = threadIdx.x & 31;
+  for (int k = threadIdx.x; k < a.buckets; k += blockDim.x) totals[k] = a.totals[k];
+  if (threadIdx.x == 0) mine[0] = -1;
+  if (blockIdx.x == 0)
+    for (int k = threadIdx.x; k < a.buckets; k += blockDim.x) a.next_totals[k] = 0;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    // Warp 0: each lane a run of at most 8 buckets; the pass's total, then each bucket's blocks.
+    const int per_lane = (a.buckets + 31) / 32;
+    const int lo = min(static_cast<int>(lane) * per_lane, a.buckets), hi = min(lo + per_lane, a.buckets);
+    unsigned long long total = 0;
+    for (int k = lo; k < hi; ++k) total += totals[k];
+#pragma unroll
+    for (int d = 16; d; d /= 2) total += __shfl_xor_sync(~0u, total, d);
+    unsigned long long blocks = 0;
+    for (int k = lo; k < hi; ++k) blocks += blocks_for(totals[k], total, a.blocks);
+    unsigned long long inclusive = blocks;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const unsigned long long other = __shfl_up_sync(~0u, inclusive, d);
+      if (lane >= static_cast<unsigned>(d)) inclusive += other;
+    }
+    unsigned long long at = inclusive - blocks;
+    for (int k = lo; k < hi; ++k) {
+      const unsigned long long b = blocks_for(totals[k], total, a.blocks);
+      if (blockIdx.x >= at && blockIdx.x < at + b) {
+        mine[0] = k;
+        mine[1] = static_cast<int>(blockIdx.x - at);
+        mine[2] = static_cast<int>(b);
+      }
+      at += b;
+    }
+  }
+  __syncthreads();
+  const int bucket = mine[0];
+  if (bucket < 0) return;  // more blocks were launched than the buckets take
+  const std::int64_t first = static_cast<std::int64_t>(bucket) << a.bits;
+  const int width = static_cast<int>(min(std::int64_t{1} << a.bits, a.cells + 3 - first));
+  for (int k = threadIdx.x; k < width; k += blockDim.x) counters[k] = 0;
+  __syncthreads();
+
+  // The share's tiles, blockDim at a time: thread i reads tile i's range of the bucket, a scan
+  // numbers the 16-byte words of all of them, and the threads take the words in turn, so that a
+  // range may hold none or all of its tile's samples.
+  const std::int64_t part = mine[1], parts = mine[2];
+  const std::int64_t tile_lo = part * a.tiles / parts, tile_hi = (part + 1) * a.tiles / parts;
+  const unsigned short* starts = a.offsets + bucket * a.tile_stride;
+  const unsigned short* ends = starts + a.tile_stride;
+  const int warp = threadIdx.x / 32;
+  for (std::int64_t round = tile_lo; round < tile_hi; round += kCountThreads) {
+    const std::int64_t t = round + threadIdx.x;
+    const unsigned lo = t < tile_hi ? starts[t] : 0, hi = t < tile_hi ? ends[t] : 0;
+    const int words = hi > lo ? static_cast<int>((hi + 7) / 8 - lo / 8) : 0;
+    int inclusive = words;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const int other = __shfl_up_sync(~0u, inclusive, d);
+      if (lane >= static_cast<unsigned>(d)) inclusive += other;
+    }
+    if (lane == 31) warp_words[warp] = inclusive;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+      const int w = warp_words[lane];
+      int before = w;
+#pragma unroll
+      for (int d = 1; d < 32; d *= 2) {
+        const int other = __shfl_up_sync(~0u, before, d);
+        if (lane >= static_cast<unsigned>(d)) before += other;
+      }
+      warp_words[lane] = before - w;
+      if (lane == 31) warp_words[32] = before;
+    }
+    __syncthreads();
+    first_word[threadIdx.x] = warp_words[warp] + inclusive - words;
+    range[threadIdx.x] = lo | hi << 16;
+    const int total = warp_words[32];
+    __syncthreads();
+    for (int f = threadIdx.x; f < total; f += kCountThreads) {
+      // Word f: the last tile whose words start at or before it holds it.
+      int owner = 0;
+#pragma unroll
+      for (int step = kCountThreads / 2; step; step /= 2)
+        if (first_word[owner + step] <= f) owner += step;
+      const int owner_lo = static_cast<int>(range[owner] & 0xFFFFu), owner_hi = static_cast<int>(range[owner] >> 16);
+      const int word = owner_lo / 8 + (f - first_word[owner]);
+      const uint4 loaded =
+          __ldg(reinterpret_cast<const uint4*>(a.entries + (round + owner) * kPartitionTile) + word);
+      unsigned short e[8];
+      memcpy(e, &loaded, sizeof e);
+      // An increment by the constant 1 is ATOMS.POPC.INC: a warp's lanes on one counter combine.
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        if (word * 8 + j >= owner_lo && word * 8 + j < owner_hi) atomicAdd(&counters[e[j]], 1u);
+    }
+    __syncthreads();  // the round's tables are read
+  }
+  __syncthreads();
+  for (int k = threadIdx.x; k < width; k += blockDim.x)
+    if (counters[k]) atomicAdd(&a.slots[first + k], static_cast<unsigned long long>(counters[k]));
+}
+
+}  // namespace
+
+void count_partitions(const partition_count_args& args, cudaStream_t stream) {
+  const std::size_t shared = std::size_t{4} << args.bits;
+  if (shared > 48 * 1024)
+    TALLY_CUDA_CHECK(cudaFuncSetAttribute(partition_count_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(shared)));
+  // Each bucket with samples takes at least one block beyond its share: at most blocks + buckets.
+  const unsigned grid = static_cast<unsigned>(args.blocks + args.buckets);
+  partition_count_kernel<<<grid, kCountThreads, shared, stream>>>(args);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace tally::detail::cuda
