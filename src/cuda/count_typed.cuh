@@ -422,9 +422,9 @@ __global__ void __launch_bounds__(kTypedThreads, 2) partition_kernel(Binner binn
   const column_body split = body_of(reinterpret_cast<std::uintptr_t>(x), a.n, sizeof(T));
   const std::int64_t tail = split.head + split.vectors * per_vector;
   const std::int64_t tid = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  __syncthreads();  // the tables staged, the counts zeroed
   if (tid < split.head) atomicAdd(&a.slots[slot(x[tid])], 1ull);
   if (tid < a.n - tail) atomicAdd(&a.slots[slot(x[tail + tid])], 1ull);
-  __syncthreads();
 
   const uint4* body = reinterpret_cast<const uint4*>(x + split.head);
   const int bits = a.partition_bits;
