@@ -265,6 +265,14 @@ TEST(CudaPlan, PartitionedBucketsAboutOnePerMultiprocessor) {
   EXPECT_EQ(small.partition_buckets, 5);
   EXPECT_EQ(small.partition_chunk, 2 * 8192);
   EXPECT_EQ(small.grid_blocks, 2);
+  // A regular axis' 17 edges (136 bytes) go to shared memory ahead of the tile, at 16 bytes.
+  auto edges = h100_request(16);
+  edges.wanted = tally::strategy::partitioned;
+  edges.kind = tally::axis_kind::regular;
+  edges.table_bytes = 17 * 8;
+  const auto staged = tally::plan(edges);
+  EXPECT_TRUE(staged.tables_in_shared);
+  EXPECT_EQ(staged.shared_bytes, 8192 * 2 + 2 * 8 + 144);
   // The largest: 256 buckets of 2^15 slots, less the flow counters' 3.
   EXPECT_EQ(tally::plan(h100_request(256 * 32768 - 3)).partition_buckets, 256);
   EXPECT_EQ(tally::plan(h100_request(256 * 32768 - 2)).chosen, tally::strategy::global_atomic_vec);

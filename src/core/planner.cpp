@@ -346,9 +346,11 @@ policy plan_cuda(const plan_request& r) {
                   : partitioned  ? kPartitionTile * 2 + (part_buckets + 1) * 8  // a sorted tile, counts, offsets
                                  : 0;
   p.cluster_blocks = in_cluster ? cluster_k : 0;
-  p.tables_in_shared = (in_shared || in_registers || partitioned) && tables > 0 && p.shared_bytes + tables <= budget;
+  // The partitioned sort keeps its tile after the tables at a 16-byte boundary (16-byte copies).
+  const std::int64_t staged = partitioned ? (tables + 15) / 16 * 16 : tables;
+  p.tables_in_shared = (in_shared || in_registers || partitioned) && tables > 0 && p.shared_bytes + staged <= budget;
   if (p.tables_in_shared) {
-    p.shared_bytes += tables;
+    p.shared_bytes += staged;
     p.reasons.push_back("edge tables in shared memory (" + std::to_string(tables) + " bytes)");
   }
   if (in_registers)
