@@ -375,7 +375,8 @@ policy plan_cuda(const plan_request& r) {
   // 16-byte loads, 4 in flight per thread, 512 threads: i32 256 bins 2308 GB/s uniform against
   // 757 for the generic one-sample-per-load kernel (bench/results/2026-11-22-h100-gpu-6f2dcde.md).
   p.vector_bytes = typed ? 16 : 0;
-  p.unroll = partitioned ? static_cast<int>(size_of(r.sample)) : typed ? 4 : 1;  // partitioned: 16 samples a thread
+  // partitioned: a thread's 16 samples of a tile of kPartitionTile.
+  p.unroll = partitioned ? static_cast<int>(kPartitionTile / 512 * size_of(r.sample) / 16) : typed ? 4 : 1;
   p.block_threads = typed ? 512 : 256;
   const std::int64_t by_threads = partitioned ? 2 : 2048 / p.block_threads;
   const std::int64_t by_shared = p.shared_bytes > 0 ? per_sm / (p.shared_bytes + 1024) : by_threads;
@@ -384,8 +385,7 @@ policy plan_cuda(const plan_request& r) {
   // flushes its copy, which is most of a small fill's time (a fill of 1 sample took 12 us on the
   // H100 with the full grid, bench/results/2026-11-23-h100-gpu-97ce624.md).
   const std::int64_t per_step =
-      partitioned ? kPartitionTile
-                  : p.block_threads * (typed ? p.unroll * p.vector_bytes / static_cast<std::int64_t>(size_of(r.sample)) : 1);
+      p.block_threads * (typed ? p.unroll * p.vector_bytes / static_cast<std::int64_t>(size_of(r.sample)) : 1);
   const std::int64_t needed = std::max<std::int64_t>(1, (r.n + per_step - 1) / per_step);
   const std::int64_t k = in_cluster ? cluster_k : 1;  // whole clusters
   const std::int64_t resident = std::max(k, sms * blocks_per_sm / k * k);
@@ -395,7 +395,8 @@ policy plan_cuda(const plan_request& r) {
       "grid " + std::to_string(p.grid_blocks) + " x " + std::to_string(p.block_threads) + ": " +
       (small ? "one grid-stride step over the samples (at most " : "") + std::to_string(blocks_per_sm) +
       " resident blocks per multiprocessor" + (small ? ")" : ", grid-stride") +
-      (typed ? "; 16-byte loads, 4 in flight per thread (64 KiB per 1024 threads in flight)"
+      (typed ? "; 16-byte loads, " + std::to_string(p.unroll) + " in flight per thread (" +
+                   std::to_string(16 * p.unroll) + " KiB per 1024 threads in flight)"
              : "; one sample per load (strided, N-D or unaligned samples)"));
   return p;
 }

@@ -94,6 +94,17 @@ __device__ __forceinline__ std::int64_t slot_of(const device_axes& axes, std::in
   return flat;
 }
 
+/// The inclusive prefix sum of v over the lanes of a warp (all 32 take part).
+template <class T> __device__ __forceinline__ T warp_inclusive_sum(T v) {
+  const unsigned lane = threadIdx.x & 31;
+#pragma unroll
+  for (unsigned d = 1; d < 32; d *= 2) {
+    const T other = __shfl_up_sync(~0u, v, d);
+    if (lane >= d) v += other;
+  }
+  return v;
+}
+
 /// The end of a shared-memory count: adds each slot's 2^shift interleaved copies (slot s, copy r
 /// at counters[(s << shift) + r]) to the device counters. Copy (r + s) mod 2^shift is read r-th,
 /// so that neighbouring threads read different banks. Call after a barrier.

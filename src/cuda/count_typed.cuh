@@ -394,8 +394,8 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
 }
 
 /// The partitioned strategy's first pass: each block sorts tiles of kPartitionTile samples (16 per
-/// thread) by bucket, slot >> bits, into a.entries, and writes where each bucket starts in
-/// a.offsets. A sample's rank among its tile's samples of one bucket is a shared counter's value
+/// thread) by bucket, slot >> bits, into a.sorted.entries, and writes where each bucket starts
+/// in a.sorted.offsets. A sample's rank among its tile's samples of one bucket is a shared counter's value
 /// before its increment; a scan of the tile's bucket counts places them. The head and tail go
 /// straight to device memory.
 template <class T, class Binner>
@@ -411,7 +411,8 @@ __global__ void __launch_bounds__(kTypedThreads, 2) partition_kernel(Binner binn
     stage(binner, smem);
   }
   auto* sorted = reinterpret_cast<unsigned short*>(smem + tables);  // the tile's low bits, by bucket
-  const int buckets = a.buckets;
+  const partition_scratch& out = a.sorted;
+  const int buckets = out.buckets;
   auto* counts = reinterpret_cast<unsigned*>(sorted + kPartitionTile);  // buckets + 1: the last is past the end
   unsigned* starts = counts + buckets + 1;
   for (int k = threadIdx.x; k <= buckets; k += blockDim.x) counts[k] = 0;
@@ -427,7 +428,7 @@ __global__ void __launch_bounds__(kTypedThreads, 2) partition_kernel(Binner binn
   if (tid < a.n - tail) atomicAdd(&a.slots[slot(x[tail + tid])], 1ull);
 
   const uint4* body = reinterpret_cast<const uint4*>(x + split.head);
-  const int bits = a.partition_bits;
+  const int bits = out.bits;
   const int mask = (1 << bits) - 1;
   const int past = buckets << bits;           // the slot of a sample past the body's end
   constexpr std::int64_t tile_vectors = kPartitionTile / per_vector;
@@ -465,18 +466,12 @@ __global__ void __launch_bounds__(kTypedThreads, 2) partition_kernel(Binner binn
       const int lo = min(static_cast<int>(lane) * per_lane, buckets + 1), hi = min(lo + per_lane, buckets + 1);
       unsigned sum = 0;
       for (int k = lo; k < hi; ++k) sum += counts[k];
-      unsigned inclusive = sum;
-#pragma unroll
-      for (int d = 1; d < 32; d *= 2) {
-        const unsigned other = __shfl_up_sync(~0u, inclusive, d);
-        if (lane >= static_cast<unsigned>(d)) inclusive += other;
-      }
-      unsigned at = inclusive - sum;
+      unsigned at = warp_inclusive_sum(sum) - sum;
       for (int k = lo; k < hi; ++k) {
         const unsigned c = counts[k];
         starts[k] = at;
-        a.offsets[k * a.tile_stride + t] = static_cast<unsigned short>(at);
-        if (c && k < buckets) atomicAdd(&a.totals[k], c);
+        out.offsets[k * out.tile_stride + t] = static_cast<unsigned short>(at);
+        if (c && k < buckets) atomicAdd(&out.totals[k], c);
         counts[k] = 0;
         at += c;
       }
@@ -490,8 +485,8 @@ __global__ void __launch_bounds__(kTypedThreads, 2) partition_kernel(Binner binn
     __syncthreads();
     // The sorted tile, up to its last sample, in 16-byte stores.
     const unsigned words = (starts[buckets] + 7) / 8;
-    auto* out = reinterpret_cast<uint4*>(a.entries + t * kPartitionTile);
-    for (unsigned w = threadIdx.x; w < words; w += blockDim.x) out[w] = reinterpret_cast<const uint4*>(sorted)[w];
+    auto* to = reinterpret_cast<uint4*>(out.entries + t * kPartitionTile);
+    for (unsigned w = threadIdx.x; w < words; w += blockDim.x) to[w] = reinterpret_cast<const uint4*>(sorted)[w];
   }
 }
 

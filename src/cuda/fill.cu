@@ -211,36 +211,31 @@ void enqueue_partitioned(const fill_input& in, unsigned long long* slots, void* 
   const policy& plan = in.plan;
   const partition_layout layout(plan);
   auto* bytes = static_cast<char*>(temp);
-  auto* entries = reinterpret_cast<unsigned short*>(bytes);
-  auto* offsets = reinterpret_cast<unsigned short*>(bytes + layout.offsets_at);
   auto* totals = reinterpret_cast<unsigned*>(bytes + layout.totals_at);
+  partition_scratch sorted;
+  sorted.entries = reinterpret_cast<unsigned short*>(bytes);
+  sorted.offsets = reinterpret_cast<unsigned short*>(bytes + layout.offsets_at);
+  sorted.tile_stride = layout.tiles;
+  sorted.bits = plan.partition_bits;
+  sorted.buckets = plan.partition_buckets;
   TALLY_CUDA_CHECK(cudaMemsetAsync(totals, 0, 2 * plan.partition_buckets * sizeof(unsigned), stream));
   const device_axis& column = in.axes.axis[0];
   const std::int64_t size = static_cast<std::int64_t>(size_of(column.type));
   std::int64_t pass = 0;
   for (std::int64_t begin = 0; begin < in.n; begin += plan.partition_chunk, ++pass) {
     const std::int64_t count = std::min(plan.partition_chunk, in.n - begin);
+    sorted.totals = totals + (pass % 2) * plan.partition_buckets;
     typed_count_args a = typed_args(plan, column, begin, count);
     a.cells = in.cells;
     a.slots = slots;
-    a.entries = entries;
-    a.offsets = offsets;
-    a.tile_stride = layout.tiles;
-    a.totals = totals + (pass % 2) * plan.partition_buckets;
-    a.partition_bits = plan.partition_bits;
-    a.buckets = plan.partition_buckets;
+    a.sorted = sorted;
     count_typed(column.type, column, a, shape_of(plan, stream));
 
     partition_count_args c;
-    c.entries = entries;
-    c.offsets = offsets;
-    c.tile_stride = layout.tiles;
+    c.sorted = sorted;
     const column_body body = body_of(reinterpret_cast<std::uintptr_t>(a.data), count, size);
     c.tiles = (body.vectors * 16 / size + kPartitionTile - 1) / kPartitionTile;  // those the sort wrote
-    c.totals = a.totals;
     c.next_totals = totals + ((pass + 1) % 2) * plan.partition_buckets;
-    c.buckets = plan.partition_buckets;
-    c.bits = plan.partition_bits;
     c.blocks = plan.partition_blocks;
     c.cells = in.cells;
     c.slots = slots;

@@ -41,6 +41,19 @@ TALLY_HD column_body body_of(std::uintptr_t address, std::int64_t n, std::int64_
   return b;
 }
 
+/// The partitioned strategy's sorted pass in temporary memory, as both its passes see it: tile
+/// t's slots (their low `bits` bits), sorted by bucket (slot >> bits), at entries + t *
+/// kPartitionTile; where bucket k starts in tile t at offsets[k * tile_stride + t] (k = buckets:
+/// the tile's end); each bucket's samples in totals[k].
+struct partition_scratch {
+  unsigned short* entries = nullptr;
+  unsigned short* offsets = nullptr;
+  std::int64_t tile_stride = 0;
+  unsigned* totals = nullptr;
+  int bits = 0;
+  int buckets = 0;
+};
+
 /// A typed, contiguous 1-D count of one axis (device_axis: its rule, with tables in device
 /// memory): samples [0, n) of `data` (aligned to the sample size).
 struct typed_count_args {
@@ -55,30 +68,17 @@ struct typed_count_args {
   int cluster_blocks = 0;    // cluster: blocks sharing one copy (launched as a cluster)
   int slice_shift = 0;       // cluster: each block holds 2^slice_shift cells
   unsigned long long* slots = nullptr;  // cells + 3 device counters, added to
-  // partition: tile t's slots (their low partition_bits bits), sorted by bucket, at
-  // entries + t * kPartitionTile; where bucket k starts in tile t at offsets[k * tile_stride + t]
-  // (k = buckets: the tile's end); each bucket's samples added to totals[k].
-  unsigned short* entries = nullptr;
-  unsigned short* offsets = nullptr;
-  std::int64_t tile_stride = 0;
-  unsigned* totals = nullptr;
-  int partition_bits = 0;
-  int buckets = 0;
+  partition_scratch sorted;  // partition: written (totals added to)
 };
 
-/// The partitioned strategy's second pass over what a partition launch sorted: the blocks are
-/// shared out among the buckets by their totals (about `blocks` in all), each counts its share of
-/// one bucket's tiles in shared memory and adds its counters to slots. Zeroes next_totals (the
-/// next pass's totals).
+/// The partitioned strategy's second pass over the `tiles` tiles a partition launch sorted: the
+/// blocks are shared out among the buckets by their totals (about `blocks` in all), each counts
+/// its share of one bucket's tiles in shared memory and adds its counters to slots. Zeroes
+/// next_totals (the next pass's totals).
 struct partition_count_args {
-  const unsigned short* entries = nullptr;
-  const unsigned short* offsets = nullptr;
-  std::int64_t tile_stride = 0;
+  partition_scratch sorted;  // read
   std::int64_t tiles = 0;
-  const unsigned* totals = nullptr;
   unsigned* next_totals = nullptr;
-  int buckets = 0;
-  int bits = 0;
   int blocks = 0;
   std::int64_t cells = 0;
   unsigned long long* slots = nullptr;

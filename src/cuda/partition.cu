@@ -27,28 +27,23 @@ __global__ void __launch_bounds__(kCountThreads, 1) partition_count_kernel(parti
   __shared__ int first_word[kCountThreads];     // a round's words before each tile's
   __shared__ unsigned range[kCountThreads];     // each tile's range of the bucket, lo | hi << 16
   const unsigned lane = threadIdx.x & 31;
-  for (int k = threadIdx.x; k < a.buckets; k += blockDim.x) totals[k] = a.totals[k];
+  const partition_scratch& in = a.sorted;
+  for (int k = threadIdx.x; k < in.buckets; k += blockDim.x) totals[k] = in.totals[k];
   if (threadIdx.x == 0) mine[0] = -1;
   if (blockIdx.x == 0)
-    for (int k = threadIdx.x; k < a.buckets; k += blockDim.x) a.next_totals[k] = 0;
+    for (int k = threadIdx.x; k < in.buckets; k += blockDim.x) a.next_totals[k] = 0;
   __syncthreads();
   if (threadIdx.x < 32) {
     // Warp 0: each lane a run of at most 8 buckets; the pass's total, then each bucket's blocks.
-    const int per_lane = (a.buckets + 31) / 32;
-    const int lo = min(static_cast<int>(lane) * per_lane, a.buckets), hi = min(lo + per_lane, a.buckets);
+    const int per_lane = (in.buckets + 31) / 32;
+    const int lo = min(static_cast<int>(lane) * per_lane, in.buckets), hi = min(lo + per_lane, in.buckets);
     unsigned long long total = 0;
     for (int k = lo; k < hi; ++k) total += totals[k];
 #pragma unroll
     for (int d = 16; d; d /= 2) total += __shfl_xor_sync(~0u, total, d);
     unsigned long long blocks = 0;
     for (int k = lo; k < hi; ++k) blocks += blocks_for(totals[k], total, a.blocks);
-    unsigned long long inclusive = blocks;
-#pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-      const unsigned long long other = __shfl_up_sync(~0u, inclusive, d);
-      if (lane >= static_cast<unsigned>(d)) inclusive += other;
-    }
-    unsigned long long at = inclusive - blocks;
+    unsigned long long at = warp_inclusive_sum(blocks) - blocks;
     for (int k = lo; k < hi; ++k) {
       const unsigned long long b = blocks_for(totals[k], total, a.blocks);
       if (blockIdx.x >= at && blockIdx.x < at + b) {
@@ -62,8 +57,8 @@ __global__ void __launch_bounds__(kCountThreads, 1) partition_count_kernel(parti
   __syncthreads();
   const int bucket = mine[0];
   if (bucket < 0) return;  // more blocks were launched than the buckets take
-  const std::int64_t first = static_cast<std::int64_t>(bucket) << a.bits;
-  const int width = static_cast<int>(min(std::int64_t{1} << a.bits, a.cells + 3 - first));
+  const std::int64_t first = static_cast<std::int64_t>(bucket) << in.bits;
+  const int width = static_cast<int>(min(std::int64_t{1} << in.bits, a.cells + 3 - first));
   for (int k = threadIdx.x; k < width; k += blockDim.x) counters[k] = 0;
   __syncthreads();
 
@@ -72,29 +67,19 @@ __global__ void __launch_bounds__(kCountThreads, 1) partition_count_kernel(parti
   // range may hold none or all of its tile's samples.
   const std::int64_t part = mine[1], parts = mine[2];
   const std::int64_t tile_lo = part * a.tiles / parts, tile_hi = (part + 1) * a.tiles / parts;
-  const unsigned short* starts = a.offsets + bucket * a.tile_stride;
-  const unsigned short* ends = starts + a.tile_stride;
+  const unsigned short* starts = in.offsets + bucket * in.tile_stride;
+  const unsigned short* ends = starts + in.tile_stride;
   const int warp = threadIdx.x / 32;
   for (std::int64_t round = tile_lo; round < tile_hi; round += kCountThreads) {
     const std::int64_t t = round + threadIdx.x;
     const unsigned lo = t < tile_hi ? starts[t] : 0, hi = t < tile_hi ? ends[t] : 0;
     const int words = hi > lo ? static_cast<int>((hi + 7) / 8 - lo / 8) : 0;
-    int inclusive = words;
-#pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-      const int other = __shfl_up_sync(~0u, inclusive, d);
-      if (lane >= static_cast<unsigned>(d)) inclusive += other;
-    }
+    const int inclusive = warp_inclusive_sum(words);
     if (lane == 31) warp_words[warp] = inclusive;
     __syncthreads();
     if (threadIdx.x < 32) {
       const int w = warp_words[lane];
-      int before = w;
-#pragma unroll
-      for (int d = 1; d < 32; d *= 2) {
-        const int other = __shfl_up_sync(~0u, before, d);
-        if (lane >= static_cast<unsigned>(d)) before += other;
-      }
+      const int before = warp_inclusive_sum(w);
       warp_words[lane] = before - w;
       if (lane == 31) warp_words[32] = before;
     }
@@ -112,7 +97,7 @@ __global__ void __launch_bounds__(kCountThreads, 1) partition_count_kernel(parti
       const int owner_lo = static_cast<int>(range[owner] & 0xFFFFu), owner_hi = static_cast<int>(range[owner] >> 16);
       const int word = owner_lo / 8 + (f - first_word[owner]);
       const uint4 loaded =
-          __ldg(reinterpret_cast<const uint4*>(a.entries + (round + owner) * kPartitionTile) + word);
+          __ldg(reinterpret_cast<const uint4*>(in.entries + (round + owner) * kPartitionTile) + word);
       unsigned short e[8];
       memcpy(e, &loaded, sizeof e);
       // An increment by the constant 1 is ATOMS.POPC.INC: a warp's lanes on one counter combine.
@@ -130,12 +115,12 @@ __global__ void __launch_bounds__(kCountThreads, 1) partition_count_kernel(parti
 }  // namespace
 
 void count_partitions(const partition_count_args& args, cudaStream_t stream) {
-  const std::size_t shared = std::size_t{4} << args.bits;
+  const std::size_t shared = std::size_t{4} << args.sorted.bits;
   if (shared > 48 * 1024)
     TALLY_CUDA_CHECK(cudaFuncSetAttribute(partition_count_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           static_cast<int>(shared)));
   // Each bucket with samples takes at least one block beyond its share: at most blocks + buckets.
-  const unsigned grid = static_cast<unsigned>(args.blocks + args.buckets);
+  const unsigned grid = static_cast<unsigned>(args.blocks + args.sorted.buckets);
   partition_count_kernel<<<grid, kCountThreads, shared, stream>>>(args);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
