@@ -22,15 +22,16 @@ __device__ __forceinline__ unsigned long long blocks_for(unsigned long long n, u
 
 /// Where slot s of a bucket is counted: its row of 32 counters, its place in the row XOR the row's
 /// number. Slots a multiple of 4 apart (data on every 4th bin) would otherwise share 8 of the 32
-/// banks: i32 2^20 bins of such data counted in 103 us a pass of 2^25 samples, spread data in 57.
+/// banks: i32 2^20 bins of such data counted in 103 us a pass of 2^25 samples, 84 swizzled
+/// (spread data 57-59 either way).
 __device__ __forceinline__ int swizzle(int s) { return s ^ ((s >> 5) & 31); }
 
 /// One block: finds its bucket and its share of the bucket's tiles from the totals (blocks are
 /// numbered bucket by bucket), counts the share's samples in shared memory and adds the counters
 /// to device memory. Two blocks fit a multiprocessor (32 registers), so that the blocks the shares
 /// take beyond one per multiprocessor (at most 3/4 a bucket) run at once rather than in a second
-/// wave: a bell over 2^20 bins counted in 114 us a pass with one (a block whose share came late
-/// ended last), 103 with two.
+/// wave: with one block per multiprocessor a bell over 2^20 bins was counted in 120 us a pass of
+/// 2^25 samples (the blocks of the second wave started late), with two in 103 (84 swizzled).
 __global__ void __launch_bounds__(kCountThreads, 2) partition_count_kernel(partition_count_args a) {
   extern __shared__ unsigned counters[];
   __shared__ unsigned long long totals[kPartitionMaxBuckets];
