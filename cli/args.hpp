@@ -40,7 +40,7 @@ struct plan_args {
   std::int64_t bins = 4096;
   std::string dtype = "f32";
   std::int64_t n = std::int64_t{1} << 24;
-  bool weights = false;
+  std::string weights;  // the weights' type; empty: no weights
   std::string kind = "regular";
   int channels = 1;
   int dims = 1;

@@ -48,7 +48,8 @@ int run_plan(const plan_args& a) {
   req.dims = a.dims;
   req.channels = a.channels;
   req.sample = parse_dtype(a.dtype);
-  req.weighted = a.weights;
+  req.weighted = !a.weights.empty();
+  if (req.weighted) req.weight_type = parse_dtype(a.weights);
   req.counts = o.counts;
   req.n = a.n;
   req.threads = o.threads;

@@ -59,7 +59,7 @@ void add_plan(CLI::App& app, plan_args& p) {
   cmd->add_option("--bins", p.bins, "Bins per axis")->check(CLI::PositiveNumber);
   cmd->add_option("--dtype", p.dtype, "Sample type");
   cmd->add_option("--n", p.n, "Samples per column")->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--weights", p.weights, "A weighted fill");
+  cmd->add_flag("--weights{f64}", p.weights, "A weighted fill; --weights=TYPE for weights of TYPE (f64 without)");
   cmd->add_option("--kind", p.kind, "Axis kind")
       ->check(CLI::IsMember({"regular", "variable", "integer"}));
   cmd->add_option("--channels", p.channels, "Interleaved channels")->check(CLI::Range(1, 1 << 16));

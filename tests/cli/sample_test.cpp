@@ -61,6 +61,14 @@ TEST(Plan, DescribesThePlannersChoice) {
   ASSERT_EQ(one.code, 0) << one.err;
   EXPECT_NE(one.out.find("threads    1"), std::string::npos) << one.out;
 
+  // Weights: f64 unless a type is given; f32 weights on the GPU are summed exactly.
+  const outcome f64 = tally({"plan", "--backend", "cuda", "--dtype", "i32", "--bins", "256", "--weights"});
+  ASSERT_EQ(f64.code, 0) << f64.err;
+  EXPECT_EQ(f64.out.find("sums       exact"), std::string::npos) << f64.out;
+  const outcome f32 = tally({"plan", "--backend", "cuda", "--dtype", "i32", "--bins", "256", "--weights=f32"});
+  ASSERT_EQ(f32.code, 0) << f32.err;
+  EXPECT_NE(f32.out.find("sums       exact"), std::string::npos) << f32.out;
+  EXPECT_EQ(tally({"plan", "--weights=complex"}).code, 2);
   EXPECT_EQ(tally({"plan", "--dtype", "complex"}).code, 2);
   EXPECT_EQ(tally({"plan", "--kind", "circular"}).code, 2);
 }
