@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tally/tally.hpp"
@@ -74,13 +75,14 @@ void scalar_bincount_i64(benchmark::State& state) {
   report(state, sizeof(std::int64_t));
 }
 
-// numpy.histogram(f32, bins=256, range=(0, 1)): a regular axis with f32 edges, numpy-exact.
-void tally_histogram_f32_even(benchmark::State& state) {
+// Fills of the f32 samples in [0, 1] of spread state.range(1) into `axis` with state.range(2)
+// threads.
+void time_f32_fills(benchmark::State& state, tally::axis axis) {
   const auto s = static_cast<spread>(state.range(1));
   const auto& x = samples<float>(s, 1.0);
   tally::options o;
   o.threads = static_cast<int>(state.range(2));
-  tally::histogram h(tally::axis::regular(state.range(0), 0.0, 1.0, tally::dtype::f32), o);
+  tally::histogram h(std::move(axis), o);
   for (auto _ : state) {
     h.reset();
     h.fill(tally::make_view(x.data(), kN));
@@ -88,6 +90,11 @@ void tally_histogram_f32_even(benchmark::State& state) {
   }
   state.SetLabel(name_of(s));
   report(state, sizeof(float));
+}
+
+// numpy.histogram(f32, bins=256, range=(0, 1)): a regular axis with f32 edges, numpy-exact.
+void tally_histogram_f32_even(benchmark::State& state) {
+  time_f32_fills(state, tally::axis::regular(state.range(0), 0.0, 1.0, tally::dtype::f32));
 }
 
 // The plain loop a user would write (not numpy-exact at edges): index = (x - lo) * bins.
@@ -122,18 +129,7 @@ std::vector<double> random_edges(std::int64_t bins) {
 
 // numpy.histogram(f32, bins=edges) with arbitrary edges: a variable axis.
 void tally_histogram_f32_edges(benchmark::State& state) {
-  const auto s = static_cast<spread>(state.range(1));
-  const auto& x = samples<float>(s, 1.0);
-  tally::options o;
-  o.threads = static_cast<int>(state.range(2));
-  tally::histogram h(tally::axis::variable(random_edges(state.range(0))), o);
-  for (auto _ : state) {
-    h.reset();
-    h.fill(tally::make_view(x.data(), kN));
-    benchmark::DoNotOptimize(h.counts_u64());
-  }
-  state.SetLabel(name_of(s));
-  report(state, sizeof(float));
+  time_f32_fills(state, tally::axis::variable(random_edges(state.range(0))));
 }
 
 void scalar_histogram_f32_edges(benchmark::State& state) {
