@@ -343,7 +343,7 @@ policy plan_cuda(const plan_request& r) {
   p.shared_bytes = in_shared     ? (p.counter_bits == 16 ? packed_bytes : counter_bytes * p.replicas)
                   : in_cluster  ? cluster_share(cluster_k)
                   : in_registers ? 32 * 4  // the block's sum of its warps' counts
-                  : partitioned  ? kPartitionTile * 2 + (part_buckets + 1) * 8  // a sorted tile, counts, offsets
+                  : partitioned  ? kPartitionTile * 2 + (part_buckets + 1) * 8  // a sorted tile; counts, starts
                                  : 0;
   p.cluster_blocks = in_cluster ? cluster_k : 0;
   // The partitioned sort keeps its tile after the tables at a 16-byte boundary (16-byte copies).
@@ -375,9 +375,12 @@ policy plan_cuda(const plan_request& r) {
   // 16-byte loads, 4 in flight per thread, 512 threads: i32 256 bins 2308 GB/s uniform against
   // 757 for the generic one-sample-per-load kernel (bench/results/2026-11-22-h100-gpu-6f2dcde.md).
   p.vector_bytes = typed ? 16 : 0;
-  // partitioned: a thread's 16 samples of a tile of kPartitionTile.
-  p.unroll = partitioned ? static_cast<int>(kPartitionTile / 512 * size_of(r.sample) / 16) : typed ? 4 : 1;
   p.block_threads = typed ? 512 : 256;
+  // partitioned: a thread's share of a tile of kPartitionTile samples, in 16-byte loads.
+  p.unroll = partitioned ? static_cast<int>(kPartitionTile / p.block_threads * size_of(r.sample) / 16)
+             : typed     ? 4
+                         : 1;
+  // The sort keeps a thread's 16 slots and ranks across its barriers: 64 registers, two blocks.
   const std::int64_t by_threads = partitioned ? 2 : 2048 / p.block_threads;
   const std::int64_t by_shared = p.shared_bytes > 0 ? per_sm / (p.shared_bytes + 1024) : by_threads;
   const std::int64_t blocks_per_sm = std::max<std::int64_t>(1, std::min(by_threads, by_shared));

@@ -105,6 +105,23 @@ template <class T> __device__ __forceinline__ T warp_inclusive_sum(T v) {
   return v;
 }
 
+/// The sum of v over the lanes of a warp, in every lane (all 32 take part).
+template <class T> __device__ __forceinline__ T warp_sum(T v) {
+#pragma unroll
+  for (int d = 16; d; d /= 2) v += __shfl_xor_sync(~0u, v, d);
+  return v;
+}
+
+/// Adds a warp's samples dropped below the axis, above it and as NaN to flow[0..3) (all 32 lanes
+/// take part; lane 0 adds).
+__device__ __forceinline__ void add_warp_flow(unsigned long long under, unsigned long long over,
+                                              unsigned long long nan, unsigned long long* flow) {
+  const unsigned long long dropped[3] = {warp_sum(under), warp_sum(over), warp_sum(nan)};
+  if ((threadIdx.x & 31) == 0)
+    for (int k = 0; k < 3; ++k)
+      if (dropped[k]) atomicAdd(&flow[k], dropped[k]);
+}
+
 /// The end of a shared-memory count: adds each slot's 2^shift interleaved copies (slot s, copy r
 /// at counters[(s << shift) + r]) to the device counters. Copy (r + s) mod 2^shift is read r-th,
 /// so that neighbouring threads read different banks. Call after a barrier.

@@ -102,16 +102,7 @@ __global__ void __launch_bounds__(256) weighted_kernel(weighted_args a) {
     const double sum = sum_peers(peers, w);
     if (key != 0xffffffffu && lane == static_cast<unsigned>(__ffs(peers) - 1)) mine[key] += sum;
   }
-  if (a.count_flow) {
-    for (int offset = 16; offset > 0; offset /= 2) {
-      under += __shfl_down_sync(0xffffffffu, under, offset);
-      over += __shfl_down_sync(0xffffffffu, over, offset);
-      nan += __shfl_down_sync(0xffffffffu, nan, offset);
-    }
-    if (lane == 0 && under) atomicAdd(&a.flow[0], under);
-    if (lane == 0 && over) atomicAdd(&a.flow[1], over);
-    if (lane == 0 && nan) atomicAdd(&a.flow[2], nan);
-  }
+  if (a.count_flow) add_warp_flow(under, over, nan, a.flow);
   __syncthreads();
   for (std::int64_t c = threadIdx.x; c < a.window; c += blockDim.x) {
     double total = 0.0;

@@ -52,8 +52,7 @@ __global__ void __launch_bounds__(kCountThreads, 2) partition_count_kernel(parti
     const int lo = min(static_cast<int>(lane) * per_lane, in.buckets), hi = min(lo + per_lane, in.buckets);
     unsigned long long total = 0;
     for (int k = lo; k < hi; ++k) total += totals[k];
-#pragma unroll
-    for (int d = 16; d; d /= 2) total += __shfl_xor_sync(~0u, total, d);
+    total = warp_sum(total);
     unsigned long long blocks = 0;
     for (int k = lo; k < hi; ++k) blocks += blocks_for(totals[k], total, a.blocks);
     unsigned long long at = warp_inclusive_sum(blocks) - blocks;

@@ -246,13 +246,7 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
   emit(newer);
   emit(older);
 
-  unsigned long long flow[3] = {under, over, nan};
-  for (auto& f : flow) {
-    for (int offset = 16; offset > 0; offset /= 2) f += __shfl_down_sync(0xffffffffu, f, offset);
-  }
-  if ((threadIdx.x & 31) == 0)
-    for (int k = 0; k < 3; ++k)
-      if (flow[k]) atomicAdd(&a.flow[k], flow[k]);
+  add_warp_flow(under, over, nan, a.flow);
   if constexpr (InShared) {
     drain();
     for (int c = threadIdx.x; c < cells; c += blockDim.x)
