@@ -90,22 +90,35 @@ struct regular_rule {
   template <class Edges> TALLY_HD_HOT std::int64_t locate32(float x, const Edges& edge_at) const {
     return fast32 ? locate_fast32(x, edge_at) : locate(static_cast<double>(x), edge_at);
   }
-  /// The f32 rule (rules with fast32 set): the f32 estimate where it is decisive, one edge where
-  /// it is within guard32 of a boundary. No f64 fallback: first32 is the least f32 >= first and
-  /// last32 the greatest f32 <= last, so an f32 outside [first32, last32] is outside [first, last].
+  /// The f32 estimate (rules with fast32 set) of an f32 x: t32 = fl(fl(x - first32) * scale32),
+  /// its integer part i (t32 < 2^30 where first32 <= x <= last32, make_regular_rule checks) and
+  /// its fraction f (exact). For such x it lies within guard32 (< 1/8 bin) of x's place among
+  /// the edges.
+  TALLY_HD_HOT void estimate32(float x, int& i, float& f) const {
+    const float t = (x - first32) * scale32;  // two roundings: the build never contracts them
+    i = static_cast<int>(t);
+    f = t - static_cast<float>(i);
+  }
+  /// A fraction in (guard32, upper32): the estimate's integer part is the bin, no edge needed.
+  TALLY_HD_HOT bool decisive32(float f) const { return f > guard32 && f < upper32; }
+  /// The bin of an f32 x in [first32, last32] from its estimate (i, f), looking at the one edge
+  /// nearest the estimate: edge i where f <= 1/2 (the bin is i - 1 or i), else edge i + 1 (i or
+  /// i + 1). Exact for every fraction, decisive or not; past the last bin (x == last), the last.
+  template <class Edges> TALLY_HD_HOT std::int64_t settle32(float x, int i, float f, const Edges& edge_at) const {
+    const std::int64_t j = i + (f > 0.5f ? 1 : 0);  // <= bins: x <= last keeps t32 below bins + guard32
+    const std::int64_t k = static_cast<double>(x) < edge_at(j) ? j - 1 : j;  // edge 0 <= x: k >= 0
+    return k < bins ? k : bins - 1;
+  }
+  /// The f32 rule (rules with fast32 set): the estimate where it is decisive, one edge where not.
+  /// No f64 fallback: first32 is the least f32 >= first and last32 the greatest f32 <= last, so
+  /// an f32 outside [first32, last32] is outside [first, last].
   template <class Edges> TALLY_HD_HOT std::int64_t locate_fast32(float x, const Edges& edge_at) const {
     if (!(x >= first32)) return x != x ? bin_nan : bin_underflow;
     if (x > last32) return bin_overflow;
-    const float t = (x - first32) * scale32;  // < 2^30 (make_regular_rule checks)
-    const int i = static_cast<int>(t);
-    const float f = t - static_cast<float>(i);  // exact
-    // The estimate is within guard32 (< 1/8 bin) of x's place among the edges: a fraction in
-    // (guard32, upper32) is bin i; at most guard32 above i's lower edge, the bin is i - 1 or i;
-    // at most guard32 below its upper edge, i or i + 1; past the last bin, the last.
-    if (i >= bins) return bins - 1;
-    if (f > guard32 && f < upper32) return i;
-    if (f <= guard32) return i > 0 && static_cast<double>(x) < edge_at(i) ? i - 1 : i;
-    return i + 1 < bins && static_cast<double>(x) >= edge_at(i + 1) ? i + 1 : i;
+    int i;
+    float f;
+    estimate32(x, i, f);
+    return decisive32(f) ? i : settle32(x, i, f, edge_at);
   }
   TALLY_HD_HOT std::int64_t index_with_table(float x) const {
     return locate32(x, [this](std::int64_t k) { return table[k]; });

@@ -59,13 +59,24 @@ template <class T> struct narrow_integer_binner {
     return d < bins ? static_cast<S>(d) : cells + (v < lo ? 0 : 1);
   }
 };
-/// The regular rule for f32 samples where its f32 estimate is bounded (rule.fast32):
-/// regular_rule::locate_fast32 alone, with no f64 path to keep registers for (the kernel fits
-/// 32 registers, where the rule with both paths took 40-64). launch_typed chooses it.
+/// The regular rule for f32 samples where its f32 estimate is bounded (rule.fast32), computing
+/// slots itself. `sure` is the estimate alone, right for most samples after three comparisons:
+/// a decisive fraction (an estimate below 0, which x < first32 or NaN gives, has a fraction of
+/// at most 0) and x <= last32. `slot` is regular_rule::locate_fast32, which looks at one edge
+/// where the fraction is not decisive. launch_typed chooses it.
 struct fast32_binner {
   regular_rule rule;  // table: the edges, in device or shared memory
-  __device__ __forceinline__ std::int64_t operator()(float x) const {
-    return rule.locate_fast32(x, [this](std::int64_t k) { return rule.table[k]; });
+  /// The estimate's slot in s; false where it may be wrong.
+  template <class S> __device__ __forceinline__ bool sure(float x, S& s) const {
+    int i;
+    float f;
+    rule.estimate32(x, i, f);
+    s = static_cast<S>(i);
+    return rule.decisive32(f) && x <= rule.last32;
+  }
+  template <class S> __device__ __forceinline__ S slot(float x, S cells) const {
+    const std::int64_t k = rule.locate_fast32(x, [this](std::int64_t e) { return rule.table[e]; });
+    return k >= 0 ? static_cast<S>(k) : cells - 1 - static_cast<S>(k);
   }
 };
 
@@ -91,6 +102,7 @@ template <int C> constexpr int channel_step<channel_value_binner<C>> = C;
 /// Binners that compute the slot themselves (flow counters included), not a bin index.
 template <class B> struct gives_slots : std::false_type {};
 template <class T> struct gives_slots<narrow_integer_binner<T>> : std::true_type {};
+template <> struct gives_slots<fast32_binner> : std::true_type {};
 template <class B> struct counts_values : std::false_type {};
 template <> struct counts_values<value_binner> : std::true_type {};
 template <int C> struct counts_values<channel_value_binner<C>> : std::true_type {};
@@ -184,14 +196,14 @@ __device__ __forceinline__ void add_packed(unsigned* counters, int s, unsigned n
 }
 
 /// Blocks per multiprocessor a kernel is compiled for: 4 (32 registers, every thread slot of the
-/// multiprocessor) where its loop fits them without spilling (ptxas -v: the value, narrow-integer
-/// and f32 rules in shared memory), else 3 (40 registers; left free, the compiler took 46-64 and
-/// 2 blocks fitted).
+/// multiprocessor) where its loop fits them without spilling (ptxas -v: the value and
+/// narrow-integer rules in shared memory), else 3 (40 registers). Left free, the compiler took
+/// 46-64 and 2 blocks fitted; fast32's test of a load keeps its four estimates and spilled the
+/// loads at 32.
 template <class Binner, count_mode M> constexpr int min_blocks() {
-  return M == count_mode::shared && (std::is_same_v<Binner, value_binner> || std::is_same_v<Binner, fast32_binner> ||
-                                     gives_slots<Binner>::value)
-             ? 4
-             : 3;
+  constexpr bool lean = std::is_same_v<Binner, value_binner> ||
+                        (gives_slots<Binner>::value && !std::is_same_v<Binner, fast32_binner>);
+  return M == count_mode::shared && lean ? 4 : 3;
 }
 
 /// Cluster: block r of a cluster holds the cells [r 2^slice_shift, (r + 1) 2^slice_shift) for the
@@ -291,6 +303,7 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
   // runs across vectors instead); with a
   // copy per lane it only costs instructions: u8 256 bins 1935 GB/s merged, 2869 with one
   // atomic per sample (bench/shared_atomics.cu on the H100, bench/PERFORMANCE.md entry 14).
+  constexpr bool test_loads = std::is_same_v<Binner, fast32_binner> && M == count_mode::shared;
   const auto count_body = [&](auto merge) {
     for (std::int64_t i = tid; i < vectors; i += stride * kUnroll) {
       uint4 loaded[kUnroll];
@@ -302,6 +315,24 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
         if (i + u * stride < vectors) {
           T v[per_vector];
           memcpy(v, &loaded[u], sizeof v);
+          // fast32: one test a load, not a branch a sample (f32 256 even bins issued 32
+          // instructions a sample that way, bench/PERFORMANCE.md entry 30). A load with an unsure
+          // estimate (a sample near an edge or outside the range) takes the exact rule throughout.
+          [[maybe_unused]] slot_type estimated[per_vector];
+          if constexpr (test_loads) {
+            bool sure = true;
+#pragma unroll
+            for (int j = 0; j < per_vector; ++j) sure &= binner.sure(v[j], estimated[j]);
+            if (!sure) {
+#pragma unroll
+              for (int j = 0; j < per_vector; ++j) add(slot(v[j]), 1, true);
+              continue;
+            }
+          }
+          const auto slot_of = [&](int j) {
+            if constexpr (test_loads) return estimated[j];
+            else return slot(v[j]);
+          };
           constexpr int step = channel_step<Binner>;
           [[maybe_unused]] int first_channel = 0;  // the channel of v[0]
           if constexpr (step > 1 && per_vector % step == 0) first_channel = binner.channel_of(head);  // every vector's
@@ -311,11 +342,11 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
             slot_type offset = 0;
             if constexpr (step > 1) offset = 256 * ((first_channel + k) % step);
             if constexpr (decltype(merge)::value) {
-              slot_type previous = slot(v[k]) + offset;
+              slot_type previous = slot_of(k) + offset;
               unsigned run = 1;
 #pragma unroll
               for (int j = k + step; j < per_vector; j += step) {
-                const slot_type s = slot(v[j]) + offset;
+                const slot_type s = slot_of(j) + offset;
                 const bool cut = s != previous;
                 add(previous, run, cut);
                 run = cut ? 1u : run + 1u;
@@ -324,7 +355,7 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
               add(previous, run, true);
             } else {
 #pragma unroll
-              for (int j = k; j < per_vector; j += step) add(slot(v[j]) + offset, 1, true);
+              for (int j = k; j < per_vector; j += step) add(slot_of(j) + offset, 1, true);
             }
           }
         }

@@ -278,8 +278,7 @@ void sum_exact(const device_axes& axes, bool column, const exact_sums_args& args
         axis.type, axis, [&](auto tag, const auto& binner) {
           using T = typename decltype(tag)::type;
           using B = std::decay_t<decltype(binner)>;
-          if constexpr (gives_slots<B>::value || std::is_same_v<B, fast32_binner> ||
-                        std::is_same_v<B, variable32_binner>) {
+          if constexpr (gives_slots<B>::value || std::is_same_v<B, variable32_binner>) {
             launch_exact(column_samples<T, B>{reinterpret_cast<const T*>(axis.data), binner}, args, shape);
             launched = true;
           }
