@@ -179,6 +179,15 @@ TEST(CudaPlan, InterleavedByteChannelsTakeOnePassOthersOneByOne) {
   EXPECT_EQ(rgba.shared_bytes, (4 * 256 + 3) * 4 * 16);
   EXPECT_NE(tally::describe(rgba).find("4 channels of 8-bit samples"), std::string::npos);
 
+  // Three histograms of RGBA (no alpha): 3 x 256 values, and 32 copies fit.
+  r.counted_channels = 3;
+  const auto rgb_of_rgba = tally::plan(r);
+  EXPECT_TRUE(rgb_of_rgba.value_table);
+  EXPECT_EQ(rgb_of_rgba.replicas, 32);
+  EXPECT_EQ(rgb_of_rgba.shared_bytes, (3 * 256 + 3) * 4 * 32);
+  EXPECT_NE(tally::describe(rgb_of_rgba).find("3 of 4 channels"), std::string::npos);
+  r.counted_channels = 0;
+
   r.channels = 5;  // more than one pass takes: each channel a strided column
   const auto five = tally::plan(r);
   EXPECT_FALSE(five.value_table);

@@ -64,6 +64,7 @@ struct plan_request {
   std::int64_t cells = 0;               // bins, or the product of bins over N-D axes
   int dims = 1;
   int channels = 1;
+  int counted_channels = 0;  // of interleaved channels, how many (the first ones) are counted; 0: all
   dtype sample = dtype::f64;
   bool weighted = false;
   dtype weight_type = dtype::f64;       // weighted: the weights' type (f32 for a fill without weights: ones)

@@ -193,7 +193,11 @@ policy plan_cuda(const plan_request& r) {
     return p_each;
   }
   const bool bytes = r.contiguous && eight_bit;
-  const std::int64_t values = 256 * std::max(1, r.channels);
+  // Only the channels that histograms take are counted (RGBA's alpha is skipped for three):
+  // 3 x 256 values fit 32 copies, the RGBA kernel 354 us against 365 with 4 x 256 in 16, and
+  // 2792-2808 GB/s against 2728-2748 with 16 (bench/PERFORMANCE.md entry 31).
+  const int counted = r.counted_channels > 0 ? std::min(r.counted_channels, r.channels) : r.channels;
+  const std::int64_t values = 256 * std::max(1, counted);
   const std::int64_t counter_bytes = ((bytes ? values : r.cells) + 3) * 4;  // and 3 flow counters
 
   // Copies per block: as many (up to one per lane, 32) as leave two blocks per multiprocessor.
@@ -365,9 +369,9 @@ policy plan_cuda(const plan_request& r) {
     p.reasons.push_back(p.merge_runs ? "runs of equal slots within a load add once (lanes share counters)"
                                      : "one atomic per sample: a copy per lane or two, no run merging");
   if (p.value_table && one_pass)
-    p.reasons.push_back("value tables: " + std::to_string(r.channels) + " channels of 8-bit samples counted per "
-                        "channel and value in one pass over the pixels (" + std::to_string(values) +
-                        " counters), each folded into its channel's bins once per fill");
+    p.reasons.push_back("value tables: " + std::to_string(counted) + (counted < r.channels ? " of " + std::to_string(r.channels) : std::string()) +
+                        " channels of 8-bit samples counted per channel and value in one pass over the pixels (" +
+                        std::to_string(values) + " counters), each folded into its channel's bins once per fill");
   else if (p.value_table)
     p.reasons.push_back("value table: 8-bit samples counted per value (256 counters), folded "
                         "into the axis' bins once per fill");

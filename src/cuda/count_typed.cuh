@@ -37,10 +37,12 @@ struct value_binner {
 
 /// The value table of C interleaved channels (C = 2, 3, 4): sample i of value v counts in
 /// slot (v - lo) + 256 * channel_of(i), so channel c's values fill slots [256 c, 256 c + 256).
-/// `phase` is the channel of the launch's first sample.
+/// `phase` is the channel of the launch's first sample; channels from `counted` on (those no
+/// histogram takes, as RGBA's alpha for three) are not counted.
 template <int C> struct channel_value_binner {
   int lo;
   int phase;
+  int counted;
   template <class T> __device__ __forceinline__ int operator()(T v) const { return static_cast<int>(v) - lo; }
   __device__ __forceinline__ int channel_of(std::int64_t index) const { return static_cast<int>((index + phase) % C); }
 };
@@ -282,8 +284,12 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
     }
   };
   auto add_sample = [&](T v, std::int64_t index) {
-    if constexpr (channel_step<Binner> > 1) add(slot(v) + 256 * binner.channel_of(index), 1, true);
-    else add(slot(v), 1, true);
+    if constexpr (channel_step<Binner> > 1) {
+      const int channel = binner.channel_of(index);
+      add(slot(v) + 256 * channel, 1, channel < binner.counted);
+    } else {
+      add(slot(v), 1, true);
+    }
   };
   // Head: samples before the first 16-byte boundary; body: whole vectors; tail: the rest.
   constexpr int per_vector = 16 / sizeof(T);
@@ -340,7 +346,11 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
 #pragma unroll
           for (int k = 0; k < step; ++k) {
             slot_type offset = 0;
-            if constexpr (step > 1) offset = 256 * ((first_channel + k) % step);
+            if constexpr (step > 1) {
+              const int channel = (first_channel + k) % step;
+              if (channel >= binner.counted) continue;
+              offset = 256 * channel;
+            }
             if constexpr (decltype(merge)::value) {
               slot_type previous = slot_of(k) + offset;
               unsigned run = 1;

@@ -14,14 +14,14 @@ void count_values(dtype sample, const typed_count_args& args, const launch_shape
   throw error("count_values: not an 8-bit type");
 }
 
-void count_channel_values(dtype sample, int channels, int phase, const typed_count_args& args,
+void count_channel_values(dtype sample, int channels, int counted, int phase, const typed_count_args& args,
                           const launch_shape& shape) {
   const auto launch = [&](auto per_pixel) {
     constexpr int C = decltype(per_pixel)::value;
     if (sample == dtype::u8)
-      return launch_with<std::uint8_t>(channel_value_binner<C>{value_lo<std::uint8_t>, phase}, args, shape);
+      return launch_with<std::uint8_t>(channel_value_binner<C>{value_lo<std::uint8_t>, phase, counted}, args, shape);
     if (sample == dtype::i8)
-      return launch_with<std::int8_t>(channel_value_binner<C>{value_lo<std::int8_t>, phase}, args, shape);
+      return launch_with<std::int8_t>(channel_value_binner<C>{value_lo<std::int8_t>, phase, counted}, args, shape);
     throw error("count_channel_values: not an 8-bit type");
   };
   switch (channels) {
@@ -34,33 +34,26 @@ void count_channel_values(dtype sample, int channels, int phase, const typed_cou
 
 namespace {
 
-/// Thread v maps value v + value_lo<T> (one of the 256 8-bit values) to its slot and adds its
-/// count.
-template <class T, class Binner>
-__global__ void fold_values_kernel(Binner binner, const unsigned long long* raw, std::int64_t cells,
-                                   unsigned long long* slots) {
+/// Block c maps channel c's value counts (thread v: value v + value_lo<T>) through its axis' rule
+/// to its slots: every channel folded in one launch.
+template <class T> __global__ void fold_values_kernel(value_folds f) {
+  const value_fold& c = f.channel[blockIdx.x];
   const int v = threadIdx.x;
-  const unsigned long long n = raw[v];
+  const unsigned long long n = f.raw[256 * blockIdx.x + v];
   if (n == 0) return;
-  atomicAdd(&slots[slot_of_index(binner(static_cast<T>(v + value_lo<T>)), cells)], n);
-}
-
-template <class T>
-void fold(const device_axis& axis, const unsigned long long* raw, std::int64_t cells, unsigned long long* slots,
-          cudaStream_t stream) {
-  with_binner(axis, [&](const auto& binner) {
-    fold_values_kernel<T><<<1, 256, 0, stream>>>(binner, raw, cells, slots);
-    TALLY_CUDA_CHECK(cudaGetLastError());
-  });
+  std::int64_t k = 0;
+  with_binner(c.axis, [&](const auto& binner) { k = binner(static_cast<T>(v + value_lo<T>)); });
+  atomicAdd(&c.slots[slot_of_index(k, c.cells)], n);
 }
 
 }  // namespace
 
-void fold_values(dtype sample, const device_axis& axis, const unsigned long long* raw, std::int64_t cells,
-                 unsigned long long* slots, cudaStream_t stream) {
-  if (sample == dtype::u8) return fold<std::uint8_t>(axis, raw, cells, slots, stream);
-  if (sample == dtype::i8) return fold<std::int8_t>(axis, raw, cells, slots, stream);
-  throw error("fold_values: not an 8-bit type");
+void fold_values(dtype sample, const value_folds& folds, cudaStream_t stream) {
+  const auto blocks = static_cast<unsigned>(folds.channels);
+  if (sample == dtype::u8) fold_values_kernel<std::uint8_t><<<blocks, 256, 0, stream>>>(folds);
+  else if (sample == dtype::i8) fold_values_kernel<std::int8_t><<<blocks, 256, 0, stream>>>(folds);
+  else throw error("fold_values: not an 8-bit type");
+  TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace tally::detail::cuda

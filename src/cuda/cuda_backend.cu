@@ -245,6 +245,7 @@ bool cuda_fill_channels(const channels_job& job) {
   r.kind = (*first.axes)[0].kind();
   r.cells = first.cells;
   r.channels = job.channels;
+  r.counted_channels = static_cast<int>(job.per_channel.size());
   r.sample = v.type;
   r.n = v.size;
   r.contiguous = v.stride == 1;
@@ -270,12 +271,14 @@ bool cuda_fill_channels(const channels_job& job) {
     words.insert(words.end(), rules.back().tables.begin(), rules.back().tables.end());
     slots_at.push_back(layout.add<unsigned long long>(j.cells + 3));
   }
-  const std::size_t temp_at = layout.add<char>(static_cast<std::int64_t>(cuda::channels_temp_bytes(job.channels)));
+  const int counted = static_cast<int>(job.per_channel.size());
+  const std::size_t temp_at = layout.add<char>(static_cast<std::int64_t>(cuda::channels_temp_bytes(counted)));
   const std::size_t tables_at = layout.add<std::uint64_t>(static_cast<std::int64_t>(words.size()));
-  // Pinned host memory laid out as the scratch, as in cuda_fill.
+  // Pinned host memory laid out as the scratch, as in cuda_fill. One memset clears the slots and
+  // the value counts after them.
   char* base = s.device.reserve(layout.size());
   char* host = s.host.reserve(layout.size());
-  TALLY_CUDA_CHECK(cudaMemsetAsync(base, 0, temp_at, nullptr));
+  TALLY_CUDA_CHECK(cudaMemsetAsync(base, 0, tables_at, nullptr));
   auto* tables = reinterpret_cast<std::uint64_t*>(base + tables_at);
   upload(words, host + tables_at, tables);
 
@@ -284,8 +287,9 @@ bool cuda_fill_channels(const channels_job& job) {
   in.samples.data = samples.data;
   in.samples.stride_bytes = 1;
   in.n = v.size;
+  in.channels = job.channels;
   in.plan = plan;
-  in.outputs.resize(static_cast<std::size_t>(job.channels));
+  in.outputs.resize(job.per_channel.size());
   for (std::size_t c = 0; c < job.per_channel.size(); ++c) {
     rules[c].point_at(tables + table_at[c]);
     in.outputs[c].axis = rules[c].axes.axis[0];

@@ -273,25 +273,31 @@ void enqueue_counts(const fill_input& in, unsigned long long* slots, void* temp,
       count_generic(shifted, count, in.cells, plan.chosen, typed_args(plan, first, 0, 0).replica_shift, slots, shape);
     }
   }
-  if (plan.value_table) fold_values(first.type, first, raw, in.cells, slots, stream);
+  if (plan.value_table) {
+    value_folds folds;
+    folds.channel[0] = {first, in.cells, slots};
+    folds.channels = 1;
+    folds.raw = raw;
+    fold_values(first.type, folds, stream);
+  }
 }
 
 void enqueue_channels(const channels_input& in, void* temp, cudaStream_t stream) {
   const launch_shape shape = shape_of(in.plan, stream);
-  const int channels = static_cast<int>(in.outputs.size());
+  const int counted = static_cast<int>(in.outputs.size());
   auto* raw = static_cast<unsigned long long*>(temp);
-  TALLY_CUDA_CHECK(cudaMemsetAsync(raw, 0, channels_temp_bytes(channels), stream));
   const std::int64_t piece = piece_of(in.plan);
   for (std::int64_t begin = 0; begin < in.n; begin += piece) {
     typed_count_args a = typed_args(in.plan, in.samples, begin, std::min(piece, in.n - begin));
-    a.cells = 256 * channels;
+    a.cells = 256 * counted;
     a.slots = raw;
-    count_channel_values(in.samples.type, channels, static_cast<int>(begin % channels), a, shape);
+    count_channel_values(in.samples.type, in.channels, counted, static_cast<int>(begin % in.channels), a, shape);
   }
-  for (int c = 0; c < channels; ++c) {
-    const channel_output& out = in.outputs[static_cast<std::size_t>(c)];
-    if (out.slots) fold_values(in.samples.type, out.axis, raw + 256 * c, out.cells, out.slots, stream);
-  }
+  value_folds folds;
+  for (int c = 0; c < counted; ++c) folds.channel[c] = in.outputs[static_cast<std::size_t>(c)];
+  folds.channels = counted;
+  folds.raw = raw;
+  fold_values(in.samples.type, folds, stream);
 }
 
 /// Exact sums (f32 weights, or none): the words of every cell, then their values added. Else

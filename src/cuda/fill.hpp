@@ -62,20 +62,14 @@ struct fill_input {
   policy plan;
 };
 
-/// One channel of an interleaved fill: its axis' rule (tables in device memory) and its slots
-/// (cells + 3); null slots: an interleaved channel no histogram takes.
-struct channel_output {
-  device_axis axis{};
-  std::int64_t cells = 0;
-  unsigned long long* slots = nullptr;
-};
-
-/// Interleaved 8-bit samples of outputs.size() (2-4) channels, contiguous: sample i belongs to
-/// channel i mod channels.
+/// Interleaved 8-bit samples of `channels` (2-4) channels, contiguous: sample i belongs to
+/// channel i mod channels. The first outputs.size() channels are counted, each into its axis'
+/// slots (tables in device memory); the others (RGBA's alpha, for three) are skipped.
 struct channels_input {
   device_axis samples{};  // data, type, stride_bytes (the rule is unused)
   std::int64_t n = 0;     // samples, all channels together
-  std::vector<channel_output> outputs;
+  int channels = 0;
+  std::vector<value_fold> outputs;
   policy plan;
 };
 
@@ -86,8 +80,9 @@ std::size_t sums_temp_bytes(const policy& plan, std::int64_t cells);
 
 /// Adds the fill's counts to slots[0, cells + 3) (cells, then underflow, overflow, nan).
 void enqueue_counts(const fill_input& in, unsigned long long* slots, void* temp, cudaStream_t stream);
-/// Counts every channel's values in one pass over the samples, then adds each channel's counts
-/// to its slots through its rule.
+/// Counts the channels' values in one pass over the samples, then adds each channel's counts
+/// to its slots through its rule. temp (channels_temp_bytes) comes zeroed: the caller clears it
+/// with the slots, in one memset.
 void enqueue_channels(const channels_input& in, void* temp, cudaStream_t stream);
 /// Adds the fill's weighted sums to sums[0, cells) and its dropped samples to flow[0, 3). Each
 /// cell gets one addition of the fill's total: exact and correctly rounded (plan.exact_sums),

@@ -95,13 +95,24 @@ void count_typed_floats(dtype sample, const device_axis& axis, const typed_count
 /// 8-bit samples: counts per value (args.cells = 256) into args.slots, the value table.
 void count_values(dtype sample, const typed_count_args& args, const launch_shape& shape);
 /// Interleaved 8-bit samples of `channels` (2-4) channels, sample i in channel (i + phase) mod
-/// channels: counts per channel and value (args.cells = 256 * channels) into args.slots.
-void count_channel_values(dtype sample, int channels, int phase, const typed_count_args& args,
+/// channels: counts per channel and value of the first `counted` channels (args.cells = 256 *
+/// counted) into args.slots.
+void count_channel_values(dtype sample, int channels, int counted, int phase, const typed_count_args& args,
                           const launch_shape& shape);
-/// 8-bit samples: per-value counts raw[0..256) (value v - lo, lo = 0 for u8, -128 for i8) are
-/// mapped through the axis' rule to its slots.
-void fold_values(dtype sample, const device_axis& axis, const unsigned long long* raw, std::int64_t cells,
-                 unsigned long long* slots, cudaStream_t stream);
+/// One channel's fold: its axis' rule and its slots (cells + 3).
+struct value_fold {
+  device_axis axis;
+  std::int64_t cells = 0;
+  unsigned long long* slots = nullptr;
+};
+/// The per-value counts of 8-bit samples, raw[256 c + v] for channel c and value v + lo (lo = 0
+/// for u8, -128 for i8), mapped through each channel's rule to its slots.
+struct value_folds {
+  value_fold channel[4];
+  int channels = 0;
+  const unsigned long long* raw = nullptr;
+};
+void fold_values(dtype sample, const value_folds& folds, cudaStream_t stream);
 
 /// The generic kernels (any type, stride, alignment, N-D): global_atomic, warp_aggregated, and
 /// shared / shared_replicated with 2^replica_shift copies.
