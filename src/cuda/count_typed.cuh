@@ -597,9 +597,7 @@ template <class Kernel> unsigned resident_grid(Kernel* kernel, const launch_shap
 /// (opted into above the default 48 KiB).
 template <class... Params, class... Args>
 void launch_resident(void (*kernel)(Params...), const launch_shape& shape, const Args&... args) {
-  if (shape.shared_bytes > 48 * 1024)
-    TALLY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(shape.shared_bytes)));
+  allow_shared(reinterpret_cast<const void*>(kernel), shape.shared_bytes);
   kernel<<<resident_grid(kernel, shape), shape.block, shape.shared_bytes, shape.stream>>>(args...);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
@@ -633,8 +631,7 @@ void launch_with(const Binner& binner, const typed_count_args& args, const launc
           // Clusters of cluster_blocks blocks on as many multiprocessors; the planner's grid is a
           // multiple of the cluster.
           auto* kernel = &count_typed_kernel<T, Binner, count_mode::cluster>;
-          TALLY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                static_cast<int>(shape.shared_bytes)));
+          allow_shared(reinterpret_cast<const void*>(kernel), shape.shared_bytes);
           cudaLaunchConfig_t config{};
           config.gridDim = dim3(shape.grid);
           config.blockDim = dim3(shape.block);

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -116,15 +117,31 @@ bool cuda_usable(std::string& detail) {
 
 bool cuda_owns(const void* p) { return device_of(p) >= 0; }
 
+/// The current device's figures the planner takes, asked once per device (every fill plans).
 void cuda_describe(plan_request& r) {
+  struct figures {
+    int sms = 0, optin = 0, per_sm = 0;
+  };
+  static std::mutex mutex;
+  static std::map<int, figures> known;
   int device = 0;
   TALLY_CUDA_CHECK(cudaGetDevice(&device));
-  TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&r.device_sms, cudaDevAttrMultiProcessorCount, device));
-  int optin = 0, per_sm = 0;
-  TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-  r.device_shared_bytes = optin;
-  r.device_shared_per_sm = per_sm;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [at, fresh] = known.try_emplace(device);
+  figures& f = at->second;
+  if (fresh) {
+    try {
+      TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&f.sms, cudaDevAttrMultiProcessorCount, device));
+      TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&f.optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+      TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&f.per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    } catch (...) {
+      known.erase(at);
+      throw;
+    }
+  }
+  r.device_sms = f.sms;
+  r.device_shared_bytes = f.optin;
+  r.device_shared_per_sm = f.per_sm;
 }
 
 /// A column in device memory: the caller's (`device`, from device_of, is >= 0), or a copy of

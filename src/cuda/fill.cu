@@ -2,6 +2,9 @@
 // planner's strategy into device counts or sums.
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "core/exact_sum.hpp"
 #include "core/partition.hpp"
@@ -9,6 +12,19 @@
 #include "cuda/fill.hpp"
 
 namespace tally::detail::cuda {
+
+void allow_shared(const void* kernel, std::size_t bytes) {
+  if (bytes <= 48 * 1024) return;
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, std::size_t> raised;  // (kernel, device): the limit set
+  int device = 0;
+  TALLY_CUDA_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(mutex);
+  std::size_t& limit = raised[{kernel, device}];
+  if (bytes <= limit) return;
+  TALLY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  limit = bytes;
+}
 
 using detail::kPartitionTile;
 

@@ -138,9 +138,7 @@ void count_generic(const device_axes& axes, std::int64_t n, std::int64_t cells, 
   switch (s) {
     case strategy::shared:
     case strategy::shared_replicated:
-      if (shape.shared_bytes > 48 * 1024)
-        TALLY_CUDA_CHECK(cudaFuncSetAttribute(shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              static_cast<int>(shape.shared_bytes)));
+      allow_shared(reinterpret_cast<const void*>(shared_kernel), shape.shared_bytes);
       shared_kernel<<<shape.grid, shape.block, shape.shared_bytes, shape.stream>>>(axes, n, cells,
                                                                                   replica_shift, slots);
       break;
@@ -156,9 +154,7 @@ void count_generic(const device_axes& axes, std::int64_t n, std::int64_t cells, 
 
 void sum_weighted(const weighted_args& args, const launch_shape& shape) {
   auto* kernel = args.weight_type == dtype::f32 ? &weighted_kernel<float> : &weighted_kernel<double>;
-  if (shape.shared_bytes > 48 * 1024)
-    TALLY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(shape.shared_bytes)));
+  allow_shared(reinterpret_cast<const void*>(kernel), shape.shared_bytes);
   kernel<<<shape.grid, shape.block, shape.shared_bytes, shape.stream>>>(args);
   TALLY_CUDA_CHECK(cudaGetLastError());
   const auto tiles = static_cast<unsigned>((args.window + 31) / 32);

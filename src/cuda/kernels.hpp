@@ -19,6 +19,11 @@ struct launch_shape {
   cudaStream_t stream = nullptr;
 };
 
+/// Lets `kernel` take `bytes` of dynamic shared memory on the current device: above the default
+/// 48 KiB the limit must be raised first. Raised once per kernel, device and larger size, not at
+/// every launch: the call took microseconds each time (bench/PERFORMANCE.md entry 32).
+void allow_shared(const void* kernel, std::size_t bytes);
+
 /// Where a typed launch counts: in 2^shift interleaved shared-memory copies per block, straight
 /// into device memory (global_atomic_vec), in one copy spread over a cluster's shared memory, in
 /// registers (lane l of each warp counting slot l, at most 32 slots), or in one shared copy of

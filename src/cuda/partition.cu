@@ -131,9 +131,7 @@ __global__ void __launch_bounds__(kCountThreads, 2) partition_count_kernel(parti
 
 void count_partitions(const partition_count_args& args, cudaStream_t stream) {
   const std::size_t shared = std::size_t{4} << args.sorted.bits;
-  if (shared > 48 * 1024)
-    TALLY_CUDA_CHECK(cudaFuncSetAttribute(partition_count_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(shared)));
+  allow_shared(reinterpret_cast<const void*>(partition_count_kernel), shared);
   // Each bucket with samples takes at most one block beyond its share: at most blocks + buckets.
   const unsigned grid = static_cast<unsigned>(args.blocks + args.sorted.buckets);
   partition_count_kernel<<<grid, kCountThreads, shared, stream>>>(args);
