@@ -260,7 +260,7 @@ TEST(CudaPlan, PartitionedBucketsAboutOnePerMultiprocessor) {
   EXPECT_EQ(p.chosen, tally::strategy::partitioned);
   EXPECT_EQ(p.partition_bits, 13);
   EXPECT_EQ(p.partition_buckets, 129);
-  EXPECT_EQ(p.partition_blocks, 132);
+  EXPECT_EQ(p.partition_blocks, 2 * 132);  // two 32 KiB blocks of counters a multiprocessor
   EXPECT_EQ(p.partition_chunk, std::int64_t{1} << 25);  // of 2^28 samples
   EXPECT_EQ(p.shared_bytes, 8192 * 2 + 130 * 8);
   EXPECT_EQ(p.grid_blocks, 2 * 132);
@@ -282,8 +282,11 @@ TEST(CudaPlan, PartitionedBucketsAboutOnePerMultiprocessor) {
   const auto staged = tally::plan(edges);
   EXPECT_TRUE(staged.tables_in_shared);
   EXPECT_EQ(staged.shared_bytes, 8192 * 2 + 2 * 8 + 144);
-  // The largest: 256 buckets of 2^15 slots, less the flow counters' 3.
-  EXPECT_EQ(tally::plan(h100_request(256 * 32768 - 3)).partition_buckets, 256);
+  // The largest: 256 buckets of 2^15 slots, less the flow counters' 3; one block of 128 KiB
+  // counters a multiprocessor.
+  const auto largest = tally::plan(h100_request(256 * 32768 - 3));
+  EXPECT_EQ(largest.partition_buckets, 256);
+  EXPECT_EQ(largest.partition_blocks, 132);
   EXPECT_EQ(tally::plan(h100_request(256 * 32768 - 2)).chosen, tally::strategy::global_atomic_vec);
   auto bytes = h100_request(1 << 20, tally::dtype::u8);
   bytes.wanted = tally::strategy::partitioned;

@@ -16,5 +16,9 @@ constexpr int kPartitionMaxBits = 15;
 /// Buckets at most: the counting pass shares its blocks out from every bucket's total, each
 /// block holding all of them in shared memory.
 constexpr int kPartitionMaxBuckets = 256;
+/// The counting pass's blocks: threads, and shared memory beside the bucket's counters (every
+/// bucket's total, and a round's table of tiles).
+constexpr int kPartitionCountThreads = 1024;
+constexpr std::int64_t kPartitionCountStatic = 16 * kPartitionMaxBuckets + 12 + 4 * 33 + 8 * kPartitionCountThreads;
 
 }  // namespace tally::detail

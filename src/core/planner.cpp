@@ -13,6 +13,8 @@ namespace tally {
 namespace {
 
 using detail::kPartitionChunk;
+using detail::kPartitionCountStatic;
+using detail::kPartitionCountThreads;
 using detail::kPartitionMaxBits;
 using detail::kPartitionMaxBuckets;
 using detail::kPartitionMinBits;
@@ -334,7 +336,9 @@ policy plan_cuda(const plan_request& r) {
   if (partitioned) {
     p.partition_bits = part_bits;
     p.partition_buckets = static_cast<int>(part_buckets);
-    p.partition_blocks = static_cast<int>(sms);
+    // Counting blocks: one wave, two per multiprocessor where the counters leave room for two.
+    const std::int64_t counting = per_sm / ((std::int64_t{4} << part_bits) + kPartitionCountStatic + 1024);
+    p.partition_blocks = static_cast<int>(sms * std::clamp<std::int64_t>(counting, 1, 2048 / kPartitionCountThreads));
     // Temporary memory: 2 bytes per sample of a pass, and a tile's offsets per bucket.
     const std::int64_t tiles = std::max<std::int64_t>(1, (r.n + kPartitionTile - 1) / kPartitionTile);
     p.partition_chunk = std::min(tiles, kPartitionChunk / kPartitionTile) * kPartitionTile;
@@ -362,8 +366,8 @@ policy plan_cuda(const plan_request& r) {
                         "shared atomic per warp and slot at the end");
   else if (partitioned)
     p.reasons.push_back(std::to_string(part_buckets) + " buckets; passes of " + std::to_string(p.partition_chunk) +
-                        " samples (2 bytes each of temporary memory); about " + std::to_string(p.partition_blocks) +
-                        " counting blocks shared out among the buckets by their samples; increments by 1 "
+                        " samples (2 bytes each of temporary memory); up to " + std::to_string(p.partition_blocks) +
+                        " counting blocks (one wave) shared out among the buckets by their samples; increments by 1 "
                         "of shared counters (a warp's lanes on one counter combine, so a hot bin costs no more)");
   else if (typed && p.chosen != strategy::global_atomic_vec)
     p.reasons.push_back(p.merge_runs ? "runs of equal slots within a load add once (lanes share counters)"

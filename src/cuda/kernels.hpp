@@ -21,7 +21,7 @@ struct launch_shape {
 
 /// Lets `kernel` take `bytes` of dynamic shared memory on the current device: above the default
 /// 48 KiB the limit must be raised first. Raised once per kernel, device and larger size, not at
-/// every launch: the call took microseconds each time (bench/PERFORMANCE.md entry 32).
+/// every launch (a driver call each time, in every fill's fixed cost).
 void allow_shared(const void* kernel, std::size_t bytes);
 
 /// Where a typed launch counts: in 2^shift interleaved shared-memory copies per block, straight

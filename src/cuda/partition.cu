@@ -8,16 +8,16 @@
 namespace tally::detail::cuda {
 namespace {
 
-constexpr int kCountThreads = 1024;
+constexpr int kCountThreads = kPartitionCountThreads;
 
-/// Blocks for a bucket of n of the pass's `total` samples: its share x of `blocks` less 1/4,
-/// rounded up, and at least one where it has samples. A block then counts at most 1.25 times an
-/// even share (x in (0, 1.25]: one block; x in (1.25, 2.25]: two ...); rounding down gave up to
-/// twice (x just under 2), and rounding up would give every bucket of an even spread two blocks
-/// (x just over 1), each with its counters to add to device memory. At most blocks + 3/4 a bucket.
-__device__ __forceinline__ unsigned long long blocks_for(unsigned long long n, unsigned long long total, int blocks) {
-  const unsigned long long quarters = 4 * n * static_cast<unsigned long long>(blocks);  // 4 x n blocks / total
-  return n == 0 ? 0 : max(1ull, (quarters + 3 * total - 1) / (4 * total));
+/// Blocks for a bucket with `portion` of the pass's samples (> 0 where it has any): its share x of
+/// `blocks` less 1/4, rounded up, and at least one where it has samples. A block then counts at
+/// most 1.25 times an even share (x in (0, 1.25]: one block; x in (1.25, 2.25]: two ...);
+/// rounding down gave up to twice (x just under 2), and rounding up would give every bucket of an
+/// even spread two blocks (x just over 1), each with its counters to add to device memory. At
+/// most blocks + 3/4 a bucket. Every block computes the same figures from the same totals.
+__device__ __forceinline__ unsigned blocks_for(double portion, int blocks) {
+  return portion > 0 ? max(1u, static_cast<unsigned>(portion * blocks + 0.75)) : 0u;
 }
 
 /// Where slot s of a bucket is counted: its row of 32 counters, its place in the row XOR the row's
@@ -28,13 +28,18 @@ __device__ __forceinline__ int swizzle(int s) { return s ^ ((s >> 5) & 31); }
 
 /// One block: finds its bucket and its share of the bucket's tiles from the totals (blocks are
 /// numbered bucket by bucket), counts the share's samples in shared memory and adds the counters
-/// to device memory. Two blocks fit a multiprocessor (32 registers), so that the blocks the shares
-/// take beyond one per multiprocessor (at most 3/4 a bucket) run at once rather than in a second
-/// wave: with one block per multiprocessor a bell over 2^20 bins was counted in 120 us a pass of
-/// 2^25 samples (the blocks of the second wave started late), with two in 103 (84 swizzled).
+/// to device memory. Two blocks fit a multiprocessor (32 registers) where the counters leave room,
+/// and a.blocks is one wave of them: the blocks are shared out as if there were B, the most (down
+/// to half a wave) whose rounded shares still run in one wave, so that no block starts late and
+/// a multiprocessor counts with two blocks where the spread allows. With one block per
+/// multiprocessor a bell over 2^20 bins was counted in 120 us a pass of 2^25 samples (a second
+/// wave started late), with two in 103 (84 swizzled); B of one wave: 84 -> 67 us on the bell,
+/// 59 -> 52 spread evenly, 58 -> 58 with 80% in one bin (bench/PERFORMANCE.md entry 32).
 __global__ void __launch_bounds__(kCountThreads, 2) partition_count_kernel(partition_count_args a) {
   extern __shared__ unsigned counters[];
+  // Beside the counters, kPartitionCountStatic bytes (the planner counts them):
   __shared__ unsigned long long totals[kPartitionMaxBuckets];
+  __shared__ double portion[kPartitionMaxBuckets];  // each bucket's part of the pass
   __shared__ int mine[3];  // bucket, part, parts
   __shared__ int warp_words[33];                // a round's words before each warp's, and in all
   __shared__ int first_word[kCountThreads];     // a round's words before each tile's
@@ -53,11 +58,26 @@ __global__ void __launch_bounds__(kCountThreads, 2) partition_count_kernel(parti
     unsigned long long total = 0;
     for (int k = lo; k < hi; ++k) total += totals[k];
     total = warp_sum(total);
-    unsigned long long blocks = 0;
-    for (int k = lo; k < hi; ++k) blocks += blocks_for(totals[k], total, a.blocks);
-    unsigned long long at = warp_inclusive_sum(blocks) - blocks;
+    // Each bucket's part of the pass (one division each: the search below with a 64-bit
+    // division per bucket and step cost 4-11 us a pass).
+    for (int k = lo; k < hi; ++k) portion[k] = static_cast<double>(totals[k]) / static_cast<double>(total);
+    // This lane's buckets' blocks, shared out as if there were `shares` blocks.
+    const auto lane_blocks = [&](int shares) {
+      unsigned blocks = 0;
+      for (int k = lo; k < hi; ++k) blocks += blocks_for(portion[k], shares);
+      return blocks;
+    };
+    int least = max(1, a.blocks / 2), most = a.blocks;  // the answer is in [least, most]
+    while (least < most) {  // every lane takes the same steps
+      const int mid = (least + most + 1) / 2;
+      if (warp_sum(lane_blocks(mid)) <= static_cast<unsigned>(a.blocks)) least = mid;
+      else most = mid - 1;
+    }
+    const int shares = least;
+    const unsigned blocks = lane_blocks(shares);
+    unsigned at = warp_inclusive_sum(blocks) - blocks;
     for (int k = lo; k < hi; ++k) {
-      const unsigned long long b = blocks_for(totals[k], total, a.blocks);
+      const unsigned b = blocks_for(portion[k], shares);
       if (blockIdx.x >= at && blockIdx.x < at + b) {
         mine[0] = k;
         mine[1] = static_cast<int>(blockIdx.x - at);
@@ -132,7 +152,7 @@ __global__ void __launch_bounds__(kCountThreads, 2) partition_count_kernel(parti
 void count_partitions(const partition_count_args& args, cudaStream_t stream) {
   const std::size_t shared = std::size_t{4} << args.sorted.bits;
   allow_shared(reinterpret_cast<const void*>(partition_count_kernel), shared);
-  // Each bucket with samples takes at most one block beyond its share: at most blocks + buckets.
+  // Each bucket with samples takes at most one block beyond its share of at most args.blocks.
   const unsigned grid = static_cast<unsigned>(args.blocks + args.sorted.buckets);
   partition_count_kernel<<<grid, kCountThreads, shared, stream>>>(args);
   TALLY_CUDA_CHECK(cudaGetLastError());
