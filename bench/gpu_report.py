@@ -56,7 +56,8 @@ def state(rows, workload, target):
         if r["workload"] == workload and r["who"] in ("tally automatic", "tally device_histogram"):
             best[r["spread"]] = max(best.get(r["spread"], 0), r["gbs"])
     low = min(best.values())
-    words = "met" if low >= target else f"missed by up to {100 * (1 - low / target):.0f}%"
+    short = 100 * (1 - low / target)
+    words = "met" if low >= target else f"missed by up to {short:.{0 if short >= 1 else 1}f}%"
     if cub:
         ratios = [best[s] / cub[s] for s in cub if s in best]
         words += f"; {min(ratios):.2f}-{max(ratios):.2f}x CUB"
