@@ -281,6 +281,59 @@ TEST_F(Device, ReleasedOnTheDefaultStreamItOutlivesItsStream) {
   EXPECT_EQ(got, want.counts);
 }
 
+TEST_F(Device, InterleavedChannelsInOnePassOrOneByOne) {
+  // 2-4 channels of 8-bit samples into unweighted histograms take one pass (a channel without a
+  // histogram is skipped, the pixels may start anywhere); 5 channels, 16-bit samples and
+  // weighted histograms fill one by one, each channel a strided column. Two fills accumulate.
+  const stream s;
+  std::uint64_t seed = 7800;
+  for (dtype t : {dtype::u8, dtype::i8, dtype::i16}) {
+    const std::int64_t lo = t == dtype::u8 ? 0 : -128;
+    // The last two take every value, so that each channel of one-bin data bins something.
+    const std::vector<axis_spec> specs = {integer_spec(lo, 256), regular_spec(17, lo + 10.5, lo + 200.0),
+                                          variable_spec(40, lo + 3.5, lo + 250.5, 11),
+                                          regular_spec(7, lo - 0.5, lo + 255.5), variable_spec(9, lo - 1.5, lo + 256.5, 12)};
+    for (int channels : {2, 3, 4, 5}) {
+      for (dist d : {dist::uniform, dist::one_bin, dist::mostly_one_bin, dist::sorted}) {
+        for (bool weighted : {false, true}) {
+          ++seed;
+          if (weighted && seed % 3) continue;  // a third of the cases: the one-by-one path
+          const int active = static_cast<int>(seed % 2) ? channels : channels - 1;
+          const std::int64_t offset = static_cast<std::int64_t>(seed % 4) * channels;
+          const column host = random_column_for(specs[0], t, d, channels * 100001 + offset, seed);
+          const device_column dev(host.view());
+          const tally::view v = slice(dev.view(), offset, host.n);
+          const tally::view hv = slice(host.view(), offset, host.n);
+          SCOPED_TRACE(std::string(tally::name_of(t)) + " " + std::to_string(channels) + " channels, " +
+                       std::to_string(active) + " active, " + name_of(d) + (weighted ? ", weighted" : "") +
+                       ", offset " + std::to_string(offset));
+          std::vector<device_histogram> hs;
+          for (int k = 0; k < active; ++k)
+            hs.emplace_back(specs[static_cast<std::size_t>(k)].make(), device_options(weighted), s.get());
+          tally::fill_channels(hs, v, channels, s.get());
+          tally::fill_channels(hs, v, channels, s.get());
+          for (int k = 0; k < active; ++k) {
+            SCOPED_TRACE("channel " + std::to_string(k));
+            const auto& spec = specs[static_cast<std::size_t>(k)];
+            ref::result r = ref::empty({spec.model()}, false);
+            ref::fill(r, spec.model(), channel_view(hv, k, channels));
+            ref::fill(r, spec.model(), channel_view(hv, k, channels));
+            ASSERT_GT(binned(r), 0u);
+            const device_histogram& h = hs[static_cast<std::size_t>(k)];
+            if (weighted) {
+              const std::vector<double> want(r.counts.begin(), r.counts.end());  // weights of 1
+              EXPECT_TRUE(same_elements(h.sums(s.get()), want)) << "sums";
+              EXPECT_TRUE(same_flow(h.flow(s.get()), r.flow));
+            } else {
+              expect_matches(h, r, s.get());
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_F(Device, BadArgumentsThrowBeforeAnythingRuns) {
   const stream s;
   const axis_spec a = integer_spec(0, 16);
@@ -295,6 +348,19 @@ TEST_F(Device, BadArgumentsThrowBeforeAnythingRuns) {
   EXPECT_THROW(h.fill(std::vector<tally::view>{dev.view(), dev.view()}, s.get()), tally::error) << "two columns, one axis";
   EXPECT_EQ(h.counts(s.get()), before);
   EXPECT_THROW(h.sums(s.get()), tally::error);
+
+  // Interleaved channels: at most one histogram a channel, whole pixels, device samples, 1-D.
+  std::vector<device_histogram> two;
+  two.emplace_back(a.make(), device_options(), s.get());
+  two.emplace_back(a.make(), device_options(), s.get());
+  EXPECT_THROW(tally::fill_channels(two, dev.view(), 1, s.get()), tally::error) << "two histograms, one channel";
+  EXPECT_THROW(tally::fill_channels(two, dev.view(), 0, s.get()), tally::error) << "no channels";
+  EXPECT_THROW(tally::fill_channels(two, slice(dev.view(), 0, 999), 2, s.get()), tally::error) << "half a pixel";
+  EXPECT_THROW(tally::fill_channels(two, host.view(), 2, s.get()), tally::error) << "host samples";
+  std::vector<device_histogram> flat;
+  flat.emplace_back(std::vector<tally::axis>{a.make(), a.make()}, device_options(), s.get());
+  EXPECT_THROW(tally::fill_channels(flat, dev.view(), 2, s.get()), tally::error) << "a 2-D histogram";
+  EXPECT_EQ(two[0].counts(s.get()), std::vector<std::uint64_t>(16, 0)) << "a failed call counted";
 
   tally::options u32 = device_options();
   u32.counts = tally::count_type::u32;

@@ -90,6 +90,8 @@ class device_histogram {
   policy plan_for(dtype t, std::int64_t n) const;
 
  private:
+  friend void fill_channels(std::vector<device_histogram>& per_channel, const view& samples, int channels,
+                            void* stream);
   struct state;  // device memory and the axes' tables (src/cuda/device_histogram.cu)
   void fill_impl(const std::vector<view>& columns, const view* weights, void* stream);
 
@@ -99,5 +101,15 @@ class device_histogram {
   int device_ = 0;
   std::unique_ptr<state> state_;
 };
+
+/// Interleaved channels into device histograms, stream-ordered: tally::fill_channels on the
+/// device. Sample i of `samples` belongs to channel i mod `channels`, and per_channel[c] takes
+/// channel c; channels from per_channel.size() on are skipped (RGBA's alpha, for three). 2-4
+/// channels of contiguous 8-bit samples into unweighted histograms of the automatic strategy take
+/// one pass over the pixels; anything else fills the histograms one by one, each channel a
+/// strided column. The histograms must be 1-D and on the samples' device; like fill, the call
+/// returns without waiting for the stream.
+void fill_channels(std::vector<device_histogram>& per_channel, const view& samples, int channels,
+                   void* stream = nullptr);
 
 }  // namespace tally

@@ -257,19 +257,10 @@ bool cuda_fill_channels(const channels_job& job) {
   for (const auto& j : job.per_channel)
     if (j.sums) return false;
   const fill_job& first = job.per_channel[0];
-  plan_request r;
-  r.where = backend::cuda;
-  r.kind = (*first.axes)[0].kind();
-  r.cells = first.cells;
-  r.channels = job.channels;
-  r.counted_channels = static_cast<int>(job.per_channel.size());
-  r.sample = v.type;
-  r.n = v.size;
-  r.contiguous = v.stride == 1;
   const int first_device = device_of(v.data);
   const device_guard guard(first_device);
-  cuda_describe(r);
-  const policy plan = tally::plan(r);
+  const policy plan = cuda::plan_channels((*first.axes)[0], job.channels, static_cast<int>(job.per_channel.size()),
+                                          v.type, v.size, v.stride == 1);
   if (!plan.value_table) return false;
 
   int device = 0;

@@ -153,12 +153,12 @@ void require_state(const void* s) {
 
 /// The device a fill's view lives on must be the histogram's.
 /// `column`: the column's index, or -1 for the weights (the message is built only on error).
-void require_on(int device, const view& v, int column) {
+void require_on(int device, const view& v, int column, const char* call = "device_histogram::fill") {
   if (v.size == 0) return;
   const int at = device_of(v.data);
   if (at == device) return;
   const std::string what = column < 0 ? "the weights" : "column " + std::to_string(column);
-  throw error("device_histogram::fill: " + what + (at < 0 ? " is in host memory" : " is on device " + std::to_string(at)) +
+  throw error(std::string(call) + ": " + what + (at < 0 ? " is in host memory" : " is on device " + std::to_string(at)) +
               "; this histogram is on device " + std::to_string(device) +
               (at < 0 ? " (use tally::histogram for host samples)" : ""));
 }
@@ -203,6 +203,64 @@ void device_histogram::fill_impl(const std::vector<view>& columns, const view* w
     detail::cuda::enqueue_counts(in, reinterpret_cast<unsigned long long*>(state_->memory), temp.get(),
                                  as_stream(stream));
   }
+}
+
+void fill_channels(std::vector<device_histogram>& per_channel, const view& samples, int channels, void* stream) {
+  const char* call = "tally::fill_channels (device)";
+  if (channels < 1) throw error(std::string(call) + ": channels must be >= 1, got " + std::to_string(channels));
+  if (per_channel.size() > static_cast<std::size_t>(channels))
+    throw error(std::string(call) + ": " + std::to_string(per_channel.size()) + " histograms for " +
+                std::to_string(channels) + " channels; at most one per channel");
+  detail::check_view(samples, std::string(call) + ": samples");
+  if (samples.size % channels != 0)
+    throw error(std::string(call) + ": " + std::to_string(samples.size) + " samples are not a whole number of " +
+                std::to_string(channels) + "-channel pixels");
+  for (const auto& h : per_channel) {
+    require_state(h.state_.get());
+    if (h.axes().size() != 1) throw error(std::string(call) + ": every channel histogram must be 1-D");
+    require_on(h.device(), samples, 0, call);
+  }
+  if (per_channel.empty() || samples.size == 0) return;
+
+  const auto counted = static_cast<int>(per_channel.size());
+  const bool eight_bit = samples.type == dtype::u8 || samples.type == dtype::i8;
+  bool one_pass = channels >= 2 && channels <= 4 && eight_bit && samples.stride == 1;
+  for (const auto& h : per_channel) one_pass = one_pass && !h.weighted() && h.opts().strategy == strategy::automatic;
+  const device_guard guard(per_channel[0].device());
+  policy plan;
+  if (one_pass) {
+    plan = detail::cuda::plan_channels(per_channel[0].axes()[0], channels, counted, samples.type, samples.size, true);
+    one_pass = plan.value_table;
+  }
+  if (!one_pass) {
+    for (int c = 0; c < counted; ++c) {
+      view v = samples;
+      v.data = static_cast<const char*>(samples.data) + c * samples.stride * static_cast<std::int64_t>(size_of(samples.type));
+      v.size = samples.size / channels;
+      v.stride = samples.stride * channels;
+      per_channel[static_cast<std::size_t>(c)].fill(v, stream);
+    }
+    return;
+  }
+  detail::cuda::channels_input in;
+  in.samples.type = samples.type;
+  in.samples.data = static_cast<const char*>(samples.data);
+  in.samples.stride_bytes = 1;
+  in.n = samples.size;
+  in.channels = channels;
+  in.plan = plan;
+  in.outputs.resize(per_channel.size());
+  for (std::size_t c = 0; c < per_channel.size(); ++c) {
+    auto& s = *per_channel[c].state_;
+    s.use(stream);
+    in.outputs[c].axis = s.rules.axes.axis[0];
+    in.outputs[c].cells = per_channel[c].size();
+    in.outputs[c].slots = reinterpret_cast<unsigned long long*>(s.memory);
+  }
+  const std::size_t temp_bytes = detail::cuda::channels_temp_bytes(counted);
+  stream_memory temp(per_channel[0].state_->allocator, temp_bytes, stream);
+  TALLY_CUDA_CHECK(cudaMemsetAsync(temp.get(), 0, temp_bytes, as_stream(stream)));
+  detail::cuda::enqueue_channels(in, temp.get(), as_stream(stream));
 }
 
 void device_histogram::reset(void* stream) {

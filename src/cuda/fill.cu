@@ -6,6 +6,7 @@
 #include <mutex>
 #include <utility>
 
+#include "core/backend.hpp"
 #include "core/exact_sum.hpp"
 #include "core/partition.hpp"
 #include "core/rules.hpp"
@@ -164,6 +165,20 @@ struct partition_layout {
 std::size_t counts_temp_bytes(const policy& plan) {
   if (plan.partition_bits) return partition_layout(plan).bytes;
   return plan.value_table ? (256 + 3) * sizeof(unsigned long long) : 0;
+}
+
+policy plan_channels(const axis& first, int channels, int counted, dtype sample, std::int64_t n, bool contiguous) {
+  plan_request r;
+  r.where = backend::cuda;
+  r.kind = first.kind();
+  r.cells = first.bins();
+  r.channels = channels;
+  r.counted_channels = counted;
+  r.sample = sample;
+  r.n = n;
+  r.contiguous = contiguous;
+  cuda_backend().describe(r);
+  return tally::plan(r);
 }
 
 std::size_t channels_temp_bytes(int channels) { return static_cast<std::size_t>(256 * channels) * sizeof(unsigned long long); }

@@ -73,6 +73,10 @@ struct channels_input {
   policy plan;
 };
 
+/// The plan of a fill of interleaved 8-bit channels on the current device, counting the first
+/// `counted` of `channels`, each channel's axis like `first` (value_table false: not in one pass).
+policy plan_channels(const axis& first, int channels, int counted, dtype sample, std::int64_t n, bool contiguous);
+
 /// Temporary device memory a fill needs beyond its destination (zeroed by the enqueue).
 std::size_t counts_temp_bytes(const policy& plan);
 std::size_t channels_temp_bytes(int channels);
