@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "core/backend.hpp"
 #include "random_data.hpp"
 #include "reference.hpp"
 #include "tally/tally.hpp"
@@ -214,6 +215,38 @@ TEST(FillErrors, ColumnCountAndLengthsMustMatchAxes) {
   tally::view bad_stride = s;
   bad_stride.stride = 0;
   expect_rejected(two, [&](tally::histogram& h) { h.fill(std::vector<tally::view>{s, bad_stride}); });
+}
+
+/// A fill's counts are added to many cells (2^17: the check and the addition run on every
+/// thread) as to few: where cells would overflow, the first is named and nothing is added.
+TEST(FillErrors, CountsAddedToManyCellsNameTheFirstOverflowAndAddNothing) {
+  for (const std::size_t cells : {std::size_t{300}, std::size_t{1} << 17}) {
+    SCOPED_TRACE(std::to_string(cells) + " cells");
+    std::vector<std::uint32_t> counts(cells), want(cells);
+    std::vector<std::uint64_t> add(cells);
+    for (std::size_t k = 0; k < cells; ++k) {
+      counts[k] = static_cast<std::uint32_t>(k * 7 % 1000);
+      add[k] = k % 13;
+      want[k] = counts[k] + static_cast<std::uint32_t>(add[k]);
+    }
+    tally::detail::fill_job job;
+    job.cells = static_cast<std::int64_t>(cells);
+    job.counts32 = counts.data();
+    tally::detail::add_counts(job, add.data());
+    EXPECT_EQ(counts, want);
+    counts[cells - 50] = 0xFFFFFFFCu;  // + 4 overflows
+    add[cells - 50] = 4;
+    counts[cells - 10] = 0xFFFFFFFFu;  // + 1 overflows too, later
+    add[cells - 10] = 1;
+    const std::vector<std::uint32_t> before = counts;
+    try {
+      tally::detail::add_counts(job, add.data());
+      ADD_FAILURE() << "no error";
+    } catch (const tally::error& e) {
+      EXPECT_NE(std::string(e.what()).find("bin " + std::to_string(cells - 50) + " "), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(counts, before);
+  }
 }
 
 TEST(FillErrors, ChannelsMisuseWritesNoHistogram) {

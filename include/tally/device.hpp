@@ -108,7 +108,8 @@ class device_histogram {
 /// channels of contiguous 8-bit samples into unweighted histograms of the automatic strategy take
 /// one pass over the pixels; anything else fills the histograms one by one, each channel a
 /// strided column. The histograms must be 1-D and on the samples' device; like fill, the call
-/// returns without waiting for the stream.
+/// returns without waiting for the stream (one pass takes its temporary memory from the first
+/// histogram's allocator).
 void fill_channels(std::vector<device_histogram>& per_channel, const view& samples, int channels,
                    void* stream = nullptr);
 
