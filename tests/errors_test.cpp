@@ -217,8 +217,8 @@ TEST(FillErrors, ColumnCountAndLengthsMustMatchAxes) {
   expect_rejected(two, [&](tally::histogram& h) { h.fill(std::vector<tally::view>{s, bad_stride}); });
 }
 
-/// A fill's counts are added to many cells (2^17: the check and the addition run on every
-/// thread) as to few: where cells would overflow, the first is named and nothing is added.
+/// A fill's counts are added to many cells (2^17: the check and the addition run on the plan's
+/// threads) as to few: where cells would overflow, the first is named and nothing is added.
 TEST(FillErrors, CountsAddedToManyCellsNameTheFirstOverflowAndAddNothing) {
   for (const std::size_t cells : {std::size_t{300}, std::size_t{1} << 17}) {
     SCOPED_TRACE(std::to_string(cells) + " cells");
@@ -232,6 +232,7 @@ TEST(FillErrors, CountsAddedToManyCellsNameTheFirstOverflowAndAddNothing) {
     tally::detail::fill_job job;
     job.cells = static_cast<std::int64_t>(cells);
     job.counts32 = counts.data();
+    job.plan.threads = 4;
     tally::detail::add_counts(job, add.data());
     EXPECT_EQ(counts, want);
     counts[cells - 50] = 0xFFFFFFFCu;  // + 4 overflows

@@ -1,4 +1,6 @@
 // The backend table and the public backends() report.
+#include <omp.h>
+
 #include <limits>
 #include <string>
 
@@ -32,7 +34,7 @@ void check_room(const C* destination, const std::uint64_t* add, std::size_t n) {
     if (add[k] > limit - destination[k]) throw error(overflow_message(k, destination[k], add[k], 8 * sizeof(C)));
 }
 
-/// Counts to add at or above which the check and the addition run on every hardware thread: a
+/// Counts to add at or above which the check and the addition run on several threads: a
 /// copy back of 2^20 counts took about 0.5 ms on one (the synchronous fill of 2^20 bins, 2.6 ms
 /// a GiB against the stream-ordered 1.7, bench/PERFORMANCE.md entry 34).
 constexpr std::size_t kParallelCells = std::size_t{1} << 16;
@@ -41,7 +43,7 @@ constexpr std::size_t kParallelCells = std::size_t{1} << 16;
 /// cell throws. Few cells: one pass that takes back the additions before the cell that would
 /// overflow. Many: a parallel search for the first such cell, then a parallel addition.
 template <class C>
-void add_checked(C* destination, const std::uint64_t* add, std::size_t n) {
+void add_checked(C* destination, const std::uint64_t* add, std::size_t n, int threads) {
   const std::uint64_t limit = std::numeric_limits<C>::max();
   if (n < kParallelCells) {
     for (std::size_t k = 0; k < n; ++k) {
@@ -56,14 +58,14 @@ void add_checked(C* destination, const std::uint64_t* add, std::size_t n) {
   }
   const auto cells = static_cast<std::int64_t>(n);
   std::int64_t first = cells;
-#pragma omp parallel for reduction(min : first)
+#pragma omp parallel for num_threads(threads) reduction(min : first)
   for (std::int64_t k = 0; k < cells; ++k)
     if (add[k] > limit - destination[k] && k < first) first = k;
   if (first < cells) {
     const auto k = static_cast<std::size_t>(first);
     throw error(overflow_message(k, destination[k], add[k], 8 * sizeof(C)));
   }
-#pragma omp parallel for
+#pragma omp parallel for num_threads(threads)
   for (std::int64_t k = 0; k < cells; ++k) destination[k] += static_cast<C>(add[k]);
 }
 
@@ -77,8 +79,10 @@ void check_counts(const fill_job& job, const std::uint64_t* add) {
 
 void add_counts(const fill_job& job, const std::uint64_t* add) {
   const auto n = static_cast<std::size_t>(job.cells);
-  if (job.counts32) add_checked(job.counts32, add, n);
-  else add_checked(job.counts64, add, n);
+  // The CPU plan's threads (a caller's options::threads), else every hardware thread.
+  const int threads = job.plan.threads > 0 ? job.plan.threads : omp_get_max_threads();
+  if (job.counts32) add_checked(job.counts32, add, n, threads);
+  else add_checked(job.counts64, add, n, threads);
 }
 
 const backend_ops* find_backend(backend which) {
