@@ -115,6 +115,14 @@ inline ref::result fill_both(tally::histogram& h, const axis_spec& axis, const t
 /// Samples that landed in a bin (the tests assert this is not zero, so nothing passes vacuously).
 inline std::uint64_t binned(const ref::result& r) { return r.samples - r.flow.total(); }
 
+/// The reference of `fills` fills of channel k of `interleaved` (`channels` a pixel) on `spec`'s axis.
+inline ref::result channel_reference(const axis_spec& spec, const tally::view& interleaved, int k, int channels,
+                                     int fills) {
+  ref::result r = ref::empty({spec.model()}, false);
+  for (int f = 0; f < fills; ++f) ref::fill(r, spec.model(), channel_view(interleaved, k, channels));
+  return r;
+}
+
 /// What a histogram holds, to check that a failed call changed nothing.
 struct snapshot {
   std::vector<double> values;

@@ -314,10 +314,7 @@ TEST_F(Device, InterleavedChannelsInOnePassOrOneByOne) {
           tally::fill_channels(hs, v, channels, s.get());
           for (int k = 0; k < active; ++k) {
             SCOPED_TRACE("channel " + std::to_string(k));
-            const auto& spec = specs[static_cast<std::size_t>(k)];
-            ref::result r = ref::empty({spec.model()}, false);
-            ref::fill(r, spec.model(), channel_view(hv, k, channels));
-            ref::fill(r, spec.model(), channel_view(hv, k, channels));
+            const ref::result r = channel_reference(specs[static_cast<std::size_t>(k)], hv, k, channels, 2);
             ASSERT_GT(binned(r), 0u);
             const device_histogram& h = hs[static_cast<std::size_t>(k)];
             if (weighted) {

@@ -455,9 +455,7 @@ TEST_F(Cuda, TwoDimensionsAndChannels) {
     for (int k = 0; k < std::min(channels, 3); ++k) hs.emplace_back(c.make(), cuda_options());
     tally::fill_channels(hs, pixels.view(), channels);
     for (int k = 0; k < std::min(channels, 3); ++k) {
-      ref::result r = ref::empty({c.model()}, false);
-      ref::fill(r, c.model(), channel_view(pixels.view(), k, channels));
-      expect_matches(hs[static_cast<std::size_t>(k)], r);
+      expect_matches(hs[static_cast<std::size_t>(k)], channel_reference(c, pixels.view(), k, channels, 1));
     }
   }
 }
@@ -486,10 +484,7 @@ TEST_F(Cuda, InterleavedEightBitChannelsInOnePass) {
         tally::fill_channels(hs, v, channels);  // accumulates
         for (int k = 0; k < active; ++k) {
           SCOPED_TRACE("channel " + std::to_string(k));
-          const auto& spec = specs[static_cast<std::size_t>(k)];
-          ref::result r = ref::empty({spec.model()}, false);
-          ref::fill(r, spec.model(), channel_view(v, k, channels));
-          ref::fill(r, spec.model(), channel_view(v, k, channels));
+          const ref::result r = channel_reference(specs[static_cast<std::size_t>(k)], v, k, channels, 2);
           ASSERT_GT(binned(r), 0u);
           expect_matches(hs[static_cast<std::size_t>(k)], r);
         }

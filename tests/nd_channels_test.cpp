@@ -197,8 +197,7 @@ TEST_P(Channels, EachActiveChannelMatchesReference) {
   tally::fill_channels(hists, interleaved.view(), c.channels);
   for (int k = 0; k < c.active; ++k) {
     SCOPED_TRACE("channel " + std::to_string(k));
-    ref::result want = ref::empty({specs[k].model()}, false);
-    ref::fill(want, specs[k].model(), channel_view(interleaved.view(), k, c.channels));
+    const ref::result want = channel_reference(specs[k], interleaved.view(), k, c.channels, 1);
     ASSERT_GT(binned(want), 0u);
     expect_matches(hists[k], want);
   }

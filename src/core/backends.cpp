@@ -27,62 +27,49 @@ std::string overflow_message(std::size_t k, std::uint64_t count, std::uint64_t a
          std::to_string(count) + " + " + std::to_string(add) + "); use 64-bit counts";
 }
 
-template <class C>
-void check_room(const C* destination, const std::uint64_t* add, std::size_t n) {
-  const std::uint64_t limit = std::numeric_limits<C>::max();
-  for (std::size_t k = 0; k < n; ++k)
-    if (add[k] > limit - destination[k]) throw error(overflow_message(k, destination[k], add[k], 8 * sizeof(C)));
-}
-
 /// Counts to add at or above which the check and the addition run on several threads: a
 /// copy back of 2^20 counts took about 0.5 ms on one (the synchronous fill of 2^20 bins, 2.6 ms
 /// a GiB against the stream-ordered 1.7, bench/PERFORMANCE.md entry 34).
-constexpr std::size_t kParallelCells = std::size_t{1} << 16;
+constexpr std::int64_t kParallelCells = std::int64_t{1} << 16;
 
-/// Each cell checked and added; where a cell would overflow, nothing is added and the first such
-/// cell throws. Few cells: one pass that takes back the additions before the cell that would
-/// overflow. Many: a parallel search for the first such cell, then a parallel addition.
+/// Throws, naming the first cell whose count the addition would overflow, if there is one.
 template <class C>
-void add_checked(C* destination, const std::uint64_t* add, std::size_t n, int threads) {
+void check_room(const C* destination, const std::uint64_t* add, std::size_t n, int threads) {
   const std::uint64_t limit = std::numeric_limits<C>::max();
-  if (n < kParallelCells) {
-    for (std::size_t k = 0; k < n; ++k) {
-      if (add[k] > limit - destination[k]) {
-        const std::string message = overflow_message(k, destination[k], add[k], 8 * sizeof(C));
-        for (std::size_t j = 0; j < k; ++j) destination[j] -= static_cast<C>(add[j]);
-        throw error(message);
-      }
-      destination[k] += static_cast<C>(add[k]);
-    }
-    return;
-  }
   const auto cells = static_cast<std::int64_t>(n);
   std::int64_t first = cells;
-#pragma omp parallel for num_threads(threads) reduction(min : first)
+#pragma omp parallel for if (cells >= kParallelCells) num_threads(threads) reduction(min : first)
   for (std::int64_t k = 0; k < cells; ++k)
     if (add[k] > limit - destination[k] && k < first) first = k;
-  if (first < cells) {
-    const auto k = static_cast<std::size_t>(first);
-    throw error(overflow_message(k, destination[k], add[k], 8 * sizeof(C)));
-  }
-#pragma omp parallel for num_threads(threads)
+  if (first == cells) return;
+  const auto k = static_cast<std::size_t>(first);
+  throw error(overflow_message(k, destination[k], add[k], 8 * sizeof(C)));
+}
+
+/// Each cell checked, then added: where a cell would overflow, nothing is added.
+template <class C>
+void add_checked(C* destination, const std::uint64_t* add, std::size_t n, int threads) {
+  check_room(destination, add, n, threads);
+  const auto cells = static_cast<std::int64_t>(n);
+#pragma omp parallel for if (cells >= kParallelCells) num_threads(threads)
   for (std::int64_t k = 0; k < cells; ++k) destination[k] += static_cast<C>(add[k]);
 }
+
+/// The CPU plan's threads (a caller's options::threads), else every hardware thread.
+int threads_of(const fill_job& job) { return job.plan.threads > 0 ? job.plan.threads : omp_get_max_threads(); }
 
 }  // namespace
 
 void check_counts(const fill_job& job, const std::uint64_t* add) {
   const auto n = static_cast<std::size_t>(job.cells);
-  if (job.counts32) check_room(job.counts32, add, n);
-  else check_room(job.counts64, add, n);
+  if (job.counts32) check_room(job.counts32, add, n, threads_of(job));
+  else check_room(job.counts64, add, n, threads_of(job));
 }
 
 void add_counts(const fill_job& job, const std::uint64_t* add) {
   const auto n = static_cast<std::size_t>(job.cells);
-  // The CPU plan's threads (a caller's options::threads), else every hardware thread.
-  const int threads = job.plan.threads > 0 ? job.plan.threads : omp_get_max_threads();
-  if (job.counts32) add_checked(job.counts32, add, n, threads);
-  else add_checked(job.counts64, add, n, threads);
+  if (job.counts32) add_checked(job.counts32, add, n, threads_of(job));
+  else add_checked(job.counts64, add, n, threads_of(job));
 }
 
 const backend_ops* find_backend(backend which) {

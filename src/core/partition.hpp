@@ -16,9 +16,17 @@ constexpr int kPartitionMaxBits = 15;
 /// Buckets at most: the counting pass shares its blocks out from every bucket's total, each
 /// block holding all of them in shared memory.
 constexpr int kPartitionMaxBuckets = 256;
-/// The counting pass's blocks: threads, and shared memory beside the bucket's counters (every
-/// bucket's total, and a round's table of tiles).
+/// The counting pass's blocks: their threads, and the shared memory each keeps beside its
+/// bucket's counters (the planner counts it).
 constexpr int kPartitionCountThreads = 1024;
-constexpr std::int64_t kPartitionCountStatic = 16 * kPartitionMaxBuckets + 12 + 4 * 33 + 8 * kPartitionCountThreads;
+struct partition_count_tables {
+  unsigned long long totals[kPartitionMaxBuckets];  // each bucket's samples in the pass
+  double portion[kPartitionMaxBuckets];             // each bucket's part of the pass
+  int mine[3];                                      // this block's bucket, part, parts
+  int warp_words[33];                    // a round's words before each warp's, and in all
+  int first_word[kPartitionCountThreads];         // a round's words before each tile's
+  unsigned range[kPartitionCountThreads];         // each tile's range of the bucket, lo | hi << 16
+};
+constexpr std::int64_t kPartitionCountStatic = sizeof(partition_count_tables);
 
 }  // namespace tally::detail

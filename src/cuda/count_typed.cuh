@@ -64,8 +64,8 @@ template <class T> struct narrow_integer_binner {
 /// The regular rule for f32 samples where its f32 estimate is bounded (rule.fast32), computing
 /// slots itself. `sure` is the estimate alone, right for most samples after three comparisons:
 /// a decisive fraction (an estimate below 0, from x < first32, has a fraction of at most 0, and
-/// NaN's fails every comparison) and x <= last32. `slot` is regular_rule::locate_fast32, which looks at one edge
-/// where the fraction is not decisive. launch_typed chooses it.
+/// NaN's fails every comparison) and x <= last32. `slot` is regular_rule::locate_fast32, which
+/// looks at one edge where the fraction is not decisive. launch_typed chooses it.
 struct fast32_binner {
   regular_rule rule;  // table: the edges, in device or shared memory
   /// The estimate's slot in s; false where it may be wrong.

@@ -259,9 +259,9 @@ bool cuda_fill_channels(const channels_job& job) {
   const fill_job& first = job.per_channel[0];
   const int first_device = device_of(v.data);
   const device_guard guard(first_device);
-  const policy plan = cuda::plan_channels((*first.axes)[0], job.channels, static_cast<int>(job.per_channel.size()),
-                                          v.type, v.size, v.stride == 1);
-  if (!plan.value_table) return false;
+  const int counted = static_cast<int>(job.per_channel.size());
+  cuda::channels_input in = cuda::plan_channels((*first.axes)[0], v, job.channels, counted);
+  if (!in.plan.value_table) return false;
 
   int device = 0;
   TALLY_CUDA_CHECK(cudaGetDevice(&device));
@@ -279,7 +279,6 @@ bool cuda_fill_channels(const channels_job& job) {
     words.insert(words.end(), rules.back().tables.begin(), rules.back().tables.end());
     slots_at.push_back(layout.add<unsigned long long>(j.cells + 3));
   }
-  const int counted = static_cast<int>(job.per_channel.size());
   const std::size_t temp_at = layout.add<char>(static_cast<std::int64_t>(cuda::channels_temp_bytes(counted)));
   const std::size_t tables_at = layout.add<std::uint64_t>(static_cast<std::int64_t>(words.size()));
   // Pinned host memory laid out as the scratch, as in cuda_fill. One memset clears the slots and
@@ -290,14 +289,7 @@ bool cuda_fill_channels(const channels_job& job) {
   auto* tables = reinterpret_cast<std::uint64_t*>(base + tables_at);
   upload(words, host + tables_at, tables);
 
-  cuda::channels_input in;
-  in.samples.type = v.type;
   in.samples.data = samples.data;
-  in.samples.stride_bytes = 1;
-  in.n = v.size;
-  in.channels = job.channels;
-  in.plan = plan;
-  in.outputs.resize(job.per_channel.size());
   for (std::size_t c = 0; c < job.per_channel.size(); ++c) {
     rules[c].point_at(tables + table_at[c]);
     in.outputs[c].axis = rules[c].axes.axis[0];

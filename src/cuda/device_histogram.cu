@@ -227,10 +227,10 @@ void fill_channels(std::vector<device_histogram>& per_channel, const view& sampl
   bool one_pass = channels >= 2 && channels <= 4 && eight_bit && samples.stride == 1;
   for (const auto& h : per_channel) one_pass = one_pass && !h.weighted() && h.opts().strategy == strategy::automatic;
   const device_guard guard(per_channel[0].device());
-  policy plan;
+  detail::cuda::channels_input in;
   if (one_pass) {
-    plan = detail::cuda::plan_channels(per_channel[0].axes()[0], channels, counted, samples.type, samples.size, true);
-    one_pass = plan.value_table;
+    in = detail::cuda::plan_channels(per_channel[0].axes()[0], samples, channels, counted);
+    one_pass = in.plan.value_table;
   }
   if (!one_pass) {
     for (int c = 0; c < counted; ++c) {
@@ -242,14 +242,6 @@ void fill_channels(std::vector<device_histogram>& per_channel, const view& sampl
     }
     return;
   }
-  detail::cuda::channels_input in;
-  in.samples.type = samples.type;
-  in.samples.data = static_cast<const char*>(samples.data);
-  in.samples.stride_bytes = 1;
-  in.n = samples.size;
-  in.channels = channels;
-  in.plan = plan;
-  in.outputs.resize(per_channel.size());
   for (std::size_t c = 0; c < per_channel.size(); ++c) {
     auto& s = *per_channel[c].state_;
     s.use(stream);

@@ -167,18 +167,26 @@ std::size_t counts_temp_bytes(const policy& plan) {
   return plan.value_table ? (256 + 3) * sizeof(unsigned long long) : 0;
 }
 
-policy plan_channels(const axis& first, int channels, int counted, dtype sample, std::int64_t n, bool contiguous) {
+channels_input plan_channels(const axis& first, const view& samples, int channels, int counted) {
   plan_request r;
   r.where = backend::cuda;
   r.kind = first.kind();
   r.cells = first.bins();
   r.channels = channels;
   r.counted_channels = counted;
-  r.sample = sample;
-  r.n = n;
-  r.contiguous = contiguous;
+  r.sample = samples.type;
+  r.n = samples.size;
+  r.contiguous = samples.stride == 1;
   cuda_backend().describe(r);
-  return tally::plan(r);
+  channels_input in;
+  in.samples.type = samples.type;
+  in.samples.data = static_cast<const char*>(samples.data);
+  in.samples.stride_bytes = 1;
+  in.n = samples.size;
+  in.channels = channels;
+  in.plan = tally::plan(r);
+  in.outputs.resize(static_cast<std::size_t>(counted));
+  return in;
 }
 
 std::size_t channels_temp_bytes(int channels) { return static_cast<std::size_t>(256 * channels) * sizeof(unsigned long long); }

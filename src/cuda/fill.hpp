@@ -73,11 +73,13 @@ struct channels_input {
   policy plan;
 };
 
-/// The plan of a fill of interleaved 8-bit channels on the current device, counting the first
-/// `counted` of `channels`, each channel's axis like `first` (value_table false: not in one pass).
-policy plan_channels(const axis& first, int channels, int counted, dtype sample, std::int64_t n, bool contiguous);
+/// A fill of the interleaved `samples` in one pass on the current device, counting the first
+/// `counted` of `channels`, each channel's axis like `first`: planned (plan.value_table false:
+/// not in one pass), with samples.data the view's and `counted` outputs for the caller to aim.
+channels_input plan_channels(const axis& first, const view& samples, int channels, int counted);
 
-/// Temporary device memory a fill needs beyond its destination (zeroed by the enqueue).
+/// Temporary device memory a fill needs beyond its destination (zeroed by the enqueue; by the
+/// caller for channels).
 std::size_t counts_temp_bytes(const policy& plan);
 std::size_t channels_temp_bytes(int channels);
 std::size_t sums_temp_bytes(const policy& plan, std::int64_t cells);

@@ -37,13 +37,13 @@ __device__ __forceinline__ int swizzle(int s) { return s ^ ((s >> 5) & 31); }
 /// 59 -> 52 spread evenly, 58 -> 58 with 80% in one bin (bench/PERFORMANCE.md entry 32).
 __global__ void __launch_bounds__(kCountThreads, 2) partition_count_kernel(partition_count_args a) {
   extern __shared__ unsigned counters[];
-  // Beside the counters, kPartitionCountStatic bytes (the planner counts them):
-  __shared__ unsigned long long totals[kPartitionMaxBuckets];
-  __shared__ double portion[kPartitionMaxBuckets];  // each bucket's part of the pass
-  __shared__ int mine[3];  // bucket, part, parts
-  __shared__ int warp_words[33];                // a round's words before each warp's, and in all
-  __shared__ int first_word[kCountThreads];     // a round's words before each tile's
-  __shared__ unsigned range[kCountThreads];     // each tile's range of the bucket, lo | hi << 16
+  __shared__ partition_count_tables tables;
+  auto& totals = tables.totals;
+  auto& portion = tables.portion;
+  auto& mine = tables.mine;
+  auto& warp_words = tables.warp_words;
+  auto& first_word = tables.first_word;
+  auto& range = tables.range;
   const unsigned lane = threadIdx.x & 31;
   const partition_scratch& in = a.sorted;
   for (int k = threadIdx.x; k < in.buckets; k += blockDim.x) totals[k] = in.totals[k];
