@@ -229,15 +229,23 @@ TEST(CudaPlan, F32WeightsSumExactlyInSharedOrDeviceMemory) {
   EXPECT_TRUE(p.exact_sums);
   EXPECT_EQ(p.window_cells, 0);
   EXPECT_EQ(p.chosen, tally::strategy::shared);
-  EXPECT_EQ(p.shared_bytes, 256 * (18 * 4 + 4));  // 18 digits and the flags per cell
-  EXPECT_EQ(p.vector_bytes, 16);                 // the typed loop: four samples per load
+  // 18 digits and the flags per cell, then the ring: 4 slots of 16 + 16 bytes per thread of 512.
+  constexpr std::int64_t ring = 4 * 512 * 32;
+  EXPECT_EQ(p.shared_bytes, 256 * (18 * 4 + 4) + ring);
+  EXPECT_EQ(p.vector_bytes, 16);  // the typed loop: four samples per load
   EXPECT_NE(tally::describe(p).find("exact"), std::string::npos);
+  EXPECT_NE(tally::describe(p).find("ring"), std::string::npos);
+  r.cells = 1000;  // the words leave no room for the ring beside a second block
+  EXPECT_EQ(tally::plan(r).shared_bytes, 1000 * (18 * 4 + 4));
+  r.cells = 256;
   r.contiguous = false;
-  EXPECT_EQ(tally::plan(r).vector_bytes, 0);  // the generic loop
+  EXPECT_EQ(tally::plan(r).vector_bytes, 0);  // the generic loop, no ring
+  EXPECT_EQ(tally::plan(r).shared_bytes, 256 * (18 * 4 + 4));
+  r.contiguous = true;
   r.wanted = tally::strategy::global_atomic;  // integer atomics: still the same bits
   p = tally::plan(r);
   EXPECT_EQ(p.chosen, tally::strategy::global_atomic);
-  EXPECT_EQ(p.shared_bytes, 0);
+  EXPECT_EQ(p.shared_bytes, ring);  // the ring alone
   r.wanted = tally::strategy::warp_aggregated;
   EXPECT_THROW(tally::plan(r), tally::error);
   // More cells than a block's copy holds: device memory, or an error where shared is asked for.

@@ -349,8 +349,9 @@ TEST_F(Cuda, WeightedSumsAreReproducibleAndExactWhereTheSumsAre) {
   }
 }
 
-/// f32 weights over every kernel of the exact sums (the typed loop with each 32-bit rule, the
-/// generic loop, words in shared or device memory), each distribution: every cell's sum is the
+/// f32 weights over every kernel of the exact sums (the typed loop with each 32-bit rule, its
+/// groups through the ring of 4, 8 and 16 bytes or loaded directly where the words leave no room,
+/// the generic loop, words in shared or device memory), each distribution: every cell's sum is the
 /// correctly rounded sum of its weights. A third of the weights are 2^100 times larger, so a sum
 /// of the same weights in another order would round differently; a few are subnormal, infinite
 /// or NaN.
@@ -358,6 +359,8 @@ TEST_F(Cuda, F32WeightsSumExactlyThenRoundOnce) {
   std::uint64_t seed = 4200;
   for (const auto& [a, t] : {std::pair{integer_spec(-50, 256), dtype::i32},  // 32-bit integer rule
                              std::pair{integer_spec(0, 256), dtype::u8},
+                             std::pair{integer_spec(-7, 300), dtype::u16},  // 8-byte groups
+                             std::pair{integer_spec(0, 1000), dtype::i32},  // no room for the ring
                              std::pair{regular_spec(256, -1.3, 2.7, dtype::f32), dtype::f32},  // f32 rules
                              std::pair{variable_spec(200, -2.5, 250.5, 5), dtype::f32},
                              std::pair{regular_spec(100, -1.3, 2.7), dtype::f64},  // the generic loop

@@ -23,6 +23,15 @@ constexpr int kExactWords = 9;  // words 0-7 take values, word 8 only carries
 /// different banks).
 constexpr int kExactDigits = 2 * kExactWords;
 constexpr int kExactCellCounters = kExactDigits + 1;
+/// The GPU kernel's threads per block, and the bytes of a block's copy of `cells` cells' words.
+constexpr int kExactThreads = 512;
+TALLY_HD constexpr std::int64_t exact_words_bytes(std::int64_t cells) { return cells * kExactCellCounters * 4; }
+/// A contiguous column streams through a ring in the block's shared memory, after its words
+/// (at a 16-byte boundary) where there is room: each thread's own kExactStages slots of four
+/// samples (up to 16 bytes) and four f32 weights, filled by cp.async kExactStages - 1 rounds ahead.
+constexpr int kExactStages = 4;
+constexpr std::int64_t kExactRingBytes = std::int64_t{kExactStages} * kExactThreads * 32;
+TALLY_HD constexpr std::int64_t exact_ring_offset(std::int64_t words_bytes) { return (words_bytes + 15) / 16 * 16; }
 
 /// Non-finite values are not added to the words; each sets a flag of its cell instead.
 enum : unsigned { exact_plus_inf = 1, exact_minus_inf = 2, exact_nan = 4 };

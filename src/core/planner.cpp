@@ -95,28 +95,34 @@ policy plan_cpu(const plan_request& r) {
 /// weight is an integer addition at one digit of its cell's fixed-point words (core/exact_sum.hpp), in a
 /// block's shared copy of the words where they fit, else in device memory. Integer atomics add
 /// in any order to the same words: exact, correctly rounded sums, the same bits on every run,
-/// grid and device, with no fixed order to keep. Measured: 298 G samples/s uniform, 349 hot, 280
-/// skewed80, 308 normal for i32 + f32 weights over 256 bins (device_histogram), against 82-93 with
-/// the fixed-order tree (bench/results/2026-11-23-h100-gpu-d56066e.md, bench/PERFORMANCE.md
-/// entries 23 and 27).
+/// grid and device, with no fixed order to keep. Measured: 313-325 G samples/s uniform, 345-349
+/// hot, 302-306 skewed80, 323-326 normal for i32 + f32 weights over 256 bins (device_histogram),
+/// against 82-93 with the fixed-order tree (bench/PERFORMANCE.md entries 23, 27 and 35).
 policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
   if (r.wanted != strategy::automatic && r.wanted != strategy::shared && r.wanted != strategy::global_atomic)
     throw error("strategy " + std::string(name_of(r.wanted)) +
                 " does not sum f32 weights exactly on the GPU; use automatic, shared or global_atomic");
   // A block's copy of each cell's words as 16-bit digits in 32-bit counters, and its flags.
-  const std::int64_t shared = r.cells * detail::kExactCellCounters * 4;
+  const std::int64_t shared = detail::exact_words_bytes(r.cells);
   const bool fits = shared <= budget;
   if (r.wanted == strategy::shared && !fits)
     throw error("strategy shared: the exact sums of " + std::to_string(r.cells) + " cells need " +
                 std::to_string(shared) + " bytes of shared memory, " + std::to_string(budget) + " fit");
   p.chosen = r.wanted == strategy::global_atomic || !fits ? strategy::global_atomic : strategy::shared;
   p.exact_sums = true;
-  p.block_threads = 512;
+  p.block_threads = detail::kExactThreads;
   p.grid_blocks = std::max(1, r.device_sms) * 4;  // cut to the resident blocks at launch
   p.shared_bytes = p.chosen == strategy::shared ? shared : 0;
+  // A contiguous column streams through a ring after the words where two blocks still fit a
+  // multiprocessor: loads always in flight, with no barrier. i32 + f32 weights over 256 bins,
+  // 307 -> 321 G samples/s uniform, 280 -> 304 skewed80 (with f64 runs; bench/PERFORMANCE.md
+  // entry 35). Beyond that room (about 650 cells) each round loads its group itself.
+  const std::int64_t ringed = detail::exact_ring_offset(p.shared_bytes) + detail::kExactRingBytes;
+  const bool ring = r.contiguous && ringed <= budget;
+  if (ring) p.shared_bytes = ringed;
   // One contiguous column: four samples (and four f32 weights, where they line up) per load.
   p.vector_bytes = r.contiguous ? 4 * static_cast<int>(size_of(r.sample)) : 0;
-  p.unroll = r.contiguous ? 2 : 4;
+  p.unroll = r.contiguous ? 1 : 4;
   p.merge_runs = true;
   p.reasons.push_back("weighted, f32 weights: exact sums, each weight an integer addition at one 16-bit "
                       "digit of its cell's 9 fixed-point words; any order gives the same bits, correctly rounded");
@@ -125,6 +131,10 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
                           : "global_atomic: the words in device memory (" +
                                 std::string(fits ? "asked for" : "a block's copy would not fit") + ")");
   p.reasons.push_back("runs: a thread's terms at one digit of one cell add once (two runs kept)");
+  if (ring)
+    p.reasons.push_back("ring: each thread's next " + std::to_string(detail::kExactStages - 1) +
+                        " loads in flight through shared memory (cp.async, " +
+                        std::to_string(detail::kExactRingBytes) + " bytes)");
   return p;
 }
 

@@ -355,6 +355,7 @@ void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, 
     a.words = static_cast<std::uint64_t*>(temp);
     a.flags = reinterpret_cast<unsigned*>(a.words + in.cells * kExactWords);
     a.flow = flow;
+    a.in_shared = plan.chosen == strategy::shared;
     TALLY_CUDA_CHECK(cudaMemsetAsync(temp, 0, sums_temp_bytes(plan, in.cells), stream));
     sum_exact(in.axes, plan.vector_bytes != 0, a, shape_of(plan, stream));
     finish_exact(a, sums, stream);

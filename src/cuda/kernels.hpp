@@ -135,10 +135,14 @@ struct exact_sums_args {
   std::uint64_t* words = nullptr;       // cells x kExactWords, added to
   unsigned* flags = nullptr;            // cells: the infinities and NaN seen, or-ed in
   unsigned long long* flow = nullptr;   // underflow, overflow, nan: added to
+  bool in_shared = false;               // each block adds into its own shared copy of the words
+  bool staged = false;                  // set by sum_exact: the shape has room for the ring
 };
-/// Adds the fill's weights to args.words and args.flags: shape.shared_bytes > 0, each block in
-/// its own shared copy of the words, then added to device memory; 0, straight into device
-/// memory. `column`: axes is one contiguous column (the typed loads and 32-bit rules apply).
+/// Adds the fill's weights to args.words and args.flags: with args.in_shared, each block in its
+/// own shared copy of the words (core/exact_sum.hpp's exact_words_bytes), then added to device
+/// memory; else straight into device memory. A contiguous column's groups stream through the
+/// ring of core/exact_sum.hpp where shape.shared_bytes has room for it after the words.
+/// `column`: axes is one contiguous column (the typed loads and 32-bit rules apply).
 void sum_exact(const device_axes& axes, bool column, const exact_sums_args& args, const launch_shape& shape);
 /// sums[c] += the words' value of cell c, correctly rounded (one addition per cell).
 void finish_exact(const exact_sums_args& args, double* sums, cudaStream_t stream);

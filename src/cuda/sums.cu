@@ -8,7 +8,7 @@
 namespace tally::detail::cuda {
 namespace {
 
-constexpr int kSumThreads = 512;
+constexpr int kSumThreads = kExactThreads;
 // Terms one run may sum: 128 x 2^39 < 2^46, three 16-bit digits (below 2^47 for add_exact_at_digit).
 constexpr int kRunTerms = 128;
 static_assert(kRunTerms <= (1 << 7), "a run's sum must stay within three digits and below 2^47");
@@ -24,9 +24,7 @@ static_assert(kEpochAdditions << 14 <= (std::int64_t{1} << 30) && kEpochAddition
 __device__ __forceinline__ std::int64_t counter_sum(unsigned bits) {
   return bits >= (3u << 30) ? std::int64_t{bits} - (std::int64_t{1} << 32) : std::int64_t{bits};
 }
-constexpr int kGroupUnroll = 2;     // loads of four samples (and four weights) in flight per thread
-static_assert(kEpochSamples % (4 * kGroupUnroll) == 0 && kEpochSamples % kUnroll == 0,
-              "rounds end exactly at an epoch's end");
+static_assert(kEpochSamples % 4 == 0 && kEpochSamples % kUnroll == 0, "rounds end exactly at an epoch's end");
 
 /// Samples of the generic kernels: any type, stride and number of axes.
 struct any_samples {
@@ -61,12 +59,41 @@ struct atomic_fetch_add {
 };
 
 /// A thread's pending sum of terms at one digit of one cell: key = cell x 16 + digit (the planner
-/// keeps cells below 2^27). An empty run is a sum of nothing at cell 0, digit 0.
+/// keeps cells below 2^27). An empty run is a sum of nothing at cell 0, digit 0. The sum is an
+/// integer below 2^46 in an f64: every partial sum is an integer below 2^53, so each addition is
+/// exact, and one DADD replaces a 64-bit integer addition's two instructions.
 struct run {
   int key = 0;
   int terms = 0;
-  std::int64_t value = 0;
+  double value = 0;
 };
+
+/// A finite f32 weight (w, with its bits) as a term at its 16-bit digit d = s / 16 (exact_term_of_finite's):
+/// the weight, an integer m times 2^(s - 149), times 2^(149 - 16 d) is m << (s mod 16), exact in an
+/// f64. A conversion and a multiplication by a power of two built from d: half the integer
+/// shifts, selects and negation.
+__device__ __forceinline__ int term_of(float w, unsigned bits, double& value) {
+  const unsigned e = (bits >> 23) & 0xFFu;
+  const unsigned s = e ? e - 1 : 0;  // subnormals share the smallest normal's scale
+  // 2^(149 - 16 d): the f64 exponent field 1023 + 149 - 16 d in the high word.
+  value = static_cast<double>(w) * __hiloint2double(static_cast<int>((1172u - (s & ~15u)) << 20), 0);
+  return static_cast<int>(s >> 4);
+}
+
+/// Copies Bytes (4, 8 or 16) from global to shared memory asynchronously, in the thread's open group.
+template <int Bytes> __device__ __forceinline__ void copy_async(void* to, const void* from) {
+  const auto at = static_cast<unsigned>(__cvta_generic_to_shared(to));
+  if constexpr (Bytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(at), "l"(from) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(at), "l"(from), "n"(Bytes) : "memory");
+  }
+}
+__device__ __forceinline__ void commit_async() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+/// Waits until at most Pending of the thread's groups are still in flight.
+template <int Pending> __device__ __forceinline__ void wait_async() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(Pending) : "memory");
+}
 
 /// Adds d to the 32-bit shared counter at address `at`, with no returned value.
 __device__ __forceinline__ void red_shared(unsigned at, unsigned d) {
@@ -97,15 +124,16 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
   // A run's sum (|value| < 2^46) added at its digit.
   const auto emit = [&](const run& r) {
     const int cell = r.key >> 4, digit = r.key & 15;
+    const auto value = static_cast<std::int64_t>(r.value);  // exact: an integer
     if constexpr (InShared) {
-      const auto low = static_cast<unsigned>(r.value);
+      const auto low = static_cast<unsigned>(value);
       const unsigned at = base + 4u * static_cast<unsigned>(cell * kExactCellCounters + digit);
       // Three reductions whatever the digits: a branch around each costs more than adding 0.
       red_shared(at, low & 0xFFFFu);
       red_shared(at + 4, low >> 16);
-      red_shared(at + 8, static_cast<unsigned>(r.value >> 32));  // signed, two's complement
-    } else if (r.value) {
-      add_exact_at_digit(a.words + static_cast<std::int64_t>(cell) * kExactWords, digit, r.value, atomic_fetch_add{});
+      red_shared(at + 8, static_cast<unsigned>(value >> 32));  // signed, two's complement
+    } else if (value) {
+      add_exact_at_digit(a.words + static_cast<std::int64_t>(cell) * kExactWords, digit, value, atomic_fetch_add{});
     }
   };
   // Each counter's sum, added to the device words (below 2^46 at a digit), then zeroed.
@@ -139,19 +167,19 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
       }
       return;
     }
-    const exact_term t = exact_term_of_finite(bits);
-    const int key = static_cast<int>(s) * 16 + t.digit;
+    double term;
+    const int key = static_cast<int>(s) * 16 + term_of(w, bits, term);
     if (key == newer.key) {
-      newer.value += t.value;
+      newer.value += term;
       ++newer.terms;
     } else if (key == older.key) {
-      const run hit{key, older.terms + 1, older.value + t.value};
+      const run hit{key, older.terms + 1, older.value + term};
       older = newer;
       newer = hit;
     } else {
       emit(older);
       older = newer;
-      newer = run{key, 1, t.value};
+      newer = run{key, 1, term};
     }
     if (newer.terms == kRunTerms) {
       emit(newer);
@@ -211,29 +239,49 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
       const std::int64_t groups = (a.n - head) / 4, tail = head + 4 * groups;
       const auto* xs = reinterpret_cast<const load_t*>(samples.x + head);
       const auto* ws = reinterpret_cast<const float4*>(a.weights + head * 4);
-      for (std::int64_t round = first; round < groups; round += stride * kGroupUnroll) {
-        load_t x[kGroupUnroll];
-        float4 w[kGroupUnroll];
-#pragma unroll
-        for (int u = 0; u < kGroupUnroll; ++u) {
-          const std::int64_t g = round + threadIdx.x + u * stride;
+      // The ring (a.staged, core/exact_sum.hpp): kExactStages slots of every thread's x, then as
+      // many of its weights; thread t's part of a slot is its t-th entry. Else each round loads its
+      // group itself.
+      constexpr unsigned w_slots = kExactStages * sizeof(load_t) * kSumThreads;  // a multiple of 16
+      unsigned char* ring = smem + exact_ring_offset(std::int64_t{counters} * 4);
+      auto* ring_x = reinterpret_cast<load_t*>(ring) + threadIdx.x;
+      auto* ring_w = reinterpret_cast<float4*>(ring + w_slots) + threadIdx.x;
+      const auto issue = [&](std::int64_t g, int k) {
+        if (g < groups) {
+          copy_async<sizeof(load_t)>(ring_x + k * kSumThreads, xs + g);
+          if (a.weights) copy_async<16>(ring_w + k * kSumThreads, ws + g);
+        }
+        commit_async();
+      };
+      if (a.staged)
+        for (int k = 0; k < kExactStages - 1; ++k) issue(first + threadIdx.x + k * stride, k);
+      int k = 0;  // the ring's slot of this round
+      for (std::int64_t round = first; round < groups; round += stride) {
+        const std::int64_t g = round + threadIdx.x;
+        load_t x{};
+        float4 w = make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+        if (a.staged) {
+          // The slot read last round refills kExactStages - 1 rounds ahead; this round's has landed.
+          issue(g + (kExactStages - 1) * stride, k == 0 ? kExactStages - 1 : k - 1);
+          wait_async<kExactStages - 1>();
           if (g < groups) {
-            x[u] = __ldg(xs + g);
-            w[u] = a.weights ? __ldg(ws + g) : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+            x = ring_x[k * kSumThreads];
+            if (a.weights) w = ring_w[k * kSumThreads];
           }
+          k = k == kExactStages - 1 ? 0 : k + 1;
+        } else if (g < groups) {
+          x = __ldg(xs + g);
+          if (a.weights) w = __ldg(ws + g);
         }
-#pragma unroll
-        for (int u = 0; u < kGroupUnroll; ++u) {
-          if (round + threadIdx.x + u * stride < groups) {
-            T v[4];
-            memcpy(v, &x[u], sizeof v);
-            take(slot_for(samples.binner, v[0], cells), w[u].x);
-            take(slot_for(samples.binner, v[1], cells), w[u].y);
-            take(slot_for(samples.binner, v[2], cells), w[u].z);
-            take(slot_for(samples.binner, v[3], cells), w[u].w);
-          }
+        if (g < groups) {
+          T v[4];
+          memcpy(v, &x, sizeof v);
+          take(slot_for(samples.binner, v[0], cells), w.x);
+          take(slot_for(samples.binner, v[1], cells), w.y);
+          take(slot_for(samples.binner, v[2], cells), w.z);
+          take(slot_for(samples.binner, v[3], cells), w.w);
         }
-        round_done(4 * kGroupUnroll);
+        round_done(4);
       }
       // The head and the tail: fewer than four samples each.
       const std::int64_t t = first + threadIdx.x;
@@ -262,13 +310,16 @@ __global__ void finish_exact_kernel(const std::uint64_t* words, const unsigned* 
 }
 
 template <class Samples> void launch_exact(const Samples& samples, const exact_sums_args& a, const launch_shape& shape) {
-  if (shape.shared_bytes) launch_resident(&exact_sums_kernel<Samples, true>, shape, samples, a);
+  if (a.in_shared) launch_resident(&exact_sums_kernel<Samples, true>, shape, samples, a);
   else launch_resident(&exact_sums_kernel<Samples, false>, shape, samples, a);
 }
 
 }  // namespace
 
-void sum_exact(const device_axes& axes, bool column, const exact_sums_args& args, const launch_shape& shape) {
+void sum_exact(const device_axes& axes, bool column, const exact_sums_args& exact_args, const launch_shape& shape) {
+  exact_sums_args args = exact_args;
+  const std::int64_t words = args.in_shared ? exact_words_bytes(args.cells) : 0;
+  args.staged = static_cast<std::int64_t>(shape.shared_bytes) >= exact_ring_offset(words) + kExactRingBytes;
   if (column && axes.count == 1) {
     // The typed loop where a 32-bit rule applies (integers within the sample type, f32 samples);
     // every other column takes the generic one.
