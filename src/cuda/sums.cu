@@ -100,14 +100,16 @@ __device__ __forceinline__ void red_shared(unsigned at, unsigned d) {
   asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(at), "r"(d) : "memory");
 }
 
-/// Grid-stride over the samples, kUnroll loads in flight per thread (kGroupUnroll of four samples
-/// and four weights each where the column and the weights line up on 16 bytes). A thread keeps two
-/// runs, the one last added to first: a term at the digit of either adds to it in a register, any
-/// other ends the older run (a hot bin's run of up to kRunTerms samples costs one end unless two
-/// other keys come between its samples; ending the shorter run instead diverged, PERFORMANCE.md 23).
+/// Grid-stride over the samples: a group of four samples and four weights a round where the column
+/// and the weights line up (through the ring where a.staged), else kUnroll samples a round, one
+/// load each. A thread keeps two runs, the one last added to first: a term at the digit of either
+/// adds to it in a register, any other ends the older run (a hot bin's run of up to kRunTerms
+/// samples costs one end unless two other keys come between its samples; ending the shorter run
+/// instead diverged, PERFORMANCE.md 23).
 /// InShared: a block's copy of each cell's sum (kExactCellCounters per cell, core/exact_sum.hpp),
-/// so that a run's end is three reductions, one per digit, without a returned value or a carry; every kEpochSamples samples per thread the block drains them into the device words.
-/// Else the runs add to the device words directly.
+/// so that a run's end is three reductions, one per digit, without a returned value or a carry;
+/// every kEpochSamples samples per thread the block drains them into the device words. Else the
+/// runs add to the device words directly.
 template <class Samples, bool InShared>
 __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samples, exact_sums_args a) {
   extern __shared__ __align__(16) unsigned char smem[];
