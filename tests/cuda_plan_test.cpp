@@ -262,17 +262,22 @@ TEST(CudaPlan, F32WeightsSumExactlyInSharedOrDeviceMemory) {
   EXPECT_TRUE(tally::plan(r).exact_sums);
 }
 
-TEST(CudaPlan, PartitionedBucketsAboutOnePerMultiprocessor) {
-  // 2^20 cells and 3 flow counters: 128 buckets of 2^13 slots and one of the flow counters.
+TEST(CudaPlan, PartitionedIntoThirtyTwoBucketsOfBins) {
+  // 2^20 cells and 3 flow counters: 32 buckets of 2^15 slots and one of the flow counters.
   const auto p = tally::plan(h100_request(1 << 20));
   EXPECT_EQ(p.chosen, tally::strategy::partitioned);
-  EXPECT_EQ(p.partition_bits, 13);
-  EXPECT_EQ(p.partition_buckets, 129);
-  EXPECT_EQ(p.partition_blocks, 2 * 132);  // two 32 KiB blocks of counters a multiprocessor
-  EXPECT_EQ(p.partition_chunk, std::int64_t{1} << 25);  // of 2^28 samples
-  EXPECT_EQ(p.shared_bytes, 8192 * 2 + 130 * 8);
+  EXPECT_EQ(p.partition_bits, 15);
+  EXPECT_EQ(p.partition_buckets, 33);
+  EXPECT_EQ(p.partition_blocks, 132);  // one 128 KiB block of counters a multiprocessor
+  EXPECT_EQ(p.partition_chunk, std::int64_t{1} << 26);  // of 2^28 samples
+  EXPECT_EQ(p.shared_bytes, 8192 * 2 + 34 * 8);
   EXPECT_EQ(p.grid_blocks, 2 * 132);
-  EXPECT_NE(tally::describe(p).find("129 buckets of 2^13 slots"), std::string::npos);
+  EXPECT_NE(tally::describe(p).find("33 buckets of 2^15 slots"), std::string::npos);
+  // 2^18 cells: 32 buckets of 2^13 slots, two counting blocks a multiprocessor.
+  const auto quarter = tally::plan(h100_request(1 << 18));
+  EXPECT_EQ(quarter.partition_bits, 13);
+  EXPECT_EQ(quarter.partition_buckets, 33);
+  EXPECT_EQ(quarter.partition_blocks, 2 * 132);
   // Few cells: at least 2^10 slots a bucket. A small fill sorts whole tiles of 8192 samples.
   auto few = h100_request(4096);
   few.wanted = tally::strategy::partitioned;

@@ -496,11 +496,11 @@ TEST_F(Cuda, InterleavedEightBitChannelsInOnePass) {
   }
 }
 
-/// Three passes of the partitioned strategy (2^25 samples each, the last one short): each pass's
+/// Three passes of the partitioned strategy (2^26 samples each, the last one short): each pass's
 /// bucket totals are zeroed by the one before, and its tiles counted by blocks shared out by them.
 TEST_F(Cuda, PartitionedCountsAcrossPasses) {
   const axis_spec a = integer_spec(-1000, (1 << 20) - 1000);
-  const std::int64_t n = (std::int64_t{2} << 25) + 4097;
+  const std::int64_t n = (std::int64_t{2} << 26) + 4097;
   std::uint64_t seed = 5100;
   for (dist d : {dist::normal, dist::mostly_one_bin, dist::sorted}) {
     ++seed;
@@ -513,7 +513,7 @@ TEST_F(Cuda, PartitionedCountsAcrossPasses) {
       ASSERT_GT(want.flow.total(), 0u);
     }
     tally::histogram h(a.make(), cuda_options(false, strategy::partitioned));
-    EXPECT_EQ(h.plan_for(dtype::i32, n).partition_chunk, std::int64_t{1} << 25);
+    EXPECT_EQ(h.plan_for(dtype::i32, n).partition_chunk, std::int64_t{1} << 26);
     h.fill(data.view());
     expect_matches(h, want);
   }

@@ -7,8 +7,10 @@ namespace tally::detail {
 
 /// Samples one block sorts by bucket at a time: 16 per thread of 512. A tile's offsets fit 16 bits.
 constexpr std::int64_t kPartitionTile = 8192;
-/// Samples per pass: the sorted copy takes 2 bytes each (64 MiB of temporary memory).
-constexpr std::int64_t kPartitionChunk = std::int64_t{1} << 25;
+/// Samples per pass: the sorted copy takes 2 bytes each (128 MiB of temporary memory). Every
+/// counting block adds its counters to device memory once a pass: i32 2^20 bins counted in 45 us
+/// per 2^25 samples in passes of 2^26, 52 in passes of 2^25 (bench/PERFORMANCE.md entry 36).
+constexpr std::int64_t kPartitionChunk = std::int64_t{1} << 26;
 /// A bucket holds 2^bits slots, bits in [kPartitionMinBits, kPartitionMaxBits]; a sorted sample
 /// keeps its slot's low bits in 16 bits.
 constexpr int kPartitionMinBits = 10;

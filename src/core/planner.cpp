@@ -250,11 +250,13 @@ policy plan_cuda(const plan_request& r) {
                 (r.contiguous ? "" : " in a strided or N-D fill"));
 
   // Partitioned: buckets of 2^bits slots, a bucket's slots counted in one block's shared memory.
-  // At most 128 buckets of bins where 2^15 slots allow (a counting block per multiprocessor each,
-  // so that a cell is added to device memory about once per pass; the flow counters may take one
-  // more bucket), at least 2^10 slots a bucket, at most 256 buckets.
+  // At most 32 buckets of bins where 2^15 slots allow (the flow counters may take one more), at
+  // least 2^10 slots a bucket, at most 256 buckets. The sort's bucket counters and starts then
+  // fall in 32 banks: i32 2^20 bins, a pass of 2^26 samples sorted in 140 us in 33 buckets, 197
+  // in 65, 294 in 129, and counted in 98, 89 and 91 us (the counters of four blocks per bucket
+  // added to device memory instead of two; bench/PERFORMANCE.md entry 36).
   int part_bits = kPartitionMinBits;
-  while (part_bits < kPartitionMaxBits && ((r.cells - 1) >> part_bits) >= 128) ++part_bits;
+  while (part_bits < kPartitionMaxBits && ((r.cells - 1) >> part_bits) >= 32) ++part_bits;
   const std::int64_t part_buckets = ((r.cells + 2) >> part_bits) + 1;
   const bool partition_fits = r.contiguous && !bytes && part_buckets <= kPartitionMaxBuckets &&
                               (std::int64_t{4} << part_bits) <= per_block;
