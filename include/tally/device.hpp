@@ -18,8 +18,10 @@ namespace tally {
 
 /// Where device_histogram takes device memory from, in stream order: its cells and tables for
 /// its lifetime, and each fill's temporary memory (released on the fill's stream as soon as the
-/// fill's kernels are enqueued). The default (null functions) is cudaMallocAsync/cudaFreeAsync,
-/// i.e. the device's default memory pool, which keeps freed memory for the next request.
+/// fill's kernels are enqueued). The default (null functions) is cudaMallocFromPoolAsync and
+/// cudaFreeAsync on a stream-ordered memory pool of tally's own per device, which keeps freed
+/// memory for the next fill (up to the most that fills on the device have used at once) until the
+/// process ends. Pass an allocator to take the memory from elsewhere.
 struct device_allocator {
   void* context = nullptr;
   void* (*allocate)(void* context, std::size_t bytes, void* stream) = nullptr;

@@ -1,5 +1,8 @@
 // device_histogram: cells in device memory, fills enqueued on the caller's stream (fill.hpp's
 // steps, as the synchronous backend uses them, without the copy back).
+#include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "core/backend.hpp"
@@ -14,9 +17,40 @@ using detail::cuda::device_of;
 
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
+/// The default allocator's stream-ordered pool on `device`, tally's own: it keeps the memory
+/// fills free for the next fill. The device's default pool returns it to the driver at every
+/// synchronisation (its release threshold is 0 unless the application raises it), so a fill
+/// after a wait mapped its temporary memory again: i32 2^20 bins, 128 MiB a fill (bench/PERFORMANCE.md entry 37).
+cudaMemPool_t pool_of(int device) {
+  static std::mutex mutex;
+  static std::map<int, cudaMemPool_t> pools;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [at, fresh] = pools.try_emplace(device, nullptr);
+  if (fresh) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    cudaMemPool_t pool = nullptr;
+    try {
+      TALLY_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+      std::uint64_t keep = ~std::uint64_t{0};
+      TALLY_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    } catch (const error&) {
+      if (pool) cudaMemPoolDestroy(pool);
+      pools.erase(at);
+      throw;
+    }
+    at->second = pool;
+  }
+  return at->second;
+}
+
 void* default_allocate(void*, std::size_t bytes, void* stream) {
+  int device = 0;
+  TALLY_CUDA_CHECK(cudaGetDevice(&device));
   void* p = nullptr;
-  TALLY_CUDA_CHECK(cudaMallocAsync(&p, bytes, as_stream(stream)));
+  TALLY_CUDA_CHECK(cudaMallocFromPoolAsync(&p, bytes, pool_of(device), as_stream(stream)));
   return p;
 }
 
