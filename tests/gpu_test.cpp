@@ -398,19 +398,24 @@ TEST_F(Cuda, F32WeightsSumExactlyThenRoundOnce) {
 
 /// Enough samples that every thread of the exact kernel drains its block's counters more than
 /// once (88 samples per thread between drains, about 135k threads on an H100), signed weights
-/// with the hot cell's digits summing below zero and above between drains.
+/// with the hot cell's digits summing below zero and above between drains. Then weights whose
+/// terms are the largest of a digit (-(2^24 - 1) << 15), so that a thread's run of the hot cell
+/// reaches the kernel's limit on a run's sum (2^45) every 64 samples.
 TEST_F(Cuda, F32WeightsSumExactlyAcrossDrains) {
   const axis_spec a = integer_spec(-50, 256);
   std::uint64_t seed = 4300;
-  for (dist d : {dist::one_bin, dist::uniform}) {
+  for (const auto& [d, largest] : {std::pair{dist::one_bin, false}, std::pair{dist::uniform, false},
+                                   std::pair{dist::one_bin, true}}) {
     ++seed;
     const offset_column data = offset_samples(a, dtype::i32, d, (1 << 24) + 3, seed);
     const tally::view samples = data.view();
-    const column weights = make_column(dtype::f32, random_weights(samples.size, seed + 1));
+    std::vector<double> w = random_weights(samples.size, seed + 1);
+    if (largest) std::fill(w.begin(), w.end(), static_cast<double>(-0x1.fffffep17f));
+    const column weights = make_column(dtype::f32, w);
     const tally::view wv = weights.view();
     const ref::result want = ref::exact_fill({a.model()}, {samples}, &wv);
     ASSERT_GT(binned(want), 0u);
-    SCOPED_TRACE(name_of(d));
+    SCOPED_TRACE(std::string(name_of(d)) + (largest ? ", the largest terms" : ""));
     tally::histogram h(a.make(), cuda_options(true, strategy::shared));
     h.fill(samples, wv);
     EXPECT_TRUE(same_sums(h.sums(), want.sums));

@@ -95,9 +95,9 @@ policy plan_cpu(const plan_request& r) {
 /// weight is an integer addition at one digit of its cell's fixed-point words (core/exact_sum.hpp), in a
 /// block's shared copy of the words where they fit, else in device memory. Integer atomics add
 /// in any order to the same words: exact, correctly rounded sums, the same bits on every run,
-/// grid and device, with no fixed order to keep. Measured: 313-325 G samples/s uniform, 345-349
-/// hot, 302-306 skewed80, 323-326 normal for i32 + f32 weights over 256 bins (device_histogram),
-/// against 82-93 with the fixed-order tree (bench/PERFORMANCE.md entries 23, 27 and 35).
+/// grid and device, with no fixed order to keep. Measured: 318-322 G samples/s uniform, 349 hot,
+/// 312-315 skewed80, 321-325 normal for i32 + f32 weights over 256 bins (device_histogram),
+/// against 82-93 with the fixed-order tree (bench/PERFORMANCE.md entries 23, 27, 35 and 38).
 policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
   if (r.wanted != strategy::automatic && r.wanted != strategy::shared && r.wanted != strategy::global_atomic)
     throw error("strategy " + std::string(name_of(r.wanted)) +

@@ -9,9 +9,9 @@ namespace tally::detail::cuda {
 namespace {
 
 constexpr int kSumThreads = kExactThreads;
-// Terms one run may sum: 128 x 2^39 < 2^46, three 16-bit digits (below 2^47 for add_exact_at_digit).
-constexpr int kRunTerms = 128;
-static_assert(kRunTerms <= (1 << 7), "a run's sum must stay within three digits and below 2^47");
+// A run ends once its sum's magnitude reaches 2^45: a term is below 2^39, so a sum stays below
+// 2^45 + 2^39 < 2^46, three 16-bit digits (below 2^47 for add_exact_at_digit).
+constexpr double kRunLimit = 0x1p45;
 constexpr int kEpochSamples = 88;  // samples per thread between drains of the shared digits
 // A run's end adds its sum v (|v| < 2^46) to three counters as digits v mod 2^16, v / 2^16 mod
 // 2^16 and the signed v >> 32 (above -2^14). So a counter takes at most one addition in
@@ -64,7 +64,6 @@ struct atomic_fetch_add {
 /// exact, and one DADD replaces a 64-bit integer addition's two instructions.
 struct run {
   int key = 0;
-  int terms = 0;
   double value = 0;
 };
 
@@ -103,8 +102,8 @@ __device__ __forceinline__ void red_shared(unsigned at, unsigned d) {
 /// Grid-stride over the samples: a group of four samples and four weights a round where the column
 /// and the weights line up (through the ring where a.staged), else kUnroll samples a round, one
 /// load each. A thread keeps two runs, the one last added to first: a term at the digit of either
-/// adds to it in a register, any other ends the older run (a hot bin's run of up to kRunTerms
-/// samples costs one end unless two other keys come between its samples; ending the shorter run
+/// adds to it in a register, any other ends the older run (a hot bin's run, up to a sum of kRunLimit,
+/// costs one end unless two other keys come between its samples; ending the shorter run
 /// instead diverged, PERFORMANCE.md 23).
 /// InShared: a block's copy of each cell's sum (kExactCellCounters per cell, core/exact_sum.hpp),
 /// so that a run's end is three reductions, one per digit, without a returned value or a carry;
@@ -173,17 +172,16 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
     const int key = static_cast<int>(s) * 16 + term_of(w, bits, term);
     if (key == newer.key) {
       newer.value += term;
-      ++newer.terms;
     } else if (key == older.key) {
-      const run hit{key, older.terms + 1, older.value + term};
+      const run hit{key, older.value + term};
       older = newer;
       newer = hit;
     } else {
       emit(older);
       older = newer;
-      newer = run{key, 1, term};
+      newer = run{key, term};
     }
-    if (newer.terms == kRunTerms) {
+    if (fabs(newer.value) >= kRunLimit) {
       emit(newer);
       newer = run{};
     }
