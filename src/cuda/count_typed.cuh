@@ -501,15 +501,19 @@ __global__ void __launch_bounds__(kTypedThreads, 2) partition_kernel(Binner binn
     }
     // Ranks: an increment of a shared counter that returns the count before (ATOMS.POPC.INC). Its
     // lanes on one counter are served one by one when they take the values back (a hot bucket: a
-    // 32-way conflict per sample). So where most of a warp's first samples share lane 0's bucket,
-    // the warp ranks that bucket's samples itself (a ballot per sample, the lanes before in it and
-    // in the ballots before) and takes them with one increment; the other samples increment their
+    // 32-way conflict per sample). So where most of a warp's first samples share one bucket, the
+    // warp ranks that bucket's samples itself (a ballot per sample, the lanes before in it and in
+    // the ballots before) and takes them with one increment; the other samples increment their
     // own. i32 2^20 bins, a pass of 2^25 samples sorted in 79 us instead of 175 (one hot bin) and
-    // 152 instead of 169 (80% in one bin) (ncu); spread data pay a vote a tile.
+    // 152 instead of 169 (80% in one bin) (ncu); spread data pay a match a tile. The candidate is
+    // the warp's most common first bucket (a match and a maximum a tile): lane 0's alone missed it
+    // for a fifth of the warps on 80% data, which then served the hot bucket's lanes one by one
+    // (bench/PERFORMANCE.md entry 39).
     const unsigned lane = threadIdx.x & 31;
-    const unsigned first = static_cast<unsigned>(s[0]) >> bits;
-    const unsigned hot = __shfl_sync(~0u, first, 0);
-    if (__popc(__ballot_sync(~0u, first == hot)) >= 16) {
+    const unsigned first = static_cast<unsigned>(s[0]) >> bits;  // below 2^16 (at most 257 buckets)
+    const unsigned most = __reduce_max_sync(~0u, __popc(__match_any_sync(~0u, first)) << 16 | first);
+    const unsigned hot = most & 0xFFFFu;
+    if (most >> 16 >= 16) {
       unsigned before = 0, mine = 0;  // the warp's samples in the hot bucket so far; this lane's
 #pragma unroll
       for (int q = 0; q < per_thread; ++q) {
