@@ -296,10 +296,10 @@ policy plan_cuda(const plan_request& r) {
     p.chosen = strategy::shared;
     p.reasons.push_back("shared: one copy of 16-bit counters (two per word) fits in a block's shared memory");
   } else if (partition_fits) {
-    // i32 2^20 bins, device_histogram, GB/s uniform / hot / skewed80 / normal: 630 / 959 / 615 / 617
-    // against global_atomic_vec's 343 / 2183 / 1148 / 343 (bench/PERFORMANCE.md entries 24, 28-32):
-    // its worst case 1.8x the other's. 2^18 bins: 610-960, the cluster 105-177
-    // (bench/results/2026-11-24-h100-gpu-daa7fe1.md, 2026-11-23-h100-gpu-6e1a7ee.md).
+    // i32 2^20 bins, device_histogram, GB/s uniform / hot / skewed80 / normal: 1075 / 1127 / 964 /
+    // 1037 against global_atomic_vec's 307 / 1097 / 708 / 308 (the synchronous call): its worst case
+    // 3.1x the other's. 2^18 bins: 1077-1193, the cluster 108-186 (bench/results/
+    // 2026-11-24-h100-gpu-28432f6.md; bench/PERFORMANCE.md entries 24, 28-39).
     p.chosen = strategy::partitioned;
     p.reasons.push_back("partitioned: the counters exceed one block's shared memory; each tile of samples is "
                         "sorted by bucket (2^" + std::to_string(part_bits) + " slots) into temporary memory, then "
