@@ -45,6 +45,11 @@ void add_counts(const fill_job& job, const std::uint64_t* add);
 std::int64_t cell_count(const std::vector<axis>& axes);
 /// Throws tally::error for a bad view (unknown type, negative size, null data, stride < 1).
 void check_view(const view& v, const std::string& what);
+/// Checks a fill of `channels` interleaved channels into `histograms` histograms (at most one per
+/// channel) and its samples (whole pixels); `call` begins each message.
+void check_channels(const view& samples, int channels, std::size_t histograms, const std::string& call);
+/// Channel c of the `channels` interleaved in `samples`: every channels-th sample from the c-th.
+view channel_of(const view& samples, int c, int channels);
 /// Every check of a fill's arguments, shared by tally::histogram and device_histogram.
 void check_fill(const std::vector<axis>& axes, bool weighted, const std::vector<view>& columns,
                 const view* weights);

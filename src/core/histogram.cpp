@@ -80,6 +80,26 @@ plan_request make_request(const std::vector<axis>& axes, const options& opts, ba
   return r;
 }
 
+void check_channels(const view& samples, int channels, std::size_t histograms, const std::string& call) {
+  if (channels < 1) throw error(call + ": channels must be >= 1, got " + std::to_string(channels));
+  if (histograms > static_cast<std::size_t>(channels))
+    throw error(call + ": " + std::to_string(histograms) + " histograms for " + std::to_string(channels) +
+                " channels; at most one per channel");
+  check_view(samples, call + ": samples");
+  if (samples.size % channels != 0)
+    throw error(call + ": " + std::to_string(samples.size) + " samples are not a whole number of " +
+                std::to_string(channels) + "-channel pixels");
+}
+
+view channel_of(const view& samples, int c, int channels) {
+  view v = samples;
+  v.data = static_cast<const char*>(samples.data) +
+           static_cast<std::int64_t>(c) * samples.stride * static_cast<std::int64_t>(size_of(samples.type));
+  v.size = samples.size / channels;
+  v.stride = samples.stride * channels;
+  return v;
+}
+
 }  // namespace detail
 
 namespace {
@@ -256,14 +276,7 @@ flow_counts histogram::flow() const {
 }
 
 void fill_channels(std::vector<histogram>& per_channel, const view& samples, int channels) {
-  if (channels < 1) throw error("fill_channels: channels must be >= 1, got " + std::to_string(channels));
-  if (per_channel.size() > static_cast<std::size_t>(channels))
-    throw error("fill_channels: " + std::to_string(per_channel.size()) + " histograms for " +
-                std::to_string(channels) + " channels; at most one per channel");
-  detail::check_view(samples, "fill_channels: samples");
-  if (samples.size % channels != 0)
-    throw error("fill_channels: " + std::to_string(samples.size) +
-                " samples are not a whole number of " + std::to_string(channels) + "-channel pixels");
+  detail::check_channels(samples, channels, per_channel.size(), "fill_channels");
   for (const auto& h : per_channel)
     if (h.axes().size() != 1) throw error("fill_channels: every channel histogram must be 1-D");
   detail::channels_job all;
@@ -271,14 +284,9 @@ void fill_channels(std::vector<histogram>& per_channel, const view& samples, int
   all.channels = channels;
   all.per_channel.resize(per_channel.size());
   std::vector<const detail::backend_ops*> backends(per_channel.size());
-  for (std::size_t c = 0; c < per_channel.size(); ++c) {
-    view v = samples;
-    v.data = static_cast<const char*>(samples.data) +
-             static_cast<std::int64_t>(c) * samples.stride * static_cast<std::int64_t>(size_of(samples.type));
-    v.size = samples.size / channels;
-    v.stride = samples.stride * channels;
-    per_channel[c].prepare({v}, nullptr, all.per_channel[c], backends[c]);
-  }
+  for (std::size_t c = 0; c < per_channel.size(); ++c)
+    per_channel[c].prepare({detail::channel_of(samples, static_cast<int>(c), channels)}, nullptr,
+                           all.per_channel[c], backends[c]);
   const auto n = static_cast<std::uint64_t>(samples.size / channels);
   if (n == 0 || per_channel.empty()) return;
   // One pass over the pixels where one backend runs every channel with the planner's choice

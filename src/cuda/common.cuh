@@ -5,6 +5,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "core/bin_rule.hpp"
@@ -22,6 +24,16 @@ inline void check(cudaError_t status, const char* expr, const char* file, int li
   cudaGetLastError();  // clear a sticky launch error so that later calls start clean
   throw error(std::string("CUDA error: ") + cudaGetErrorString(status) + " in " + expr + " at " +
               file + ":" + std::to_string(line));
+}
+
+/// The value for `key` in `known`: made by make() the first time, under `mutex`, and kept (device
+/// figures, occupancies, memory pools: driver calls that every fill would otherwise repeat). A
+/// make() that throws keeps nothing.
+template <class Key, class T, class Make>
+T remembered(std::map<Key, T>& known, std::mutex& mutex, const Key& key, Make&& make) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (const auto at = known.find(key); at != known.end()) return at->second;
+  return known.emplace(key, make()).first->second;
 }
 
 /// Slots are the cells followed by three flow counters: underflow, overflow, nan.

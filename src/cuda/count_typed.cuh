@@ -584,17 +584,15 @@ template <class Kernel> unsigned resident_grid(Kernel* kernel, const launch_shap
   static std::map<std::tuple<const void*, int, unsigned, std::size_t>, unsigned> resident;
   int device = 0;
   TALLY_CUDA_CHECK(cudaGetDevice(&device));
-  std::lock_guard<std::mutex> lock(mutex);
-  auto [at, fresh] = resident.try_emplace(
-      {reinterpret_cast<const void*>(kernel), device, shape.block, shape.shared_bytes}, 0u);
-  if (fresh) {
+  const unsigned grid = remembered(resident, mutex, {reinterpret_cast<const void*>(kernel), device, shape.block,
+                                                     shape.shared_bytes}, [&] {
     int sms = 0, per_sm = 0;
     TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     TALLY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, static_cast<int>(shape.block),
                                                                    shape.shared_bytes));
-    at->second = static_cast<unsigned>(std::max(1, per_sm) * sms);
-  }
-  return std::min(shape.grid, at->second);
+    return static_cast<unsigned>(std::max(1, per_sm) * sms);
+  });
+  return std::min(shape.grid, grid);
 }
 
 /// Launches a grid-stride kernel on the resident grid with the shape's dynamic shared memory

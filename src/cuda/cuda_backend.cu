@@ -126,19 +126,13 @@ void cuda_describe(plan_request& r) {
   static std::map<int, figures> known;
   int device = 0;
   TALLY_CUDA_CHECK(cudaGetDevice(&device));
-  std::lock_guard<std::mutex> lock(mutex);
-  auto [at, fresh] = known.try_emplace(device);
-  figures& f = at->second;
-  if (fresh) {
-    try {
-      TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&f.sms, cudaDevAttrMultiProcessorCount, device));
-      TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&f.optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-      TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&f.per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-    } catch (...) {
-      known.erase(at);
-      throw;
-    }
-  }
+  const figures f = cuda::remembered(known, mutex, device, [&] {
+    figures made;
+    TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&made.sms, cudaDevAttrMultiProcessorCount, device));
+    TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&made.optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&made.per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    return made;
+  });
   r.device_sms = f.sms;
   r.device_shared_bytes = f.optin;
   r.device_shared_per_sm = f.per_sm;

@@ -24,26 +24,19 @@ cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream);
 cudaMemPool_t pool_of(int device) {
   static std::mutex mutex;
   static std::map<int, cudaMemPool_t> pools;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto [at, fresh] = pools.try_emplace(device, nullptr);
-  if (fresh) {
+  return detail::cuda::remembered(pools, mutex, device, [&] {
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = device;
     cudaMemPool_t pool = nullptr;
-    try {
-      TALLY_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
-      std::uint64_t keep = ~std::uint64_t{0};
-      TALLY_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
-    } catch (const error&) {
-      if (pool) cudaMemPoolDestroy(pool);
-      pools.erase(at);
-      throw;
-    }
-    at->second = pool;
-  }
-  return at->second;
+    TALLY_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+    std::uint64_t keep = ~std::uint64_t{0};
+    const cudaError_t set = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    if (set != cudaSuccess) cudaMemPoolDestroy(pool);
+    TALLY_CUDA_CHECK(set);
+    return pool;
+  });
 }
 
 void* default_allocate(void*, std::size_t bytes, void* stream) {
@@ -241,14 +234,7 @@ void device_histogram::fill_impl(const std::vector<view>& columns, const view* w
 
 void fill_channels(std::vector<device_histogram>& per_channel, const view& samples, int channels, void* stream) {
   const char* call = "tally::fill_channels (device)";
-  if (channels < 1) throw error(std::string(call) + ": channels must be >= 1, got " + std::to_string(channels));
-  if (per_channel.size() > static_cast<std::size_t>(channels))
-    throw error(std::string(call) + ": " + std::to_string(per_channel.size()) + " histograms for " +
-                std::to_string(channels) + " channels; at most one per channel");
-  detail::check_view(samples, std::string(call) + ": samples");
-  if (samples.size % channels != 0)
-    throw error(std::string(call) + ": " + std::to_string(samples.size) + " samples are not a whole number of " +
-                std::to_string(channels) + "-channel pixels");
+  detail::check_channels(samples, channels, per_channel.size(), call);
   for (const auto& h : per_channel) {
     require_state(h.state_.get());
     if (h.axes().size() != 1) throw error(std::string(call) + ": every channel histogram must be 1-D");
@@ -267,13 +253,7 @@ void fill_channels(std::vector<device_histogram>& per_channel, const view& sampl
     one_pass = in.plan.value_table;
   }
   if (!one_pass) {
-    for (int c = 0; c < counted; ++c) {
-      view v = samples;
-      v.data = static_cast<const char*>(samples.data) + c * samples.stride * static_cast<std::int64_t>(size_of(samples.type));
-      v.size = samples.size / channels;
-      v.stride = samples.stride * channels;
-      per_channel[static_cast<std::size_t>(c)].fill(v, stream);
-    }
+    for (int c = 0; c < counted; ++c) per_channel[static_cast<std::size_t>(c)].fill(detail::channel_of(samples, c, channels), stream);
     return;
   }
   for (std::size_t c = 0; c < per_channel.size(); ++c) {

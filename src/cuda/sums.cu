@@ -8,7 +8,6 @@
 namespace tally::detail::cuda {
 namespace {
 
-constexpr int kSumThreads = kExactThreads;
 // A run ends once its sum's magnitude reaches 2^45: a term is below 2^39, so a sum stays below
 // 2^45 + 2^39 < 2^46, three 16-bit digits (below 2^47 for add_exact_at_digit).
 constexpr double kRunLimit = 0x1p45;
@@ -17,7 +16,7 @@ constexpr int kEpochSamples = 88;  // samples per thread between drains of the s
 // 2^16 and the signed v >> 32 (above -2^14). So a counter takes at most one addition in
 // [-2^14, 2^16) per sample, and up to 4 more per thread (the head, the tail and the last two
 // runs), between drains: its sum S lies in [-2^30, 3 x 2^30), so that its 32 bits say which S.
-constexpr std::int64_t kEpochAdditions = std::int64_t{kSumThreads} * (kEpochSamples + 4);
+constexpr std::int64_t kEpochAdditions = std::int64_t{kExactThreads} * (kEpochSamples + 4);
 static_assert(kEpochAdditions << 14 <= (std::int64_t{1} << 30) && kEpochAdditions << 16 < (std::int64_t{3} << 30),
               "a drain must come before a counter's sum leaves [-2^30, 3 x 2^30)");
 /// A drained counter's sum.
@@ -110,7 +109,7 @@ __device__ __forceinline__ void red_shared(unsigned at, unsigned d) {
 /// every kEpochSamples samples per thread the block drains them into the device words. Else the
 /// runs add to the device words directly.
 template <class Samples, bool InShared>
-__global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samples, exact_sums_args a) {
+__global__ void __launch_bounds__(kExactThreads, 2) exact_sums_kernel(Samples samples, exact_sums_args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   const int cells = static_cast<int>(a.cells);
   auto* digits = reinterpret_cast<unsigned*>(smem);  // InShared: cells x kExactCellCounters
@@ -242,14 +241,14 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
       // The ring (a.staged, core/exact_sum.hpp): kExactStages slots of every thread's x, then as
       // many of its weights; thread t's part of a slot is its t-th entry. Else each round loads its
       // group itself.
-      constexpr unsigned w_slots = kExactStages * sizeof(load_t) * kSumThreads;  // a multiple of 16
+      constexpr unsigned w_slots = kExactStages * sizeof(load_t) * kExactThreads;  // a multiple of 16
       unsigned char* ring = smem + exact_ring_offset(std::int64_t{counters} * 4);
       auto* ring_x = reinterpret_cast<load_t*>(ring) + threadIdx.x;
       auto* ring_w = reinterpret_cast<float4*>(ring + w_slots) + threadIdx.x;
       const auto issue = [&](std::int64_t g, int k) {
         if (g < groups) {
-          copy_async<sizeof(load_t)>(ring_x + k * kSumThreads, xs + g);
-          if (a.weights) copy_async<16>(ring_w + k * kSumThreads, ws + g);
+          copy_async<sizeof(load_t)>(ring_x + k * kExactThreads, xs + g);
+          if (a.weights) copy_async<16>(ring_w + k * kExactThreads, ws + g);
         }
         commit_async();
       };
@@ -265,8 +264,8 @@ __global__ void __launch_bounds__(kSumThreads, 2) exact_sums_kernel(Samples samp
           issue(g + (kExactStages - 1) * stride, k == 0 ? kExactStages - 1 : k - 1);
           wait_async<kExactStages - 1>();
           if (g < groups) {
-            x = ring_x[k * kSumThreads];
-            if (a.weights) w = ring_w[k * kSumThreads];
+            x = ring_x[k * kExactThreads];
+            if (a.weights) w = ring_w[k * kExactThreads];
           }
           k = k == kExactStages - 1 ? 0 : k + 1;
         } else if (g < groups) {
