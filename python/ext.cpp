@@ -214,15 +214,14 @@ class py_histogram {
 /// A one-shot fill of samples in CUDA memory, enqueued on the caller's stream with no host wait:
 /// a tally::device_histogram on the current device, whose cells are handed to Python in place as
 /// a DLPack array that owns the histogram (its memory is freed with the array). Counts come as
-/// int64 (the u64 counts' bits; no bin reaches 2^63), sums as float64. The flow counters, asked
-/// for only where numpy's edges need them, are read back (a wait on the stream).
-nb::tuple fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_array>& columns,
-                         const std::optional<any_array>& weights, bool flow,
-                         const std::string& strategy, std::uintptr_t stream_handle, int device) {
+/// int64 (the u64 counts' bits; no bin reaches 2^63), sums as float64.
+nb::object fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_array>& columns,
+                          const std::optional<any_array>& weights, const std::string& strategy,
+                          std::uintptr_t stream_handle, int device) {
   const fill_views v(columns, weights);
   auto* stream = reinterpret_cast<void*>(stream_handle);
   auto h = std::make_unique<tally::device_histogram>(
-      std::move(axes), make_options(weights.has_value(), strategy, tally::backend::cuda, flow), stream);
+      std::move(axes), make_options(weights.has_value(), strategy, tally::backend::cuda, false), stream);
   if (h->device() != device)
     throw tally::error("tally: the current CUDA device is " + std::to_string(h->device()) +
                        ", the samples are on device " + std::to_string(device));
@@ -230,11 +229,6 @@ nb::tuple fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_ar
     nb::gil_scoped_release release;
     if (v.weights) h->fill(v.columns, *v.weights, stream);
     else h->fill(v.columns, stream);
-  }
-  nb::object counts_flow = nb::none();
-  if (flow) {
-    const auto f = h->flow(stream);
-    counts_flow = nb::make_tuple(f.underflow, f.overflow, f.nan);
   }
   std::vector<std::size_t> dims;
   for (auto s : h->shape()) dims.push_back(static_cast<std::size_t>(s));
@@ -245,7 +239,7 @@ nb::tuple fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_ar
   h->release_on_default_stream();  // the array may outlive the caller's stream
   nb::capsule owner(h.release(), [](void* p) noexcept { delete static_cast<tally::device_histogram*>(p); });
   nb::ndarray<> values(cells, dims.size(), dims.data(), owner, nullptr, type, nb::device::cuda::value, at);
-  return nb::make_tuple(nb::cast(values), counts_flow);
+  return nb::cast(values);
 }
 
 nb::ndarray<nb::numpy, double> numpy_edges(const std::vector<double>& e) {
@@ -382,8 +376,23 @@ NB_MODULE(_tally, m) {
       .def_static("regular", [](std::int64_t bins, double lo, double hi, const std::string& edge_type) {
         return tally::axis::regular(bins, lo, hi, tally::dtype_from_name(edge_type));
       }, "bins"_a, "lo"_a, "hi"_a, "edge_type"_a = "f64")
+      .def_static("regular_exact", [](std::int64_t bins, bool lo_negative, std::uint64_t lo_magnitude,
+                                      bool hi_negative, std::uint64_t hi_magnitude) {
+        tally::integer_value lo, hi;
+        lo.negative = lo_negative;
+        lo.magnitude = lo_magnitude;
+        hi.negative = hi_negative;
+        hi.magnitude = hi_magnitude;
+        return tally::axis::regular_exact(bins, lo, hi);
+      }, "bins"_a, "lo_negative"_a, "lo_magnitude"_a, "hi_negative"_a, "hi_magnitude"_a)
       .def_static("variable", [](nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu> e) {
         return tally::axis::variable(std::vector<double>(e.data(), e.data() + e.shape(0)));
+      }, "edges"_a)
+      .def_static("variable_integers", [](nb::ndarray<const std::int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> e) {
+        return tally::axis::variable_integers(std::vector<std::int64_t>(e.data(), e.data() + e.shape(0)));
+      }, "edges"_a)
+      .def_static("variable_integers", [](nb::ndarray<const std::uint64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> e) {
+        return tally::axis::variable_integers(std::vector<std::uint64_t>(e.data(), e.data() + e.shape(0)));
       }, "edges"_a)
       .def_static("integer", &tally::axis::integer, "lo"_a, "hi"_a)
       .def_prop_ro("kind", [](const tally::axis& a) {
@@ -416,7 +425,7 @@ NB_MODULE(_tally, m) {
       .def_prop_ro("shape", [](const py_histogram& h) { return h.get().shape(); })
       .def_prop_ro("axes", [](const py_histogram& h) { return h.get().axes(); });
 
-  m.def("fill_on_stream", &fill_on_stream, "axes"_a, "columns"_a, "weights"_a.none(), "flow"_a, "strategy"_a,
+  m.def("fill_on_stream", &fill_on_stream, "axes"_a, "columns"_a, "weights"_a.none(), "strategy"_a,
         "stream"_a, "device"_a);
 
   m.def("fill_channels", [](std::vector<py_histogram*> per_channel, const any_array& samples, int channels) {

@@ -230,19 +230,38 @@ struct axis_spec {
   dtype edge_type = dtype::f64;    // regular
   std::vector<double> edges;       // variable
   std::int64_t int_lo = 0;         // integer: [int_lo, int_lo + bins)
+  bool exact_range = false;        // regular_exact over [range_lo, range_hi]
+  tally::integer_value range_lo, range_hi;
+  std::vector<std::int64_t> int_edges;  // variable_integers (bits, for unsigned ones)
+  bool int_unsigned = false;
 
   tally::axis make() const {
     switch (kind) {
-      case tally::axis_kind::regular: return tally::axis::regular(bins, lo, hi, edge_type);
-      case tally::axis_kind::variable: return tally::axis::variable(edges);
+      case tally::axis_kind::regular:
+        return exact_range ? tally::axis::regular_exact(bins, range_lo, range_hi)
+                           : tally::axis::regular(bins, lo, hi, edge_type);
+      case tally::axis_kind::variable:
+        if (int_edges.empty()) return tally::axis::variable(edges);
+        if (!int_unsigned) return tally::axis::variable_integers(int_edges);
+        return tally::axis::variable_integers(std::vector<std::uint64_t>(int_edges.begin(), int_edges.end()));
       case tally::axis_kind::integer: return tally::axis::integer(int_lo, int_lo + bins);
     }
     throw std::logic_error("bad axis kind");
   }
   ref::axis_model model() const {
+    ref::axis_model m;
     switch (kind) {
-      case tally::axis_kind::regular: return ref::regular(bins, lo, hi, edge_type);
-      case tally::axis_kind::variable: return ref::variable(edges);
+      case tally::axis_kind::regular:
+        m = ref::regular(bins, lo, hi, edge_type);
+        m.exact_range = exact_range;
+        m.range_lo = range_lo;
+        m.range_hi = range_hi;
+        return m;
+      case tally::axis_kind::variable:
+        m = ref::variable(edges);
+        m.int_edges = int_edges;
+        m.int_unsigned = int_unsigned;
+        return m;
       case tally::axis_kind::integer: return ref::integer(int_lo, int_lo + bins);
     }
     throw std::logic_error("bad axis kind");
@@ -290,6 +309,38 @@ inline axis_spec variable_spec(std::int64_t bins, double lo, double hi, std::uin
   s.edges.back() = hi;
   for (std::int64_t k = 1; k < bins; ++k)
     s.edges[static_cast<std::size_t>(k)] = lo + (hi - lo) * ((k - 0.5 + jitter(gen)) / bins);
+  return s;
+}
+
+/// The given edges (non-decreasing; the outer ones may be infinite).
+inline axis_spec variable_spec_of(std::vector<double> edges) {
+  axis_spec s;
+  s.kind = tally::axis_kind::variable;
+  s.bins = static_cast<std::int64_t>(edges.size()) - 1;
+  s.edges = std::move(edges);
+  return s;
+}
+
+/// `bins` equal bins over the integers [lo, hi], kept exactly (axis::regular_exact).
+inline axis_spec regular_exact_spec(std::int64_t bins, tally::integer_value lo, tally::integer_value hi) {
+  const auto as_double = [](tally::integer_value v) {
+    return v.negative ? -static_cast<double>(v.magnitude) : static_cast<double>(v.magnitude);
+  };
+  axis_spec s = regular_spec(bins, as_double(lo), as_double(hi));
+  s.exact_range = true;
+  s.range_lo = lo;
+  s.range_hi = hi;
+  return s;
+}
+
+/// Integer edges (axis::variable_integers): signed, or unsigned (given by their bits).
+inline axis_spec integer_edges_spec(std::vector<std::int64_t> edges, bool as_unsigned) {
+  std::vector<double> rounded;
+  for (std::int64_t e : edges)
+    rounded.push_back(as_unsigned ? static_cast<double>(static_cast<std::uint64_t>(e)) : static_cast<double>(e));
+  axis_spec s = variable_spec_of(std::move(rounded));
+  s.int_edges = std::move(edges);
+  s.int_unsigned = as_unsigned;
   return s;
 }
 

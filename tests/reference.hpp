@@ -144,7 +144,21 @@ struct axis_model {
   dtype edge_type = dtype::f64;
   std::vector<double> edges;  // regular and variable
   std::int64_t int_lo = 0;    // integer: bin b holds the integer int_lo + b
+  // regular with an integer range: integer samples outside [range_lo, range_hi] (compared as
+  // exact integers) are dropped before the edges are looked at.
+  bool exact_range = false;
+  tally::integer_value range_lo, range_hi;
+  // variable with integer edges (their bits for unsigned ones): compared exactly with integer
+  // samples of their signedness.
+  std::vector<std::int64_t> int_edges;
+  bool int_unsigned = false;
 };
+
+/// a < b for exact integers.
+inline bool less(const tally::integer_value& a, const tally::integer_value& b) {
+  if (a.negative != b.negative) return a.negative && !(a.magnitude == 0 && b.magnitude == 0);
+  return a.negative ? a.magnitude > b.magnitude : a.magnitude < b.magnitude;
+}
 
 inline axis_model regular(std::int64_t bins, double lo, double hi, dtype edge_type = dtype::f64) {
   axis_model a;
@@ -215,8 +229,29 @@ inline placed place_integer(const axis_model& a, const sample& s) {
                                                   static_cast<std::uint64_t>(a.int_lo))};
 }
 
+/// The last k with e[k] <= x among exact integer edges (x == e.back() in the last bin).
+template <class I> placed place_by_integer_edges(const std::vector<I>& e, I x) {
+  if (x < e.front()) return {fate::underflow, -1};
+  if (x > e.back()) return {fate::overflow, -1};
+  const auto bins = static_cast<std::int64_t>(e.size()) - 1;
+  const std::int64_t k = (std::upper_bound(e.begin(), e.end(), x) - e.begin()) - 1;
+  return {fate::in_bin, std::min(k, bins - 1)};
+}
+
 inline placed place(const axis_model& a, const sample& s) {
   if (a.kind == tally::axis_kind::integer) return place_integer(a, s);
+  const bool sint = s.k == sample::kind::sint, uint = s.k == sample::kind::uint;
+  if (!a.int_edges.empty() && sint && !a.int_unsigned) return place_by_integer_edges(a.int_edges, s.i);
+  if (!a.int_edges.empty() && uint && a.int_unsigned) {
+    std::vector<std::uint64_t> e(a.int_edges.size());
+    std::memcpy(e.data(), a.int_edges.data(), e.size() * sizeof(std::uint64_t));
+    return place_by_integer_edges(e, s.u);
+  }
+  if (a.exact_range && (sint || uint)) {
+    const tally::integer_value v = sint ? tally::integer_value(s.i) : tally::integer_value(s.u);
+    if (less(v, a.range_lo)) return {fate::underflow, -1};
+    if (less(a.range_hi, v)) return {fate::overflow, -1};
+  }
   return place_by_edges(a.edges, s.as_double());
 }
 

@@ -4,10 +4,15 @@
 //   edges e_0 < e_1 < ... < e_B; a value x falls in bin k when e_k <= x < e_(k+1), except the
 //   last bin, which also holds x == e_B. x < e_0 is underflow, x > e_B is overflow, NaN is nan;
 //   all three are dropped from the bins and counted separately when flow counters are on.
-//   Integer samples wider than 53 bits are compared after rounding to double, as numpy does.
+//   Edges may repeat (the bins between equal edges are empty, except a last bin [e, e], which
+//   holds the values equal to e) and the outer ones may be infinite, as numpy allows.
+//   64-bit integer samples are compared with edges after rounding to double, as numpy does,
+//   except where numpy compares them exactly: with integer edges (variable_integers) and with
+//   an integer range (regular_exact).
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "tally/dtype.hpp"
@@ -15,6 +20,24 @@
 namespace tally {
 
 enum class axis_kind : std::uint8_t { regular, variable, integer };
+
+/// An integer of any 64-bit type, signed or not, held exactly (the endpoints of regular_exact).
+struct integer_value {
+  bool negative = false;
+  std::uint64_t magnitude = 0;
+  constexpr integer_value() = default;
+  template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
+  constexpr integer_value(I v) {  // NOLINT: implicit, from any integer
+    magnitude = static_cast<std::uint64_t>(v);
+    if constexpr (std::is_signed_v<I>) {
+      negative = v < 0;
+      if (negative) magnitude = std::uint64_t{0} - magnitude;
+    }
+  }
+  friend bool operator==(integer_value a, integer_value b) {
+    return a.magnitude == b.magnitude && (a.negative == b.negative || a.magnitude == 0);
+  }
+};
 
 class axis {
  public:
@@ -27,8 +50,22 @@ class axis {
   /// strictly increasing.
   static axis regular(std::int64_t bins, double lo, double hi, dtype edge_type = dtype::f64);
 
-  /// Arbitrary edges (at least two, finite, strictly increasing); bins = edges.size() - 1.
+  /// regular(bins, double(lo), double(hi)) whose range is also kept exactly: a 64-bit integer
+  /// sample is kept when lo <= x <= hi, compared before any rounding (numpy.histogram with an
+  /// integer range), and a kept sample is then binned by the f64 edges. Other samples, and
+  /// edges(), are as regular's.
+  static axis regular_exact(std::int64_t bins, integer_value lo, integer_value hi);
+
+  /// Arbitrary edges: at least two, non-decreasing, not NaN; the first and last may be infinite
+  /// (a repeated edge makes an empty bin, and a repeated last edge a bin [e, e] of the values
+  /// equal to e, as numpy.histogram); bins = edges.size() - 1.
   static axis variable(std::vector<double> edges);
+
+  /// Integer edges, compared exactly with 64-bit integer samples of the same signedness (and
+  /// with the other samples after rounding to double, as numpy compares them): non-decreasing;
+  /// edges() gives them rounded to double.
+  static axis variable_integers(std::vector<std::int64_t> edges);
+  static axis variable_integers(std::vector<std::uint64_t> edges);
 
   /// One bin per integer in [lo, hi): bins = hi - lo (numpy's bincount is integer(0, max+1)).
   /// A floating-point sample x counts in bin floor(x) - lo.
@@ -53,18 +90,30 @@ class axis {
   double regular_hi() const { return hi_; }
   const std::vector<double>& variable_edges() const { return edges_; }
   std::int64_t integer_lo() const { return int_lo_; }
+  /// variable_integers' edges as given (their bits, for unsigned ones; empty for other axes).
+  const std::vector<std::int64_t>& integer_edges() const { return int_edges_; }
+  bool integer_edges_unsigned() const { return int_edges_unsigned_; }
+  /// regular_exact's range (false for other axes).
+  bool has_exact_range() const { return exact_range_; }
+  integer_value exact_lo() const { return exact_lo_; }
+  integer_value exact_hi() const { return exact_hi_; }
 
   friend bool operator==(const axis& a, const axis& b);
   friend bool operator!=(const axis& a, const axis& b) { return !(a == b); }
 
  private:
   axis() = default;
+  template <class I> static axis integer_edged(const std::vector<I>& edges);
   axis_kind kind_ = axis_kind::regular;
   dtype edge_type_ = dtype::f64;
   std::int64_t bins_ = 0;
   double lo_ = 0, hi_ = 0;        // regular
   std::vector<double> edges_;     // variable
   std::int64_t int_lo_ = 0;       // integer
+  std::vector<std::int64_t> int_edges_;  // variable_integers
+  bool int_edges_unsigned_ = false;
+  bool exact_range_ = false;  // regular_exact
+  integer_value exact_lo_, exact_hi_;
 };
 
 }  // namespace tally

@@ -89,7 +89,7 @@ def test_streaming_errors():
         tally.axis.regular(0, 0, 1)
     with pytest.raises(ValueError, match="lo"):
         tally.axis.regular(4, 1, 0)
-    with pytest.raises(ValueError, match="increasing"):
+    with pytest.raises(ValueError, match="decrease"):
         tally.axis.variable([0, 2, 1])
     with pytest.raises(ValueError):
         tally.axis.integer(3, 3)

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <tuple>
+#include <utility>
 #include <sstream>
 #include <string>
 
@@ -82,6 +85,60 @@ void set_fast32(regular_rule& r) {
   r.fast32 = true;
 }
 
+/// The least v of I with pred(v), for a pred false then true over I's order, or none.
+template <class I, class Pred> std::optional<I> least_with(Pred pred) {
+  I lo = std::numeric_limits<I>::min(), hi = std::numeric_limits<I>::max();
+  if (!pred(hi)) return std::nullopt;
+  while (lo != hi) {  // pred(hi); the midpoint in unsigned arithmetic, which cannot overflow
+    const auto span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo);
+    const auto mid = static_cast<I>(static_cast<std::uint64_t>(lo) + span / 2);
+    if (pred(mid)) hi = mid;
+    else lo = static_cast<I>(mid + 1);
+  }
+  return lo;
+}
+
+template <class I> constexpr std::pair<I, I> kept_none{std::numeric_limits<I>::max(), std::numeric_limits<I>::min()};
+
+/// The 64-bit integer samples of type I that compare with [first, last] after rounding to
+/// double, as numpy compares them with a float range.
+template <class I> std::pair<I, I> rounded_bounds(double first, double last) {
+  const auto lo = least_with<I>([&](I v) { return static_cast<double>(v) >= first; });
+  const auto above = least_with<I>([&](I v) { return static_cast<double>(v) > last; });
+  if (!lo || (above && *above == std::numeric_limits<I>::min())) return kept_none<I>;
+  return {*lo, above ? static_cast<I>(*above - 1) : std::numeric_limits<I>::max()};
+}
+
+/// An exact integer clamped into I's range: (value, below I's range, above it).
+template <class I> I clamp_to(integer_value v, bool& below, bool& above) {
+  below = above = false;
+  if (v.negative) {
+    if constexpr (std::is_unsigned_v<I>) {
+      below = true;
+      return 0;
+    } else {
+      if (v.magnitude > std::uint64_t{1} << 63) {
+        below = true;
+        return std::numeric_limits<I>::min();
+      }
+      return static_cast<I>(std::uint64_t{0} - v.magnitude);
+    }
+  }
+  if (v.magnitude > static_cast<std::uint64_t>(std::numeric_limits<I>::max())) {
+    above = true;
+    return std::numeric_limits<I>::max();
+  }
+  return static_cast<I>(v.magnitude);
+}
+
+/// [lo, hi] within I (numpy's exact comparison of integer samples with an integer range).
+template <class I> std::pair<I, I> exact_bounds(integer_value lo, integer_value hi) {
+  bool lo_below, lo_above, hi_below, hi_above;
+  const I l = clamp_to<I>(lo, lo_below, lo_above), h = clamp_to<I>(hi, hi_below, hi_above);
+  if (lo_above || hi_below) return kept_none<I>;
+  return {l, h};
+}
+
 }  // namespace
 
 regular_rule make_regular_rule(const axis& a, const double* table) {
@@ -98,14 +155,36 @@ regular_rule make_regular_rule(const axis& a, const double* table) {
   r.table = table;
   r.guard = guard_of(r);
   set_fast32(r);
+  if (a.has_exact_range()) {
+    std::tie(r.keep.lo_s, r.keep.hi_s) = exact_bounds<std::int64_t>(a.exact_lo(), a.exact_hi());
+    std::tie(r.keep.lo_u, r.keep.hi_u) = exact_bounds<std::uint64_t>(a.exact_lo(), a.exact_hi());
+  } else {
+    std::tie(r.keep.lo_s, r.keep.hi_s) = rounded_bounds<std::int64_t>(r.first, r.last);
+    std::tie(r.keep.lo_u, r.keep.hi_u) = rounded_bounds<std::uint64_t>(r.first, r.last);
+  }
   return r;
 }
+
+namespace {
+
+/// Buckets narrow the search where the outer edges are finite and apart.
+bool bucketed(const axis& a) {
+  const auto& e = a.variable_edges();
+  const double width = e.back() - e.front();
+  return std::isfinite(width) && width > 0;
+}
+
+}  // namespace
 
 variable_rule make_variable_rule(const axis& a, const std::vector<std::int64_t>* buckets) {
   variable_rule r;
   r.edges = a.variable_edges().data();
   r.bins = a.bins();
-  if (buckets) {
+  if (!a.integer_edges().empty()) {
+    r.int_edges = a.integer_edges().data();
+    r.int_unsigned = a.integer_edges_unsigned();
+  }
+  if (buckets && !buckets->empty()) {
     r.buckets = buckets->data();
     r.bucket_count = static_cast<std::int64_t>(buckets->size()) - 1;
     r.bucket_scale = static_cast<double>(r.bucket_count) / (r.edges[r.bins] - r.edges[0]);
@@ -114,6 +193,7 @@ variable_rule make_variable_rule(const axis& a, const std::vector<std::int64_t>*
 }
 
 std::vector<std::int64_t> variable_buckets(const axis& a) {
+  if (!bucketed(a)) return {};
   const variable_rule exact = make_variable_rule(a);
   const std::int64_t count = variable_bucket_count(a.bins());
   const double lo = exact.edges[0], hi = exact.edges[exact.bins];
@@ -144,6 +224,9 @@ float float_of(std::int64_t key) {
 
 variable_rule32 make_variable_rule32(const axis& a, std::vector<float>& edges, std::vector<bucket32>& buckets) {
   constexpr float inf = std::numeric_limits<float>::infinity();
+  edges.clear();
+  buckets.clear();
+  if (!bucketed(a)) return {};  // bucket_count 0: not usable, the f64 rule serves
   const std::vector<double>& e = a.variable_edges();
   edges.resize(e.size());
   for (std::size_t k = 0; k < e.size(); ++k) {
@@ -217,7 +300,8 @@ std::int64_t table_bytes(const axis& a) {
   switch (a.kind()) {
     case axis_kind::regular: return edges;
     case axis_kind::variable:
-      return edges + static_cast<std::int64_t>(sizeof(std::int64_t)) * (variable_bucket_count(a.bins()) + 1);
+      return edges * (a.integer_edges().empty() ? 1 : 2) +
+             static_cast<std::int64_t>(sizeof(std::int64_t)) * (variable_bucket_count(a.bins()) + 1);
     case axis_kind::integer: return 0;
   }
   return 0;
@@ -293,17 +377,26 @@ axis axis::regular(std::int64_t bins, double lo, double hi, dtype edge_type) {
   return a;
 }
 
+axis axis::regular_exact(std::int64_t bins, integer_value lo, integer_value hi) {
+  const auto as_double = [](integer_value v) {
+    const auto m = static_cast<double>(v.magnitude);
+    return v.negative ? -m : m;
+  };
+  axis a = regular(bins, as_double(lo), as_double(hi));
+  a.exact_range_ = true;
+  a.exact_lo_ = lo;
+  a.exact_hi_ = hi;
+  return a;
+}
+
 axis axis::variable(std::vector<double> edges) {
   if (edges.size() < 2)
     throw error("variable axis: needs at least 2 edges, got " + std::to_string(edges.size()));
   for (std::size_t i = 0; i < edges.size(); ++i) {
-    if (!std::isfinite(edges[i]))
-      throw error("variable axis: edge " + std::to_string(i) + " is " + str(edges[i]) +
-                  ", edges must be finite");
-    if (i > 0 && !(edges[i - 1] < edges[i]))
-      throw error("variable axis: edges must be strictly increasing, but edge " +
-                  std::to_string(i - 1) + " = " + str(edges[i - 1]) + " and edge " +
-                  std::to_string(i) + " = " + str(edges[i]));
+    if (std::isnan(edges[i])) throw error("variable axis: edge " + std::to_string(i) + " is NaN");
+    if (i > 0 && !(edges[i - 1] <= edges[i]))
+      throw error("variable axis: edges must not decrease, but edge " + std::to_string(i - 1) + " = " +
+                  str(edges[i - 1]) + " and edge " + std::to_string(i) + " = " + str(edges[i]));
   }
   axis a;
   a.kind_ = axis_kind::variable;
@@ -311,6 +404,21 @@ axis axis::variable(std::vector<double> edges) {
   a.edges_ = std::move(edges);
   return a;
 }
+
+template <class I> axis axis::integer_edged(const std::vector<I>& edges) {
+  for (std::size_t i = 1; i < edges.size(); ++i)
+    if (edges[i - 1] > edges[i])
+      throw error("variable axis: edges must not decrease, but edge " + std::to_string(i - 1) + " = " +
+                  std::to_string(edges[i - 1]) + " and edge " + std::to_string(i) + " = " + std::to_string(edges[i]));
+  axis a = variable(std::vector<double>(edges.begin(), edges.end()));  // rounding keeps the order
+  a.int_edges_.resize(edges.size());
+  std::memcpy(a.int_edges_.data(), edges.data(), edges.size() * sizeof(I));
+  a.int_edges_unsigned_ = std::is_unsigned_v<I>;
+  return a;
+}
+
+axis axis::variable_integers(std::vector<std::int64_t> edges) { return integer_edged(edges); }
+axis axis::variable_integers(std::vector<std::uint64_t> edges) { return integer_edged(edges); }
 
 axis axis::integer(std::int64_t lo, std::int64_t hi) {
   if (!(lo < hi))
@@ -363,8 +471,10 @@ std::vector<double> axis::widths() const {
 }
 
 bool operator==(const axis& a, const axis& b) {
-  return a.kind_ == b.kind_ && a.bins_ == b.bins_ && a.edge_type_ == b.edge_type_ &&
-         a.lo_ == b.lo_ && a.hi_ == b.hi_ && a.edges_ == b.edges_ && a.int_lo_ == b.int_lo_;
+  return a.kind_ == b.kind_ && a.bins_ == b.bins_ && a.edge_type_ == b.edge_type_ && a.lo_ == b.lo_ &&
+         a.hi_ == b.hi_ && a.edges_ == b.edges_ && a.int_lo_ == b.int_lo_ && a.int_edges_ == b.int_edges_ &&
+         a.int_edges_unsigned_ == b.int_edges_unsigned_ && a.exact_range_ == b.exact_range_ &&
+         a.exact_lo_ == b.exact_lo_ && a.exact_hi_ == b.exact_hi_;
 }
 
 }  // namespace tally

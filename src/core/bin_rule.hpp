@@ -30,6 +30,21 @@ TALLY_HD double round_edge(double e, edge_rounding r) {
   }
 }
 
+/// Which 64-bit integer samples a regular axis keeps: those in [lo, hi] of their own type (none
+/// where lo > hi). numpy compares integer samples with the range before rounding them; a kept
+/// sample rounds to within [first, last], so the f64 rule then bins it.
+struct integer_keep {
+  std::int64_t lo_s = 0, hi_s = -1;
+  std::uint64_t lo_u = 1, hi_u = 0;
+
+  template <class T> TALLY_HD_HOT std::int64_t drop(T v) const {
+    if constexpr (std::is_signed_v<T>) return v < lo_s ? bin_underflow : v > hi_s ? bin_overflow : 0;
+    else return v < lo_u ? bin_underflow : v > hi_u ? bin_overflow : 0;
+  }
+};
+
+template <class T> constexpr bool is_wide_integer = std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::uint64_t>;
+
 /// numpy.linspace(lo, hi, bins + 1) rounded to the edge type, and the index rule over it.
 /// The index is first estimated arithmetically and then corrected against the edges, so the
 /// answer is exactly "the bin whose edges hold x", as numpy.histogram's correction step.
@@ -53,6 +68,13 @@ struct regular_rule {
   /// the bin, anything else takes the f64 rule.
   bool fast32 = false;
   float first32 = 0, last32 = 0, scale32 = 0, guard32 = 1, upper32 = 0;
+  integer_keep keep;  // 64-bit integer samples: kept exactly, then binned as doubles
+
+  /// The bin of a 64-bit integer sample: the exact range test, then the f64 rule.
+  template <class T, class Edges> TALLY_HD std::int64_t locate_wide(T v, const Edges& edge_at) const {
+    const std::int64_t dropped = keep.drop(v);
+    return dropped ? dropped : locate(static_cast<double>(v), edge_at);
+  }
 
   TALLY_HD double computed_edge(std::int64_t k) const {
     if (k == bins) return last;
@@ -67,16 +89,34 @@ struct regular_rule {
   template <class Edges> TALLY_HD_HOT std::int64_t locate(double x, const Edges& edge_at) const {
     if (!(x >= first)) return x != x ? bin_nan : bin_underflow;
     if (x > last) return bin_overflow;
-    const double t = (x - first) * scale;  // estimate, >= 0
-    std::int64_t i = static_cast<std::int64_t>(t);
-    if (i < bins) {
+    // The estimate, >= 0; NaN or inf where the range is so narrow that `scale` overflowed
+    // (both fail the comparison, so never cast: the cast of either is undefined).
+    const double t = (x - first) * scale;
+    std::int64_t i = bins - 1;
+    if (t < static_cast<double>(bins)) {
+      i = static_cast<std::int64_t>(t);
       const double f = t - static_cast<double>(i);
       if (f > guard && f < 1.0 - guard) return i;  // edge_i < x < edge_(i+1), by the bound
     }
-    if (i > bins - 1) i = bins - 1;
-    while (x < edge_at(i)) --i;  // stops at 0: edge 0 is `first` <= x
-    while (i < bins - 1 && x >= edge_at(i + 1)) ++i;
-    return i;
+    // One step either way settles an estimate within a bin of the answer (every rule whose
+    // scale is finite); a search settles any other.
+    if (x < edge_at(i)) {  // i > 0: edge 0 is `first` <= x
+      if (x >= edge_at(--i)) return i;
+      return last_at_most(x, 0, i - 1, edge_at);
+    }
+    if (i == bins - 1 || x < edge_at(i + 1)) return i;
+    if (++i == bins - 1 || x < edge_at(i + 1)) return i;
+    return last_at_most(x, i + 1, bins - 1, edge_at);
+  }
+  /// The last k in [a, b] with edge k <= x, given edge a <= x (bisection).
+  template <class Edges>
+  TALLY_HD static std::int64_t last_at_most(double x, std::int64_t a, std::int64_t b, const Edges& edge_at) {
+    while (a < b) {
+      const std::int64_t mid = b - (b - a) / 2;  // > a
+      if (x >= edge_at(mid)) a = mid;
+      else b = mid - 1;
+    }
+    return a;
   }
   TALLY_HD_HOT std::int64_t index_with_table(double x) const {
     return locate(x, [this](std::int64_t k) { return table[k]; });
@@ -84,6 +124,10 @@ struct regular_rule {
   TALLY_HD_HOT std::int64_t index(double x) const {
     if (table) return index_with_table(x);
     return locate(x, [this](std::int64_t k) { return computed_edge(k); });
+  }
+  template <class T, std::enable_if_t<is_wide_integer<T>, int> = 0> TALLY_HD std::int64_t index(T v) const {
+    if (table) return locate_wide(v, [this](std::int64_t k) { return table[k]; });
+    return locate_wide(v, [this](std::int64_t k) { return computed_edge(k); });
   }
   /// The bin of an f32 sample, given an accessor for the edges: the f32 rule where fast32 holds,
   /// else the f64 rule.
@@ -129,14 +173,39 @@ struct regular_rule {
   }
 };
 
-/// Arbitrary strictly increasing edges: binary search, narrowed first by an optional bucket
-/// table over [e_0, e_B] (bucket j holds the bins of values near e_0 + j / bucket_scale).
+/// The bin of x among non-decreasing edges e[0..bins] of x's own type, compared exactly: the
+/// last k < bins with e[k] <= x, x == e[bins] in the last bin.
+template <class T> TALLY_HD std::int64_t exact_index(T x, const T* e, std::int64_t bins) {
+  if (x < e[0]) return bin_underflow;
+  if (x >= e[bins]) return x == e[bins] ? bins - 1 : bin_overflow;
+  std::int64_t lo = 0, hi = bins;  // e[lo] <= x < e[hi]
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (x >= e[mid]) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/// Arbitrary non-decreasing edges (the outer ones may be infinite): binary search, narrowed
+/// first by an optional bucket table over [e_0, e_B] where both are finite (bucket j holds the
+/// bins of values near e_0 + j / bucket_scale). Equal edges need no care: the search finds the
+/// last edge <= x, and x == e_B the last bin, which is numpy's rule for repeated edges.
 struct variable_rule {
   const double* edges = nullptr;  // bins + 1
   std::int64_t bins = 0;
   const std::int64_t* buckets = nullptr;  // bucket_count + 1 entries: the bin of each boundary
   std::int64_t bucket_count = 0;
   double bucket_scale = 0;  // bucket_count / (e_B - e_0)
+  /// Integer edges (variable_integers), for 64-bit integer samples of their signedness.
+  const std::int64_t* int_edges = nullptr;
+  bool int_unsigned = false;
+
+  template <class T, std::enable_if_t<is_wide_integer<T>, int> = 0> TALLY_HD std::int64_t index(T v) const {
+    if (int_edges && int_unsigned == std::is_unsigned_v<T>)
+      return exact_index(v, reinterpret_cast<const T*>(int_edges), bins);
+    return index(static_cast<double>(v));
+  }
 
   TALLY_HD_HOT std::int64_t index(double x) const {
     if (!(x >= edges[0])) return x != x ? bin_nan : bin_underflow;
@@ -276,7 +345,7 @@ template <class T> TALLY_HD_HOT std::int64_t integer_index(const integer_rule& r
 struct regular_binner {
   regular_rule rule;
   template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const {
-    if constexpr (std::is_same_v<T, float>) return rule.index(v);
+    if constexpr (std::is_same_v<T, float> || is_wide_integer<T>) return rule.index(v);
     else return rule.index(sample_traits<T>::to_value(v));
   }
 };
@@ -285,13 +354,15 @@ struct regular_table_binner {
   regular_rule rule;
   template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const {
     if constexpr (std::is_same_v<T, float>) return rule.index_with_table(v);
+    else if constexpr (is_wide_integer<T>) return rule.locate_wide(v, [this](std::int64_t k) { return rule.table[k]; });
     else return rule.index_with_table(sample_traits<T>::to_value(v));
   }
 };
 struct variable_binner {
   variable_rule rule;
   template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const {
-    return rule.index(sample_traits<T>::to_value(v));
+    if constexpr (is_wide_integer<T>) return rule.index(v);
+    else return rule.index(sample_traits<T>::to_value(v));
   }
 };
 struct integer_binner {

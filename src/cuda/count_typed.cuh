@@ -675,7 +675,7 @@ template <class... Ts, class F> bool with_typed_binner(dtype sample, const devic
         f(tag, fast32_binner{axis.regular.rule});
         return true;
       }
-      if (axis.kind == axis_kind::variable) {
+      if (axis.kind == axis_kind::variable && axis.variable32.bucket_count > 0) {  // 0: not usable
         f(tag, variable32_binner{axis.variable32});
         return true;
       }

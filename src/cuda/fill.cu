@@ -87,6 +87,7 @@ rules::rules(const std::vector<axis>& list) {
         offsets.push_back(append(tables, buckets));
         offsets.push_back(append(tables, edges32));
         offsets.push_back(append(tables, buckets32));
+        offsets.push_back(append(tables, a.integer_edges()));
         break;
       }
       case axis_kind::integer:
@@ -104,12 +105,21 @@ void rules::point_at(const std::uint64_t* device_tables) {
       case axis_kind::regular:
         da.regular.rule.table = reinterpret_cast<const double*>(device_tables + offsets[t++]);
         break;
-      case axis_kind::variable:
+      case axis_kind::variable: {
+        // Each table's place; the optional ones (buckets, the f32 rule, integer edges) only
+        // where the host rule has them.
+        const auto at = [&](auto* host) { return host ? device_tables + offsets[t] : nullptr; };
         da.variable.rule.edges = reinterpret_cast<const double*>(device_tables + offsets[t++]);
-        da.variable.rule.buckets = reinterpret_cast<const std::int64_t*>(device_tables + offsets[t++]);
-        da.variable32.edges = reinterpret_cast<const float*>(device_tables + offsets[t++]);
-        da.variable32.buckets = reinterpret_cast<const bucket32*>(device_tables + offsets[t++]);
+        da.variable.rule.buckets = reinterpret_cast<const std::int64_t*>(at(da.variable.rule.buckets));
+        ++t;
+        da.variable32.edges = reinterpret_cast<const float*>(at(da.variable32.edges));
+        ++t;
+        da.variable32.buckets = reinterpret_cast<const bucket32*>(at(da.variable32.buckets));
+        ++t;
+        da.variable.rule.int_edges = reinterpret_cast<const std::int64_t*>(at(da.variable.rule.int_edges));
+        ++t;
         break;
+      }
       case axis_kind::integer:
         break;
     }

@@ -103,8 +103,8 @@ TEST(Errors, BadOptions) {
 TEST(Errors, LibraryErrorsAreReported) {
   scratch dir;
   write_bytes(dir.path("a.npy"), npy("<f8", {2}, std::string(16, '\0')));
-  // The library checks edges: not strictly increasing.
-  expect_failure(dir, {dir.path("a.npy"), "--edges", "0,1,1,2"}, kFailure, "increasing", {"a.npy"});
+  // The library checks edges: decreasing.
+  expect_failure(dir, {dir.path("a.npy"), "--edges", "0,2,1"}, kFailure, "must not decrease", {"a.npy"});
 }
 
 TEST(Errors, WeightsThatDoNotFit) {

@@ -23,6 +23,11 @@ FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
 NUMPY_NAMES = {t: name for name, t in _NAMES.items()}
 
 
+def sample_type_of(np_dtype):
+    """tally's sample type name for a numpy dtype, or None."""
+    return _NAMES.get(np.dtype(np_dtype).name)
+
+
 def _torch():
     return sys.modules.get("torch")
 

@@ -50,7 +50,8 @@ def regular(src, n, range):
     bin_type = np.result_type(first, last, np.empty(0, src.np_dtype))
     if np.issubdtype(bin_type, np.integer) or bin_type == np.bool_:
         bin_type = np.result_type(bin_type, float)
-    return _regular_cached(n, _key(first), _key(last), bin_type.str)
+    edges, out_dtype, axis = _regular_cached(n, _key(first), _key(last), bin_type.str)
+    return edges, out_dtype, exact_range(axis, src, first, last)
 
 
 def _key(value):
@@ -84,10 +85,10 @@ def _regular_cached(n, first_key, last_key, bin_type_str):
         except ValueError:
             pass
     if axis is None:
-        axis, fix = from_array(edges)
-        if fix is not None:
+        if not np.isfinite(edges).all():
             raise ValueError(f"tally: the edges of {n} bins over [{first}, {last}] overflow "
                              f"{bin_type.name}")
+        axis = from_array(edges)
     return edges, None, axis
 
 
@@ -98,58 +99,37 @@ def check_monotonic(edges, message):
     return edges
 
 
-class Fixup:
-    """How the cells of an axis built from numpy edges map back to numpy's bins: numpy allows
-    repeated edges (empty bins, except a repeated last edge, whose bin holds the values equal to
-    it) and an infinite first or last edge; tally's axes need finite, strictly increasing edges.
-    An infinite end edge becomes the largest finite double, and the infinite samples, which then
-    fall outside, are taken from the flow counters (so only 1-D histograms may have them)."""
-
-    __slots__ = ("take", "keep", "add_underflow", "add_overflow")
-
-    def __init__(self, take, keep, add_underflow, add_overflow):
-        self.take, self.keep = take, keep
-        self.add_underflow, self.add_overflow = add_underflow, add_overflow
-
-    @property
-    def needs_flow(self):
-        return self.add_underflow or self.add_overflow
-
-    def apply(self, values, axis=0, flow=None):
-        """numpy's bins along `axis` of host `values` from tally's cells (and flow counts)."""
-        shape = [1] * values.ndim
-        shape[axis] = self.keep.size
-        out = np.take(values, self.take, axis=axis) * self.keep.reshape(shape).astype(values.dtype)
-        if self.add_underflow:
-            out[np.argmax(self.keep)] += flow[0]
-        if self.add_overflow:
-            out[-1] += flow[1]
-        return out
+_WIDE_INTEGERS = ("i64", "u64")
+_U64_MAX = (1 << 64) - 1
 
 
-def from_array(edges):
-    """A tally axis for numpy edges (non-decreasing, any dtype): (axis, Fixup or None)."""
-    e = np.asarray(edges, dtype=np.float64)
+def _is_integer(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def exact_range(axis, src, first, last):
+    """numpy compares 64-bit integer samples with an integer range exactly, before rounding
+    them to float64: the axis whose range does so (its edges are the same)."""
+    if src.type not in _WIDE_INTEGERS or axis.kind != "regular" or not (_is_integer(first) and _is_integer(last)):
+        return axis
+    lo, hi = int(first), int(last)
+    return _tally.Axis.regular_exact(axis.bins, lo < 0, min(abs(lo), _U64_MAX), hi < 0, min(abs(hi), _U64_MAX))
+
+
+def from_array(edges, sample_type=None):
+    """A tally axis for numpy edges (non-decreasing, any dtype; repeated and infinite edges
+    are binned as numpy bins them). Integer edges compare exactly with 64-bit integer samples
+    where numpy compares them as integers (the result type of the two is an integer type)."""
+    e = np.asarray(edges)
     if e.ndim != 1 or e.size < 2:
         raise ValueError("`bins` must have at least 2 edges, when an array")
+    if (sample_type in _WIDE_INTEGERS and e.dtype.kind in "iu"
+            and np.result_type(e.dtype, np.dtype(_NUMPY_INTEGERS[sample_type])).kind in "iu"):
+        return _tally.Axis.variable_integers(np.ascontiguousarray(e, np.uint64 if e.dtype.kind == "u" else np.int64))
+    e = np.ascontiguousarray(e, dtype=np.float64)
     if np.isnan(e).any():
         raise ValueError("tally: bin edges must not be NaN")
-    if np.all(np.isfinite(e)) and np.all(e[:-1] < e[1:]):
-        return _tally.Axis.variable(np.ascontiguousarray(e)), None
-    largest = np.finfo(np.float64).max
-    add_underflow, add_overflow = bool(e[0] == -np.inf), bool(e[-1] == np.inf)
-    inner = np.clip(e, -largest, largest)  # monotonic: inner infinities repeat an end edge
-    unique = np.unique(inner)
-    keep = inner[:-1] < inner[1:]
-    take = np.searchsorted(unique, inner[:-1])
-    if inner[-2] == inner[-1]:
-        if add_overflow:
-            keep[-1] = False  # the bin [inf, inf]: only the overflow (x == inf) goes there
-        else:
-            # A last bin [e, e] holds exactly the values equal to e: give it a cell of its own.
-            unique = np.append(unique, np.nextafter(unique[-1], np.inf))
-            take[-1], keep[-1] = unique.size - 2, True
-    if unique.size < 2:
-        unique = np.append(unique, np.nextafter(unique[-1], np.inf))
-    take = np.minimum(take, unique.size - 2)
-    return _tally.Axis.variable(unique), Fixup(take, keep, add_underflow, add_overflow)
+    return _tally.Axis.variable(e)
+
+
+_NUMPY_INTEGERS = {"i64": "int64", "u64": "uint64"}

@@ -8,16 +8,16 @@ import warnings
 import numpy as np
 
 from . import _edges, _tally
-from ._arrays import (FLOAT_TYPES, NUMPY_NAMES, Source, _cupy, _torch, backend_for, operator_index, same_device,
+from ._arrays import (FLOAT_TYPES, NUMPY_NAMES, Source, sample_type_of, _cupy, _torch, backend_for, operator_index, same_device,
                       to_host)
 
 _range = builtins.range
 
 
-def fill(axes, columns, weights, src, strategy, device, flow=False):
+def fill(axes, columns, weights, src, strategy, device):
     """The one place that runs a one-shot fill: a histogram over `axes` from `columns`
-    (Sources, one per axis) and optional `weights`; returns (values as src's library and
-    device, flow counts or None). Counts int64, weighted sums float64.
+    (Sources, one per axis) and optional `weights`; returns the values as src's library and
+    device. Counts int64, weighted sums float64.
 
     torch and cupy arrays in CUDA memory are counted by tally::device_histogram on the caller's
     current stream, without a host wait, and the cells come back in place as a tensor of that
@@ -25,18 +25,18 @@ def fill(axes, columns, weights, src, strategy, device, flow=False):
     host."""
     backend = backend_for(device, src)
     if src.on_cuda and backend != "cpu" and src.lib in ("torch", "cupy"):
-        return _fill_on_stream(axes, columns, weights, src, strategy, flow)
-    h = _tally.Hist(axes, weights is not None, strategy, backend, flow)
+        return _fill_on_stream(axes, columns, weights, src, strategy)
+    h = _tally.Hist(axes, weights is not None, strategy, backend)
     fill_into(h, columns, weights, src)
-    return src.result(h.values()), (h.flow() if flow else None)
+    return src.result(h.values())
 
 
-def _fill_on_stream(axes, columns, weights, src, strategy, flow):
+def _fill_on_stream(axes, columns, weights, src, strategy):
     _require_cuda(src)
     with _device_of(src, wait=False) as stream:
-        values, counts = _in_layout(
-            lambda c, w: _tally.fill_on_stream(axes, c, w, flow, strategy, stream, src.index), columns, weights)
-        return src.from_dlpack(values), counts
+        values = _in_layout(
+            lambda c, w: _tally.fill_on_stream(axes, c, w, strategy, stream, src.index), columns, weights)
+        return src.from_dlpack(values)
 
 
 def fill_into(h, columns, weights, src):
@@ -121,7 +121,7 @@ def _histogram_input(a):
 
 
 def _edges_for(src, bins, range, weights):
-    """numpy's _get_bin_edges: (host edges, output dtype, axis, Fixup or None)."""
+    """numpy's _get_bin_edges: (host edges, output dtype, axis)."""
     if isinstance(bins, str):
         # numpy's estimators ('auto', 'fd', 'sturges', ...) read every sample: they run in numpy
         # on a host copy, and give the number of equal bins, which then take the path below.
@@ -134,13 +134,12 @@ def _edges_for(src, bins, range, weights):
         if n < 1:
             raise ValueError("`bins` must be positive, when an integer")
         edges, out_dtype, axis = _edges.regular(src, n, range)
-        return edges.copy(), out_dtype, axis, None
+        return edges.copy(), out_dtype, axis
     if np.ndim(bins) == 1:
         edges = _edges.check_monotonic(to_host(bins), "`bins` must increase monotonically, when an array")
         if edges.size < 2:
-            return edges, None, None, None
-        axis, fix = _edges.from_array(edges)
-        return edges, None, axis, fix
+            return edges, None, None
+        return edges, None, _edges.from_array(edges, src.type)
     raise ValueError("`bins` must be 1d, when an array")
 
 
@@ -162,14 +161,11 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, strategy="
     """
     src = _histogram_input(a)
     w = _weights_of(weights, src, "weights should have the same shape as a.")
-    edges, out_dtype, axis, fix = _edges_for(src, bins, range, w)
+    edges, out_dtype, axis = _edges_for(src, bins, range, w)
     if axis is None:  # fewer than two edges: no bins, as numpy
         empty = src.zeros(0, w is not None)
         return (src.result(np.zeros(0)) if density else empty), src.result(edges)
-    needs_flow = fix is not None and fix.needs_flow
-    values, flow = fill([axis], [src], w, src, strategy, device, needs_flow)
-    if fix is not None:
-        values = src.result(fix.apply(to_host(values), 0, flow))
+    values = fill([axis], [src], w, src, strategy, device)
     edges_out = src.result(edges, out_dtype)
     if density:
         widths = src.result(np.array(np.diff(edges), float))
@@ -202,7 +198,9 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=False, *,
     elif len(range) != d:
         raise ValueError("range argument must have one entry per dimension")
 
-    axes, edges, fixes = [], [], []
+    axes, edges = [], []
+    # numpy reads a sequence of columns as one array of their common type.
+    sample_type = columns[0].type if len({c.type for c in columns}) == 1 else _common_type(columns)
     for i in _range(d):
         if np.ndim(bins[i]) == 0:
             if bins[i] < 1:
@@ -215,23 +213,12 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=False, *,
                                        f"`bins[{i}]` must be monotonically increasing, when an array")
         else:
             raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
-        axis, fix = _edges.from_array(e)
-        if fix is not None and fix.needs_flow:
-            raise ValueError("tally.histogramdd: infinite bin edges are supported by "
-                             "tally.histogram only")
-        axes.append(axis)
+        axes.append(_edges.from_array(e, sample_type))
         edges.append(e)
-        fixes.append(fix)
     if w is not None and w.size != (columns[0].size if d else 0):
         raise ValueError("The weights and list don't have the same length.")
 
-    values, _ = fill(axes, columns, w, src, strategy, device)
-    if any(f is not None for f in fixes):
-        host = to_host(values)
-        for i, f in enumerate(fixes):
-            if f is not None:
-                host = f.apply(host, i)
-        values = src.result(host)
+    values = fill(axes, columns, w, src, strategy, device)
     values = values.reshape(tuple(e.size - 1 for e in edges))
     values = values.double() if src.lib == "torch" else values.astype(np.float64)
     if density:
@@ -242,6 +229,14 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=False, *,
             values = values / src.result(np.diff(e).reshape(shape))
         values = values / total
     return values, [src.result(e) for e in edges]
+
+
+def _common_type(columns):
+    """The tally type of numpy's common type of the columns (None where it has none)."""
+    types = [c.np_dtype for c in columns]
+    if any(t is None for t in types):
+        return None
+    return sample_type_of(np.result_type(*types))
 
 
 def _columns_of(sample):
@@ -304,7 +299,7 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
     if lo < 0:
         raise ValueError("'list' argument must have no negative elements")
     axis = _tally.Axis.integer(0, max(int(hi) + 1, minlength))
-    values, _ = fill([axis], [src], w, src, strategy, device)
+    values = fill([axis], [src], w, src, strategy, device)
     return values
 
 
@@ -330,7 +325,7 @@ def histc(input, bins=100, min=0, max=0, *, strategy="automatic", device=None):
         raise ValueError("torch.histc: max must be larger than min")
     edge_type = src.type if src.type in FLOAT_TYPES else "f64"
     axis = _tally.Axis.regular(bins, lo, hi, edge_type)
-    values, _ = fill([axis], [src], None, src, strategy, device)
+    values = fill([axis], [src], None, src, strategy, device)
     out = NUMPY_NAMES[src.type] if src.type in FLOAT_TYPES else "float32"
     if src.lib == "torch":
         return values.to(getattr(_torch(), out))
@@ -353,7 +348,7 @@ def plan(a=None, bins=10, range=None, weights=None, *, dtype=None, n=None,
         sample_type = _tally.sample_type(np.empty(0, dtype)) if not isinstance(dtype, str) else dtype
         count, src, w = int(n), None, weights
         if np.ndim(bins) == 1:
-            axis = _edges.from_array(to_host(bins))[0]
+            axis = _edges.from_array(to_host(bins), sample_type)
         else:
             lo, hi = (0.0, 1.0) if range is None else range
             axis = _tally.Axis.regular(operator_index(bins, "`bins` must be an integer"), lo, hi)

@@ -19,7 +19,7 @@ def regular(bins, lo, hi, edge_type="f64"):
 
 
 def variable(edges):
-    """Arbitrary edges: at least two, finite, strictly increasing."""
+    """Arbitrary edges: at least two, non-decreasing, not NaN (the outer ones may be infinite)."""
     e = np.ascontiguousarray(to_host(edges), dtype=np.float64)
     if e.ndim != 1:
         raise ValueError("variable axis: edges must be 1-D")

@@ -1,0 +1,94 @@
+"""numpy's answers at the bin rule's corners, each a case that once crashed or miscounted: ranges
+so narrow that bins / (hi - lo) overflows, 64-bit integers beyond 2^53 against integer ranges and
+edges, a value one ulp above a repeated last edge, and weighted infinities in infinite bins. On
+the host, and on CUDA tensors where torch finds a GPU (skipped elsewhere)."""
+
+import numpy as np
+import pytest
+
+import tally
+from conftest import assert_same_array
+
+T = 1_700_000_000_000_000_000  # nanoseconds in 2023: doubles there are 256 apart
+TS = np.array([T + 1, T + 300, T + 600])
+
+# (samples, histogram keywords): numpy's result is the expected one.
+CASES = {
+    "subnormal_range": (np.array([1e-320, 2e-320, 3e-320]), dict(bins=1)),
+    "narrow_range_weighted": (np.linspace(0, 1e-308, 1000), dict(bins=10, weights=np.ones(1000))),
+    "narrow_range": (np.linspace(-1e-310, 1e-310, 777), dict(bins=7)),
+    "int_edges": (TS, dict(bins=[T - 1000, T + 2, T + 1000])),
+    "int_range": (TS, dict(bins=2, range=(T + 2, T + 599))),
+    "int_range_weighted": (TS, dict(bins=2, range=(T + 2, T + 599), weights=np.array([1.5, 2.5, 4.0]))),
+    "uint64_edges": (np.array([2**64 - 1, 2**64 - 2, 0], np.uint64), dict(bins=np.array([0, 2**64 - 2], np.uint64))),
+    "uint64_range": (np.array([2**64 - 1, 2**63, 5], np.uint64), dict(bins=3, range=(np.uint64(2**63), np.uint64(2**64 - 2)))),
+    "int64_limits": (np.array([-2**63, 2**63 - 1, 0, -1], np.int64), dict(bins=4, range=(-2**63 + 1, 2**63 - 2))),
+    "repeated_last_edge": (np.array([1.0000000000000002, 1.0, 0.5]), dict(bins=[0., 1., 1.])),
+    "repeated_edges": (np.array([0.0, 1.0, 1.0, 1.5, 2.0, 2.0]), dict(bins=[0., 1., 1., 2., 2.])),
+    "inf_weighted": (np.array([np.inf]), dict(bins=[0, np.inf], weights=[-5.0])),
+    "inf_density": (np.array([np.inf, 3.0, -np.inf]), dict(bins=[-np.inf, 0, np.inf], weights=[-5.0, 2.0, 1.0], density=True)),
+    "inf_both_ends": (np.array([np.inf, -np.inf, 0.0, 7.0]), dict(bins=[-np.inf, -np.inf, 0, np.inf, np.inf])),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_numpy_corner(case):
+    a, kw = CASES[case]
+    want, want_edges = np.histogram(a, **kw)
+    got, edges = tally.histogram(a, **kw)
+    assert_same_array(got, want)
+    assert_same_array(edges, want_edges)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_numpy_corner_streaming(case):
+    """tally.Histogram over the same axes (counts; weights where the case has them)."""
+    a, kw = CASES[case]
+    if kw.get("density"):
+        pytest.skip("density is a function keyword")
+    want = np.histogram(a, **kw)[0]
+    bins = kw["bins"]
+    if np.ndim(bins) == 1:
+        e = np.asarray(bins)
+        axis = tally.axis.variable(e) if e.dtype.kind == "f" else tally._tally.Axis.variable_integers(e)
+    else:
+        lo, hi = kw.get("range", (a.min(), a.max()))
+        axis = tally.axis.regular(bins, lo, hi)
+        if "range" in kw and a.dtype.kind in "iu":
+            axis = tally._edges.exact_range(axis, tally._arrays.Source(a), lo, hi)
+    weights = kw.get("weights")
+    h = tally.Histogram(axis, weighted=weights is not None)
+    if weights is None:
+        h.fill(a)
+    else:
+        h.fill(a, weight=np.asarray(weights, np.float64))
+    np.testing.assert_array_equal(h.values(), want)
+
+
+@pytest.mark.parametrize("y", [np.array([T, T + 3, -5, T + 2]), np.array([np.inf, -np.inf, 0.5, 3.0])])
+def test_histogramdd_integer_and_infinite_edges(y):
+    """numpy compares integer columns with integer edges exactly, unless a float column makes
+    the whole sample float64 (then all of them after rounding)."""
+    x = np.array([T + 1, T + 300, T + 600, T + 2])
+    bins = [np.array([T - 1000, T + 2, T + 1000]),
+            [-np.inf, 0, np.inf] if y.dtype.kind == "f" else np.array([T, T + 2, T + 3])]
+    for sample in ([x, y], np.stack([x, y], axis=1)):
+        want, _ = np.histogramdd(sample, bins=bins)
+        got, _ = tally.histogramdd(sample, bins=bins)
+        assert_same_array(got, want)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_numpy_corner_torch_cuda(case):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available() or not any(b["name"] == "cuda" and b["usable"] for b in tally.backends()):
+        pytest.skip("no CUDA device for tally and torch")
+    a, kw = CASES[case]
+    if a.dtype == np.uint64:
+        pytest.skip("torch has no uint64 CUDA tensors for these values")
+    want = np.histogram(a, **kw)[0]
+    kw = dict(kw)
+    if kw.get("weights") is not None:
+        kw["weights"] = torch.as_tensor(np.asarray(kw["weights"], np.float64), device="cuda")
+    got, _ = tally.histogram(torch.as_tensor(a, device="cuda"), **kw)
+    np.testing.assert_array_equal(got.cpu().numpy(), want)
