@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -154,61 +155,98 @@ nb::dict policy_dict(const tally::policy& p) {
   return d;
 }
 
-/// A new numpy array of `shape` holding a copy of `values`.
-template <class Out, class In>
-nb::ndarray<nb::numpy, Out> numpy_copy(const In* values, const std::vector<std::int64_t>& shape) {
-  std::size_t n = 1;
+/// Cells copied out of a histogram (work that needs no GIL), then handed to numpy as they are.
+template <class Out> struct cell_copy {
+  std::unique_ptr<Out[]> data;
   std::vector<std::size_t> dims;
-  for (auto s : shape) {
-    dims.push_back(static_cast<std::size_t>(s));
-    n *= static_cast<std::size_t>(s);
-  }
-  auto* out = new Out[n == 0 ? 1 : n];
-  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<Out>(values[i]);
-  nb::capsule owner(out, [](void* p) noexcept { delete[] static_cast<Out*>(p); });
-  return nb::ndarray<nb::numpy, Out>(out, dims.size(), dims.data(), owner);
-}
 
-/// tally::histogram for Python: axes and options by name, fills from arrays.
+  template <class In> cell_copy(const In* values, const std::vector<std::int64_t>& shape) {
+    std::size_t n = 1;
+    for (auto s : shape) {
+      dims.push_back(static_cast<std::size_t>(s));
+      n *= static_cast<std::size_t>(s);
+    }
+    data.reset(new Out[n == 0 ? 1 : n]);
+    std::copy(values, values + n, data.get());
+  }
+  /// A numpy array that owns the copy (with the GIL held).
+  nb::ndarray<nb::numpy, Out> to_numpy() {
+    Out* p = data.release();
+    nb::capsule owner(p, [](void* q) noexcept { delete[] static_cast<Out*>(q); });
+    return nb::ndarray<nb::numpy, Out>(p, dims.size(), dims.data(), owner);
+  }
+};
+
+/// tally::histogram for Python: axes and options by name, fills from arrays. Safe from any
+/// thread: every call that reads or changes the cells holds the histogram's lock, taken with
+/// the GIL released (fills run without the GIL, so other Python threads go on meanwhile).
 class py_histogram {
  public:
   py_histogram(std::vector<tally::axis> axes, bool weighted, const std::string& strategy,
                const std::string& backend, bool flow, bool counts32, int threads)
       : h_(std::move(axes), make_options(weighted, strategy, backend_named(backend), flow, counts32, threads)) {}
 
+  /// f(histogram) under the lock, without the GIL.
+  template <class F> decltype(auto) locked(F&& f) const {
+    nb::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return f(h_);
+  }
+  template <class F> decltype(auto) locked(F&& f) {
+    nb::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return f(h_);
+  }
+
   void fill(const std::vector<any_array>& columns, const std::optional<any_array>& weights) {
     const fill_views v(columns, weights);
-    nb::gil_scoped_release release;
-    if (v.weights) h_.fill(v.columns, *v.weights);
-    else h_.fill(v.columns);
+    locked([&](tally::histogram& h) {
+      if (v.weights) h.fill(v.columns, *v.weights);
+      else h.fill(v.columns);
+    });
   }
 
   nb::object values() const {
     const auto shape = h_.shape();
-    if (h_.weighted()) return nb::cast(numpy_copy<double>(h_.sums().data(), shape));
-    if (const auto* c = h_.counts_u64()) return nb::cast(numpy_copy<std::int64_t>(c, shape));
-    return nb::cast(numpy_copy<std::int64_t>(h_.counts_u32(), shape));
+    if (h_.weighted())
+      return nb::cast(locked([&](const tally::histogram& h) { return cell_copy<double>(h.sums().data(), shape); }).to_numpy());
+    return nb::cast(locked([&](const tally::histogram& h) {
+                      if (const auto* c = h.counts_u64()) return cell_copy<std::int64_t>(c, shape);
+                      return cell_copy<std::int64_t>(h.counts_u32(), shape);
+                    }).to_numpy());
   }
 
   nb::object density() const {
-    const auto d = h_.density();
-    return nb::cast(numpy_copy<double>(d.data(), h_.shape()));
+    const auto shape = h_.shape();
+    return nb::cast(locked([&](const tally::histogram& h) { return cell_copy<double>(h.density().data(), shape); }).to_numpy());
   }
 
   std::tuple<std::uint64_t, std::uint64_t, std::uint64_t> flow() const {
-    const auto f = h_.flow();
+    const auto f = locked([](const tally::histogram& h) { return h.flow(); });
     return {f.underflow, f.overflow, f.nan};
+  }
+
+  std::uint64_t samples() const {
+    return locked([](const tally::histogram& h) { return h.samples(); });
+  }
+
+  void reset() {
+    locked([](tally::histogram& h) { h.reset(); });
   }
 
   nb::dict plan(const std::string& type, std::int64_t n) const {
     return policy_dict(h_.plan_for(tally::dtype_from_name(type), n));
   }
 
+  /// The histogram, for calls that hold the lock themselves (lock()) or read what never changes
+  /// (axes, shape, options).
   tally::histogram& get() { return h_; }
   const tally::histogram& get() const { return h_; }
+  std::mutex& lock() { return mutex_; }
 
  private:
   tally::histogram h_;
+  mutable std::mutex mutex_;
 };
 
 /// A one-shot fill of samples in CUDA memory, enqueued on the caller's stream with no host wait:
@@ -243,7 +281,7 @@ nb::object fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_a
 }
 
 nb::ndarray<nb::numpy, double> numpy_edges(const std::vector<double>& e) {
-  return numpy_copy<double>(e.data(), {static_cast<std::int64_t>(e.size())});
+  return cell_copy<double>(e.data(), {static_cast<std::int64_t>(e.size())}).to_numpy();
 }
 
 // ---- the parallel patterns: the package allocates every output in the input's library ----
@@ -415,12 +453,12 @@ NB_MODULE(_tally, m) {
            "axes"_a, "weighted"_a = false, "strategy"_a = "automatic", "backend"_a = "auto",
            "flow"_a = false, "counts32"_a = false, "threads"_a = 0)
       .def("fill", &py_histogram::fill, "columns"_a, "weights"_a = nb::none())
-      .def("reset", [](py_histogram& h) { h.get().reset(); })
+      .def("reset", &py_histogram::reset)
       .def("values", &py_histogram::values)
       .def("density", &py_histogram::density)
       .def("flow", &py_histogram::flow)
       .def("plan", &py_histogram::plan, "sample_type"_a, "n"_a)
-      .def_prop_ro("samples", [](const py_histogram& h) { return h.get().samples(); })
+      .def_prop_ro("samples", &py_histogram::samples)
       .def_prop_ro("weighted", [](const py_histogram& h) { return h.get().weighted(); })
       .def_prop_ro("shape", [](const py_histogram& h) { return h.get().shape(); })
       .def_prop_ro("axes", [](const py_histogram& h) { return h.get().axes(); });
@@ -430,11 +468,14 @@ NB_MODULE(_tally, m) {
 
   m.def("fill_channels", [](std::vector<py_histogram*> per_channel, const any_array& samples, int channels) {
     const tally::view v = one_view(samples, false);
+    nb::gil_scoped_release release;
+    // Every channel's lock, in the list's order (one object's list: always the same order).
+    std::vector<std::unique_lock<std::mutex>> locks;
+    for (auto* h : per_channel) locks.emplace_back(h->lock());
     std::vector<tally::histogram> hs;
     // fill_channels takes the histograms by vector; fill moved copies and move them back.
     for (auto* h : per_channel) hs.push_back(std::move(h->get()));
     try {
-      nb::gil_scoped_release release;
       tally::fill_channels(hs, v, channels);
     } catch (...) {
       for (std::size_t c = 0; c < hs.size(); ++c) per_channel[c]->get() = std::move(hs[c]);

@@ -40,12 +40,10 @@ def test_numpy_corner(case):
     assert_same_array(edges, want_edges)
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", sorted(c for c in CASES if not CASES[c][1].get("density")))
 def test_numpy_corner_streaming(case):
     """tally.Histogram over the same axes (counts; weights where the case has them)."""
     a, kw = CASES[case]
-    if kw.get("density"):
-        pytest.skip("density is a function keyword")
     want = np.histogram(a, **kw)[0]
     bins = kw["bins"]
     if np.ndim(bins) == 1:

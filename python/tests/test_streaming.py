@@ -84,3 +84,65 @@ def test_version_has_one_source():
     cmake = (Path(__file__).resolve().parents[2] / "CMakeLists.txt").read_text()
     assert tally.__version__ == re.search(r"project\(tally VERSION ([0-9.]+)", cmake).group(1)
     assert any(b["name"] == "cpu" and b["usable"] for b in tally.backends())
+
+
+@pytest.mark.parametrize("kind", ["counts", "weighted", "channels"])
+def test_fills_from_many_threads_lose_nothing(rng, kind):
+    """Fills (which run without the GIL) and reads of one Histogram from 8 threads at once: every
+    sample counted once, as one fill of all of them."""
+    import threading
+    chunks = [rng.integers(0, 64, size=(50_000, 3) if kind == "channels" else 50_000, dtype=np.int32)
+              for _ in range(8)]
+    weights = [rng.integers(-3, 4, size=c.shape[0]).astype(np.float64) for c in chunks]
+    axis = tally.axis.integer(0, 64)
+    h = tally.Histogram(axis, weighted=kind == "weighted", channels=3 if kind == "channels" else None)
+    errors = []
+
+    def work(i):
+        try:
+            for _ in range(6):
+                if kind == "weighted":
+                    h.fill(chunks[i], weight=weights[i])
+                else:
+                    h.fill(chunks[i])
+                h.values()
+        except Exception as e:  # noqa: BLE001 (reported below, in the main thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    allx = np.concatenate(chunks * 6)
+    if kind == "channels":
+        want = np.stack([np.bincount(allx[:, c], minlength=64) for c in range(3)])
+    elif kind == "weighted":
+        want = np.bincount(allx, weights=np.concatenate(weights * 6), minlength=64)
+    else:
+        want = np.bincount(allx, minlength=64)
+    np.testing.assert_array_equal(h.values(), want)
+
+
+def test_reset_from_another_thread_leaves_whole_fills(rng):
+    """A reset racing fills leaves the counts of whole fills: the total is a multiple of the
+    chunk, and equals the samples counter."""
+    import threading
+    x = rng.integers(0, 16, size=100_000, dtype=np.int32)
+    h = tally.Histogram(tally.axis.integer(0, 16))
+    done = threading.Event()
+
+    def fill():
+        for _ in range(30):
+            h.fill(x)
+        done.set()
+
+    t = threading.Thread(target=fill)
+    t.start()
+    while not done.is_set():
+        h.reset()
+    t.join()
+    total = int(h.values().sum())
+    assert total % x.size == 0
+    assert total == h.samples

@@ -21,7 +21,8 @@ class Histogram:
     ``weighted=True`` stores float64 sums of ``fill(..., weight=w)``; ``flow=True`` counts the
     samples dropped as underflow, overflow and NaN; ``count_bits=32`` stores 32-bit counts (a
     fill that would overflow one raises). ``strategy``, ``device`` and ``threads`` as in
-    :func:`tally.histogram`."""
+    :func:`tally.histogram`. Every method is safe to call from any thread at once (one lock
+    per histogram)."""
 
     def __init__(self, axes, *, weighted=False, channels=None, flow=False, count_bits=64,
                  strategy="automatic", device=None, threads=0):
