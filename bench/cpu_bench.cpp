@@ -163,7 +163,7 @@ void tally_weighted_i64_f64(benchmark::State& state) {
   for (auto _ : state) {
     h.reset();
     h.fill(tally::make_view(x.data(), kN), tally::make_view(w.data(), kN));
-    benchmark::DoNotOptimize(h.sums().data());
+    benchmark::DoNotOptimize(h.sums_data());
   }
   state.SetLabel(name_of(s));
   report(state, sizeof(std::int64_t) + sizeof(double));

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "axes.hpp"
+#include "core/memory.hpp"
 #include "commands.hpp"
 #include "errors.hpp"
 #include "output.hpp"
@@ -112,10 +113,24 @@ struct chunk_buffer {
   void* data() { return storage.data(); }
 };
 
-/// The histograms: one per channel, or one over all axes (1-D or N-D).
-std::vector<tally::histogram> make_histograms(layout_mode mode,
+/// Bytes a cell costs the report and the outputs beyond its storage: copies of the values and of
+/// the edges (summary, bars, plots: three alive at once), and a text a cell for --out.
+std::uint64_t report_bytes_per_cell(const hist_args& a) { return 24 + (a.out.empty() ? 0 : 48); }
+
+/// The histograms: one per channel, or one over all axes (1-D or N-D); refused with a clear
+/// error, before anything is allocated, where their report would not fit the memory.
+std::vector<tally::histogram> make_histograms(const hist_args& a, layout_mode mode,
                                               const std::vector<tally::axis>& axes,
                                               const tally::options& opts) {
+  std::uint64_t cells = 1;
+  if (mode == layout_mode::channels) {
+    cells = 0;
+    for (const tally::axis& ax : axes) cells += static_cast<std::uint64_t>(ax.bins());
+  } else {
+    for (const tally::axis& ax : axes) cells = tally::detail::times(cells, static_cast<std::uint64_t>(ax.bins()));
+  }
+  tally::detail::ensure_memory(tally::detail::times(cells, report_bytes_per_cell(a)),
+                               "the report of " + std::to_string(cells) + " bins (use fewer bins)");
   std::vector<tally::histogram> hists;
   if (mode == layout_mode::channels) {
     for (const tally::axis& ax : axes) hists.emplace_back(ax, opts);
@@ -185,7 +200,7 @@ int run_hist(const hist_args& a) {
   opts.weighted = weights.has_value();
   std::vector<tally::axis> axes;
   for (int c = 0; c < columns; ++c) axes.push_back(make_axis(specs[c], src, bounds[c]));
-  std::vector<tally::histogram> hists = make_histograms(lay.mode, axes, opts);
+  std::vector<tally::histogram> hists = make_histograms(a, lay.mode, axes, opts);
 
   while (const std::int64_t n = src.reader->read(samples.data(), samples.capacity)) {
     if (!two_passes) extrema_of.add(samples.data(), n);

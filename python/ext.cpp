@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -156,8 +157,13 @@ nb::dict policy_dict(const tally::policy& p) {
 }
 
 /// Cells copied out of a histogram (work that needs no GIL), then handed to numpy as they are.
+/// The copy starts as calloc's zeros and only non-zero cells are written: a huge histogram of
+/// few counts costs memory for those, not for every cell (bad_alloc: MemoryError).
 template <class Out> struct cell_copy {
-  std::unique_ptr<Out[]> data;
+  struct release {
+    void operator()(Out* p) const { std::free(p); }
+  };
+  std::unique_ptr<Out[], release> data;
   std::vector<std::size_t> dims;
 
   template <class In> cell_copy(const In* values, const std::vector<std::int64_t>& shape) {
@@ -166,13 +172,16 @@ template <class Out> struct cell_copy {
       dims.push_back(static_cast<std::size_t>(s));
       n *= static_cast<std::size_t>(s);
     }
-    data.reset(new Out[n == 0 ? 1 : n]);
-    std::copy(values, values + n, data.get());
+    data.reset(static_cast<Out*>(std::calloc(n == 0 ? 1 : n, sizeof(Out))));
+    if (!data) throw std::bad_alloc();
+    Out* out = data.get();
+    for (std::size_t i = 0; i < n; ++i)
+      if (values[i] != In{}) out[i] = static_cast<Out>(values[i]);
   }
   /// A numpy array that owns the copy (with the GIL held).
   nb::ndarray<nb::numpy, Out> to_numpy() {
     Out* p = data.release();
-    nb::capsule owner(p, [](void* q) noexcept { delete[] static_cast<Out*>(q); });
+    nb::capsule owner(p, [](void* q) noexcept { std::free(q); });
     return nb::ndarray<nb::numpy, Out>(p, dims.size(), dims.data(), owner);
   }
 };
@@ -209,7 +218,7 @@ class py_histogram {
   nb::object values() const {
     const auto shape = h_.shape();
     if (h_.weighted())
-      return nb::cast(locked([&](const tally::histogram& h) { return cell_copy<double>(h.sums().data(), shape); }).to_numpy());
+      return nb::cast(locked([&](const tally::histogram& h) { return cell_copy<double>(h.sums_data(), shape); }).to_numpy());
     return nb::cast(locked([&](const tally::histogram& h) {
                       if (const auto* c = h.counts_u64()) return cell_copy<std::int64_t>(c, shape);
                       return cell_copy<std::int64_t>(h.counts_u32(), shape);
@@ -389,6 +398,8 @@ NB_MODULE(_tally, m) {
       std::rethrow_exception(p);
     } catch (const not_one_stride&) {
       PyErr_SetString(layout_error.ptr(), "the array is not one strided sequence of memory");
+    } catch (const tally::memory_error& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
     } catch (const tally::error& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
     }

@@ -75,7 +75,7 @@ TEST(HistogramErrors, NoAxes) { EXPECT_THROW(tally::histogram(std::vector<axis>{
 
 TEST(HistogramErrors, TooManyCellsForMemory) {
   const std::int64_t two62 = std::int64_t{1} << 62;
-  EXPECT_THROW(tally::histogram(axis::integer(0, two62)), tally::error);
+  EXPECT_THROW(tally::histogram(axis::integer(0, two62)), tally::memory_error);
   // 2^32 x 2^32 cells: the product wraps to 0 in 64 bits.
   EXPECT_THROW(tally::histogram(std::vector<axis>{axis::integer(0, std::int64_t{1} << 32),
                                                   axis::integer(0, std::int64_t{1} << 32)}),

@@ -2,6 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <utility>
 #include <vector>
 
 #include "tally/axis.hpp"
@@ -14,6 +17,27 @@ namespace tally {
 namespace detail {
 struct fill_job;
 struct backend_ops;
+
+/// The cells' allocator: calloc's zeros, which cost memory only where they are written (a
+/// histogram of 2^31 cells that a fill touches in a few places holds a few pages), and no
+/// value-initialisation that would write them all again. Storage is made once, at its size.
+template <class T> struct zeroed_allocator {
+  using value_type = T;
+  zeroed_allocator() = default;
+  template <class U> zeroed_allocator(const zeroed_allocator<U>&) {}  // NOLINT: rebinding
+  T* allocate(std::size_t n) {
+    if (void* p = std::calloc(n, sizeof(T))) return static_cast<T*>(p);
+    throw std::bad_alloc();
+  }
+  void deallocate(T* p, std::size_t) { std::free(p); }
+  template <class U> void construct(U*) {}  // value-initialisation: calloc's zeros already
+  template <class U, class A, class... More> void construct(U* p, A&& a, More&&... more) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a), std::forward<More>(more)...);
+  }
+  friend bool operator==(zeroed_allocator, zeroed_allocator) { return true; }
+  friend bool operator!=(zeroed_allocator, zeroed_allocator) { return false; }
+};
+template <class T> using cell_storage = std::vector<T, zeroed_allocator<T>>;
 }  // namespace detail
 
 struct options {
@@ -73,8 +97,10 @@ class histogram {
   /// Direct access to the storage: the pointer for the storage type in use, else nullptr.
   const std::uint64_t* counts_u64() const;
   const std::uint32_t* counts_u32() const;
-  /// Sums of weights (throws for an unweighted histogram).
-  const std::vector<double>& sums() const;
+  /// Sums of weights, a copy (throws for an unweighted histogram).
+  std::vector<double> sums() const;
+  /// The sums in place: the storage, or nullptr for an unweighted histogram.
+  const double* sums_data() const;
   /// Counts or sums as doubles.
   std::vector<double> values() const;
   /// numpy's density: values / bin volume / total, dividing by each axis' widths in axis
@@ -92,6 +118,8 @@ class histogram {
   friend void fill_channels(std::vector<histogram>& per_channel, const view& samples, int channels);
   plan_request request(backend where, dtype t, std::int64_t n, const view* first, const view* weights) const;
   void fill_impl(const std::vector<view>& columns, const view* weights);
+  /// Fresh zero cells of the storage type (checked against the memory this process can have).
+  void allocate();
   /// Checks a fill's arguments and sets `job` (storage, plan) and the backend that runs it.
   void prepare(const std::vector<view>& columns, const view* weights, detail::fill_job& job,
                const detail::backend_ops*& backend);
@@ -99,9 +127,9 @@ class histogram {
   std::vector<axis> axes_;
   options opts_;
   std::int64_t cells_ = 0;
-  std::vector<std::uint64_t> counts64_;
-  std::vector<std::uint32_t> counts32_;
-  std::vector<double> sums_;
+  detail::cell_storage<std::uint64_t> counts64_;
+  detail::cell_storage<std::uint32_t> counts32_;
+  detail::cell_storage<double> sums_;
   flow_counts flow_;
   std::uint64_t samples_ = 0;
 };

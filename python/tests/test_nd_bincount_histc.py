@@ -136,3 +136,22 @@ def test_histc(rng, type_name):
     c = samples(rng, type_name, 1, "uniform")[0]
     got = tally.histc(np.full(10, c), bins=4)
     assert np.array_equal(got, np.histogram(np.full(10, c), bins=4, range=(float(c) - 1, float(c) + 1))[0].astype(out))
+
+
+def test_bincount_of_huge_values_costs_the_cells_it_touches():
+    """numpy.bincount([2**29]) allocates 2**29 zeros that cost memory only where written; so
+    does tally (it grew to gigabytes, or was killed). Too large for the machine: MemoryError."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    x = np.array([2**29, 3, 2**29])
+    got = tally.bincount(x)
+    assert got.shape == (2**29 + 1,) and got[-1] == 2 and got[3] == 1 and got[:10].sum() == 1
+    del got
+    got = tally.bincount(x, weights=[0.5, 1.0, 0.25])
+    assert got[-1] == 0.75 and got[3] == 1.0
+    del got
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 512 * 1024  # KiB
+    with pytest.raises(MemoryError):
+        tally.bincount(np.array([2**50]))
+    with pytest.raises(MemoryError):
+        tally.Histogram(tally.axis.integer(0, 2**50))

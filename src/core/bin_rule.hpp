@@ -37,9 +37,11 @@ struct integer_keep {
   std::int64_t lo_s = 0, hi_s = -1;
   std::uint64_t lo_u = 1, hi_u = 0;
 
+  /// 0 where v is kept, else why it is dropped.
   template <class T> TALLY_HD_HOT std::int64_t drop(T v) const {
-    if constexpr (std::is_signed_v<T>) return v < lo_s ? bin_underflow : v > hi_s ? bin_overflow : 0;
-    else return v < lo_u ? bin_underflow : v > hi_u ? bin_overflow : 0;
+    const bool below = std::is_signed_v<T> ? v < static_cast<T>(lo_s) : v < static_cast<T>(lo_u);
+    const bool above = std::is_signed_v<T> ? v > static_cast<T>(hi_s) : v > static_cast<T>(hi_u);
+    return below ? std::int64_t{bin_underflow} : above ? std::int64_t{bin_overflow} : 0;
   }
 };
 

@@ -1,12 +1,11 @@
 // The histogram object: validates every argument, owns the storage, hands fills to a backend.
-#include <unistd.h>
-
 #include <algorithm>
 #include <limits>
 #include <new>
 #include <string>
 
 #include "core/backend.hpp"
+#include "core/memory.hpp"
 #include "core/rules.hpp"
 #include "tally/histogram.hpp"
 
@@ -104,22 +103,6 @@ view channel_of(const view& samples, int c, int channels) {
 
 namespace {
 
-std::uint64_t physical_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) return std::numeric_limits<std::uint64_t>::max();
-  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
-}
-
-std::int64_t checked_cells(const std::vector<axis>& axes, std::size_t cell_bytes) {
-  const std::int64_t cells = detail::cell_count(axes);
-  const std::uint64_t limit = physical_memory_bytes();
-  if (static_cast<std::uint64_t>(cells) > limit / cell_bytes)
-    throw error("histogram: " + std::to_string(cells) + " cells of " + std::to_string(cell_bytes) +
-                " bytes exceed this machine's memory (" + std::to_string(limit >> 20) + " MiB)");
-  return cells;
-}
-
 /// backend::automatic: the first non-CPU backend that owns the memory, else the CPU.
 const detail::backend_ops& resolve_backend(backend wanted, const std::vector<view>& columns) {
   if (wanted == backend::automatic) {
@@ -154,17 +137,21 @@ histogram::histogram(axis a, options opts) : histogram(std::vector<axis>{std::mo
 histogram::histogram(std::vector<axis> axes, options opts) : axes_(std::move(axes)), opts_(opts) {
   if (opts_.threads < 0)
     throw error("histogram: threads must be >= 0 (0: all), got " + std::to_string(opts_.threads));
-  const std::size_t cell_bytes =
-      opts_.weighted ? sizeof(double)
-                     : (opts_.counts == count_type::u32 ? sizeof(std::uint32_t) : sizeof(std::uint64_t));
-  cells_ = checked_cells(axes_, cell_bytes);
+  cells_ = detail::cell_count(axes_);
+  allocate();
+}
+
+void histogram::allocate() {
+  const auto n = static_cast<std::size_t>(cells_);
+  const std::string what = "a histogram of " + std::to_string(cells_) + " cells";
+  detail::ensure_reservable(detail::times(n, opts_.weighted ? sizeof(double) : opts_.counts == count_type::u32 ? 4 : 8),
+                            what);
   try {
-    const auto n = static_cast<std::size_t>(cells_);
-    if (opts_.weighted) sums_.assign(n, 0.0);
-    else if (opts_.counts == count_type::u32) counts32_.assign(n, 0);
-    else counts64_.assign(n, 0);
+    if (opts_.weighted) sums_ = detail::cell_storage<double>(n);
+    else if (opts_.counts == count_type::u32) counts32_ = detail::cell_storage<std::uint32_t>(n);
+    else counts64_ = detail::cell_storage<std::uint64_t>(n);
   } catch (const std::bad_alloc&) {
-    throw error("histogram: could not allocate " + std::to_string(cells_) + " cells");
+    throw memory_error(what + ": could not allocate its " + std::to_string(cells_) + " cells");
   }
 }
 
@@ -215,9 +202,7 @@ void histogram::fill_impl(const std::vector<view>& columns, const view* weights)
 }
 
 void histogram::reset() {
-  std::fill(counts64_.begin(), counts64_.end(), 0);
-  std::fill(counts32_.begin(), counts32_.end(), 0);
-  std::fill(sums_.begin(), sums_.end(), 0.0);
+  allocate();  // fresh zeros, not a sweep that would write every cell (and cost its memory)
   flow_ = {};
   samples_ = 0;
 }
@@ -230,7 +215,7 @@ std::vector<std::int64_t> histogram::shape() const {
 
 std::vector<std::uint64_t> histogram::counts() const {
   if (opts_.weighted) throw error("counts: this histogram holds weighted sums; use sums()");
-  if (!counts64_.empty()) return counts64_;
+  if (!counts64_.empty()) return std::vector<std::uint64_t>(counts64_.begin(), counts64_.end());
   return std::vector<std::uint64_t>(counts32_.begin(), counts32_.end());
 }
 
@@ -241,13 +226,15 @@ const std::uint32_t* histogram::counts_u32() const {
   return counts32_.empty() ? nullptr : counts32_.data();
 }
 
-const std::vector<double>& histogram::sums() const {
+std::vector<double> histogram::sums() const {
   if (!opts_.weighted) throw error("sums: this histogram holds counts; use counts()");
-  return sums_;
+  return std::vector<double>(sums_.begin(), sums_.end());
 }
 
+const double* histogram::sums_data() const { return sums_.empty() ? nullptr : sums_.data(); }
+
 std::vector<double> histogram::values() const {
-  if (opts_.weighted) return sums_;
+  if (opts_.weighted) return sums();
   std::vector<double> v(static_cast<std::size_t>(cells_));
   for (std::size_t i = 0; i < v.size(); ++i)
     v[i] = counts64_.empty() ? static_cast<double>(counts32_[i]) : static_cast<double>(counts64_[i]);

@@ -15,6 +15,7 @@
 
 #include "core/backend.hpp"
 #include "core/dispatch.hpp"
+#include "core/memory.hpp"
 #include "core/rules.hpp"
 
 namespace tally::detail {
@@ -45,6 +46,18 @@ struct count_sink {
   local_flow flow;
   TALLY_HD_HOT void operator()(std::int64_t k, std::int64_t i) {
     if (k >= 0) ++counters[(k << replica_shift) + (i & ((1 << replica_shift) - 1))];
+    else flow.add(k);
+  }
+};
+
+/// Counts cells straight into the histogram's 64-bit storage (one thread, one copy): for
+/// fills whose cells outnumber their samples, where private copies would cost memory and
+/// time for every cell. A 64-bit count cannot overflow.
+struct direct_sink {
+  std::uint64_t* counts;
+  local_flow flow;
+  TALLY_HD_HOT void operator()(std::int64_t k, std::int64_t) {
+    if (k >= 0) ++counts[k];
     else flow.add(k);
   }
 };
@@ -147,6 +160,7 @@ struct axis_indexer {
   const void* binner = nullptr;
   index_tile_fn index_fn = nullptr;
   run_fn<count_sink> count_fn = nullptr;
+  run_fn<direct_sink> direct_fn = nullptr;
   run_fn<sum_sink> sum_fn = nullptr;
   std::int64_t bins = 0;
 
@@ -182,6 +196,7 @@ struct axis_indexer {
       using T = typename decltype(tag)::type;
       index_fn = &index_tile<T, Binner>;
       count_fn = &run_1d<T, Binner, count_sink>;
+      direct_fn = &run_1d<T, Binner, direct_sink>;
       sum_fn = &run_1d<T, Binner, sum_sink>;
     });
   }
@@ -201,6 +216,7 @@ class job_binner {
     if (axes_.size() == 1) {
       const auto& a = *axes_.front();
       if constexpr (std::is_same_v<Sink, count_sink>) a.count_fn(a.binner, columns_[0], begin, end, sink);
+      else if constexpr (std::is_same_v<Sink, direct_sink>) a.direct_fn(a.binner, columns_[0], begin, end, sink);
       else a.sum_fn(a.binner, columns_[0], begin, end, sink);
       return;
     }
@@ -222,14 +238,39 @@ int thread_count(const policy& p, std::int64_t work_items) {
   return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(p.threads, work_items)));
 }
 
+std::string fill_name(const fill_job& job) { return "a fill of " + std::to_string(job.cells) + " cells"; }
+
+/// The most threads, up to `wanted`, whose private copies of `per_thread` bytes (and `shared`
+/// bytes besides) fit the available memory; 0 where not even one does. Copies of fewer than
+/// kCheckedBytes in all are not checked.
+int threads_that_fit(int wanted, std::uint64_t per_thread, std::uint64_t shared) {
+  const std::uint64_t all = times(per_thread, static_cast<std::uint64_t>(wanted)) + shared;
+  if (all < kCheckedBytes) return wanted;
+  const std::uint64_t room = available_memory();
+  if (room < shared) return 0;
+  return static_cast<int>(std::min<std::uint64_t>(wanted, (room - shared) / std::max<std::uint64_t>(per_thread, 1)));
+}
+
 void fill_counts(const fill_job& job) {
   const job_binner binner(job);
   const int shift = job.plan.replicas == 4 ? 2 : 0;
   const auto cells = static_cast<std::size_t>(job.cells);
-  const int threads = thread_count(job.plan, (job.n + kTile - 1) / kTile);
-  std::vector<std::vector<std::uint32_t>> privates(static_cast<std::size_t>(threads));
+  int threads = thread_count(job.plan, (job.n + kTile - 1) / kTile);
+  // Private u32 copies a thread, and a u64 total: as many threads as fit the memory.
+  threads = threads_that_fit(threads, times(cells << shift, 4), times(cells, 8));
+  if (job.counts64 && (threads <= 1 || cells > static_cast<std::size_t>(job.n))) {
+    direct_sink sink{job.counts64, {}};
+    binner.run(0, job.n, sink);
+    if (job.flow) sink.flow.add_to(*job.flow);
+    return;
+  }
+  if (threads == 0) ensure_memory(times(cells, 12 << shift), fill_name(job) + "'s counts");  // throws
+  // Allocated here, not in the parallel region (where bad_alloc would end the process); zeros
+  // that cost memory only where counted, each copy cleared again as it is merged.
+  std::vector<zeroed_array<std::uint32_t>> privates;
+  for (int t = 0; t < threads; ++t) privates.emplace_back(cells << shift, fill_name(job) + "'s private copies");
+  zeroed_array<std::uint64_t> total(cells, fill_name(job) + "'s total");
   std::vector<local_flow> flows(static_cast<std::size_t>(threads));
-  std::vector<std::uint64_t> total(cells, 0);
 
   const std::int64_t per_pass = kMaxSamplesPerMerge * threads;
   for (std::int64_t pass = 0; pass < job.n; pass += per_pass) {
@@ -237,18 +278,23 @@ void fill_counts(const fill_job& job) {
 #pragma omp parallel num_threads(threads)
     {
       const int t = omp_get_thread_num();
-      auto& counters = privates[static_cast<std::size_t>(t)];
-      counters.assign(cells << shift, 0);
-      count_sink sink{counters.data(), shift, {}};
+      count_sink sink{privates[static_cast<std::size_t>(t)].data(), shift, {}};
       binner.run(pass + pass_n * t / threads, pass + pass_n * (t + 1) / threads, sink);
       flows[static_cast<std::size_t>(t)].add(sink.flow);  // one pass of several
 #pragma omp barrier
 #pragma omp for schedule(static)
       for (std::int64_t k = 0; k < job.cells; ++k) {
         std::uint64_t sum = 0;
-        for (const auto& c : privates)
-          for (std::int64_t r = 0; r < (1 << shift); ++r) sum += c[static_cast<std::size_t>((k << shift) + r)];
-        total[static_cast<std::size_t>(k)] += sum;
+        for (auto& c : privates) {
+          for (std::int64_t r = 0; r < (1 << shift); ++r) {
+            std::uint32_t& v = c[static_cast<std::size_t>((k << shift) + r)];
+            if (v) {  // untouched cells stay unwritten
+              sum += v;
+              v = 0;
+            }
+          }
+        }
+        if (sum) total[static_cast<std::size_t>(k)] += sum;
       }
     }
   }
@@ -265,13 +311,23 @@ void fill_sums(const fill_job& job) {
   const job_binner binner(job);
   const std::int64_t block = job.plan.block;
   const std::int64_t blocks = (job.n + block - 1) / block;
-  const int threads = thread_count(job.plan, blocks);
   const auto cells = static_cast<std::size_t>(job.cells);
   // Many cells: a block touches at most `block` of them; track those instead of sweeping all.
   const bool sparse = job.cells > block;
-  std::vector<std::vector<double>> partials(static_cast<std::size_t>(threads));
+  // A partial (and, sparse, a mark a cell) a thread: as many threads as fit the memory.
+  const int threads = threads_that_fit(thread_count(job.plan, blocks), times(cells, sparse ? 9 : 8), 0);
+  if (threads == 0) ensure_memory(times(cells, sparse ? 9 : 8), fill_name(job) + "'s block sums");  // throws
+  // Allocated here, not in the parallel region (where bad_alloc would end the process).
+  std::vector<zeroed_array<double>> partials;
+  std::vector<zeroed_array<char>> seen;
   std::vector<std::vector<std::int64_t>> touched(static_cast<std::size_t>(threads));
-  std::vector<std::vector<char>> seen(static_cast<std::size_t>(threads));
+  for (int t = 0; t < threads; ++t) {
+    partials.emplace_back(cells, fill_name(job) + "'s block sums");
+    if (sparse) {
+      seen.emplace_back(cells, fill_name(job) + "'s block sums");
+      touched[static_cast<std::size_t>(t)].reserve(static_cast<std::size_t>(block));  // a block's cells at most
+    }
+  }
   std::vector<local_flow> flows(static_cast<std::size_t>(threads));
 
 #pragma omp parallel num_threads(threads)
@@ -279,8 +335,6 @@ void fill_sums(const fill_job& job) {
     const auto t = static_cast<std::size_t>(omp_get_thread_num());
     auto& partial = partials[t];
     auto& mine = touched[t];
-    partial.assign(cells, 0.0);
-    if (sparse) seen[t].assign(cells, 0);
     sum_sink sink{partial.data(), job.weights, sparse ? seen[t].data() : nullptr, &mine, {}};
     const std::int64_t cell_begin = job.cells * static_cast<std::int64_t>(t) / threads;
     const std::int64_t cell_end = job.cells * static_cast<std::int64_t>(t + 1) / threads;
@@ -306,7 +360,7 @@ void fill_sums(const fill_job& job) {
         }
         mine.clear();
       } else {
-        std::fill(partial.begin(), partial.end(), 0.0);
+        std::fill(partial.data(), partial.data() + cells, 0.0);
       }
     }
     flows[t] = sink.flow;

@@ -18,12 +18,15 @@
 
 namespace tally::detail::cuda {
 
-/// Throws tally::error with the CUDA message and the failing call's location.
+/// Throws tally::error with the CUDA message and the failing call's location (memory_error
+/// where the device's memory ran out).
 inline void check(cudaError_t status, const char* expr, const char* file, int line) {
   if (status == cudaSuccess) return;
   cudaGetLastError();  // clear a sticky launch error so that later calls start clean
-  throw error(std::string("CUDA error: ") + cudaGetErrorString(status) + " in " + expr + " at " +
-              file + ":" + std::to_string(line));
+  const std::string what = std::string("CUDA error: ") + cudaGetErrorString(status) + " in " + expr + " at " + file +
+                           ":" + std::to_string(line);
+  if (status == cudaErrorMemoryAllocation) throw memory_error(what);
+  throw error(what);
 }
 
 /// The value for `key` in `known`: made by make() the first time, under `mutex`, and kept (device

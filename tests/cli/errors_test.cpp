@@ -107,6 +107,16 @@ TEST(Errors, LibraryErrorsAreReported) {
   expect_failure(dir, {dir.path("a.npy"), "--edges", "0,2,1"}, kFailure, "must not decrease", {"a.npy"});
 }
 
+TEST(Errors, BinsBeyondTheMemoryAreRefusedBeforeAnyIsAllocated) {
+  scratch dir;
+  std::string ten;
+  for (std::int32_t v = 0; v < 10; ++v) ten.append(reinterpret_cast<const char*>(&v), sizeof v);
+  write_bytes(dir.path("a.npy"), npy("<i4", {10}, ten));
+  // 2^62 integer bins: more than any machine's memory; the report is refused at once.
+  expect_failure(dir, {dir.path("a.npy"), "--integer", "--range", "0,4611686018427387904"}, kFailure,
+                 "(use fewer bins) needs", {"a.npy"});
+}
+
 TEST(Errors, WeightsThatDoNotFit) {
   scratch dir;
   write_bytes(dir.path("a.npy"), npy("<f8", {3}, std::string(24, '\0')));
