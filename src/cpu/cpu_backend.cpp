@@ -258,7 +258,9 @@ void fill_counts(const fill_job& job) {
   int threads = thread_count(job.plan, (job.n + kTile - 1) / kTile);
   // Private u32 copies a thread, and a u64 total: as many threads as fit the memory.
   threads = threads_that_fit(threads, times(cells << shift, 4), times(cells, 8));
-  if (job.counts64 && (threads <= 1 || cells > static_cast<std::size_t>(job.n))) {
+  // Straight into the storage where copies would not fit, would outnumber the samples, or are
+  // one unreplicated copy anyway (replicas keep their copies: they break a hot bin's chain).
+  if (job.counts64 && (threads == 0 || cells > static_cast<std::size_t>(job.n) || (threads == 1 && shift == 0))) {
     direct_sink sink{job.counts64, {}};
     binner.run(0, job.n, sink);
     if (job.flow) sink.flow.add_to(*job.flow);
