@@ -36,6 +36,21 @@ void check_output_names(const hist_args& a) {
     throw usage_error("--plot " + a.plot + ": the name must end in .png or .svg");
 }
 
+/// Refuses an output that is an input file, or the other output: the same device and inode,
+/// through symlinks and other names (writing it would destroy the data being read).
+void check_outputs_are_not_inputs(const hist_args& a, const std::string& samples) {
+  const std::vector<std::pair<std::string, std::string>> inputs = {{"the input", samples},
+                                                                   {"the weights file", a.weights}};
+  const std::vector<std::pair<std::string, std::string>> outputs = {{"--out", a.out}, {"--plot", a.plot}};
+  for (const auto& [flag, out] : outputs) {
+    if (out.empty()) continue;
+    for (const auto& [what, in] : inputs)
+      if (!in.empty() && same_file(out, in)) throw usage_error(flag + " " + out + " is " + what + " " + in + "; write elsewhere");
+  }
+  if (!a.out.empty() && !a.plot.empty() && (a.out == a.plot || same_file(a.out, a.plot)))
+    throw usage_error("--out and --plot name one file, " + a.out);
+}
+
 /// The sample image: installed beside the executable, else in the source tree it was built from.
 std::string bundled_sample() {
   std::vector<fs::path> candidates;
@@ -163,7 +178,9 @@ int run_hist(const hist_args& a) {
   const std::optional<tally::dtype> raw =
       a.dtype.empty() ? std::nullopt : std::optional<tally::dtype>(parse_dtype(a.dtype));
 
-  source src = open_samples(a.file.empty() ? bundled_sample() : a.file, raw, a.gray);
+  const std::string input = a.file.empty() ? bundled_sample() : a.file;
+  check_outputs_are_not_inputs(a, input);
+  source src = open_samples(input, raw, a.gray);
   const layout lay = resolve_layout(a, src);
   const int columns = lay.columns();
   const std::int64_t rows = src.values / columns;
@@ -224,6 +241,7 @@ int run_hist(const hist_args& a) {
   r.hists = std::move(hists);
   r.show_flow = a.flow;
 
+  bar.clear();  // before anything else is printed
   write_outputs(a, r);
   std::cout << report(r, !a.no_bars) << std::flush;
   return 0;

@@ -15,13 +15,18 @@ progress::progress(std::uint64_t total)
       start_(clock::now()),
       last_draw_(start_) {}
 
-progress::~progress() {
+progress::~progress() { clear(); }
+
+void progress::clear() {
   if (drawn_) std::fprintf(stderr, "\r\033[K");
+  std::fflush(stderr);
+  drawn_ = false;
+  cleared_ = true;
 }
 
 void progress::advance(std::uint64_t amount) {
   done_ = std::min(total_, done_ + amount);
-  if (!tty_) return;
+  if (!tty_ || cleared_) return;
   const auto now = clock::now();
   if (now - start_ < std::chrono::seconds(1) || now - last_draw_ < std::chrono::milliseconds(100))
     return;

@@ -15,12 +15,15 @@ class progress {
   progress& operator=(const progress&) = delete;
 
   void advance(std::uint64_t amount);
+  /// Erases the bar (if drawn) and draws no more: the report prints on a clean line.
+  void clear();
 
  private:
   using clock = std::chrono::steady_clock;
   std::uint64_t total_, done_ = 0;
   bool tty_;
   bool drawn_ = false;
+  bool cleared_ = false;
   clock::time_point start_, last_draw_;
 };
 

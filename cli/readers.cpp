@@ -21,8 +21,12 @@ struct file_closer {
 using file_ptr = std::unique_ptr<std::FILE, file_closer>;
 
 file_ptr open_file(const std::string& path) {
+  // Looked at before it is opened: opening a FIFO with no writer would wait forever.
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw failure(path + ": is a directory");
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status)) throw failure(path + ": is a directory");
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw failure(path + ": not a regular file (a pipe, socket or device); tally reads files");
   file_ptr f(std::fopen(path.c_str(), "rb"));
   if (!f) throw failure(path + ": cannot open: " + std::strerror(errno));
   return f;

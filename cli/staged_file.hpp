@@ -5,10 +5,16 @@
 
 namespace tally_cli {
 
+/// Whether two paths name one file (the same device and inode, through symlinks); false where
+/// either does not exist.
+bool same_file(const std::string& a, const std::string& b);
+
 class staged_file {
  public:
-  /// Writes `bytes` to a new temporary file in the target's directory; throws failure (and
-  /// leaves nothing behind) when it cannot.
+  /// Writes `bytes` to a new temporary file in the target's directory (the directory of the
+  /// file a symlink target points to: the link stays, the file it names is replaced); throws
+  /// failure (and leaves nothing behind) when it cannot. Until commit or destruction, SIGINT,
+  /// SIGTERM and SIGHUP remove the temporary file before they end the process.
   staged_file(std::string target, const std::string& bytes);
   /// Removes the temporary file unless it was committed.
   ~staged_file();
@@ -19,8 +25,10 @@ class staged_file {
   void commit();
 
  private:
-  std::string target_;
+  std::string target_;  // the file written: the named one, or the one its symlink points at
+  std::string named_;   // as the user gave it, for messages
   std::string temp_;
+  int slot_ = -1;       // its place among the files a signal removes
   bool committed_ = false;
 };
 
