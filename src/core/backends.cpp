@@ -52,8 +52,7 @@ void add_checked(C* destination, const std::uint64_t* add, std::size_t n, int th
   check_room(destination, add, n, threads);
   const auto cells = static_cast<std::int64_t>(n);
 #pragma omp parallel for if (cells >= kParallelCells) num_threads(threads)
-  for (std::int64_t k = 0; k < cells; ++k)
-    if (add[k]) destination[k] += static_cast<C>(add[k]);  // cells nothing reached stay unwritten
+  for (std::int64_t k = 0; k < cells; ++k) destination[k] += static_cast<C>(add[k]);
 }
 
 /// The CPU plan's threads (a caller's options::threads), else every hardware thread.
