@@ -3,6 +3,8 @@ so narrow that bins / (hi - lo) overflows, 64-bit integers beyond 2^53 against i
 edges, a value one ulp above a repeated last edge, and weighted infinities in infinite bins. On
 the host, and on CUDA tensors where torch finds a GPU (skipped elsewhere)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -90,3 +92,44 @@ def test_numpy_corner_torch_cuda(case):
         kw["weights"] = torch.as_tensor(np.asarray(kw["weights"], np.float64), device="cuda")
     got, _ = tally.histogram(torch.as_tensor(a, device="cuda"), **kw)
     np.testing.assert_array_equal(got.cpu().numpy(), want)
+
+
+# numpy's answers where tally once raised or differed: (function, args, keywords).
+NUMPY_BEHAVIOUR = {
+    "bincount_uint64_beyond_int64": ("bincount", (np.array([2**63], np.uint64),), {}),
+    "bincount_minlength_str": ("bincount", ([0],), dict(minlength="a")),
+    "bincount_minlength_float": ("bincount", ([0],), dict(minlength=2.0)),
+    "big_endian_f8": ("histogram", (np.arange(50, dtype=">f8"),), dict(bins=7)),
+    "big_endian_i4_edges": ("histogram", (np.arange(50, dtype=">i4"),), dict(bins=[0, 10, 49])),
+    "bogus_estimator_weighted": ("histogram", ([1.0, 2.0],), dict(bins="bogus", weights=[1.0, 1.0])),
+    "histogramdd_list_of_scalars": ("histogramdd", ([1, 2, 3],), {}),
+    "histogramdd_one_edge": ("histogramdd", (np.array([[1.0, 2.0]]),), dict(bins=[np.array([0.0]), 2])),
+    "histogramdd_infinite_edges": ("histogramdd", (np.array([[np.inf, 0.5], [1.0, -np.inf]]),),
+                                   dict(bins=[[0, 1, np.inf], [-np.inf, 0, 1]])),
+    "nan_last_edge": ("histogram", (np.array([0.5, 1.0, 3.0]),), dict(bins=[1, np.nan])),
+    "nan_inner_edge_weighted": ("histogram", (np.array([0.5, 1.0, 3.0]),),
+                                dict(bins=[0, np.nan, 2], weights=[1.0, 2.0, 3.0])),
+    "inf_inf_edges": ("histogram", (np.array([1.0, np.inf]),), dict(bins=[np.inf, np.inf])),
+    "bin_edges": ("histogram_bin_edges", (np.array([0.0, 1, 2], np.float32),), dict(bins=3)),
+    "bin_edges_estimator": ("histogram_bin_edges", (np.arange(100.0),), dict(bins="fd")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NUMPY_BEHAVIOUR))
+def test_numpy_behaviour(case):
+    name, args, kw = NUMPY_BEHAVIOUR[case]
+    try:
+        want = getattr(np, name)(*args, **kw)
+    except Exception as e:  # noqa: BLE001: numpy's error is the expected answer
+        with pytest.raises(type(e), match=re.escape(str(e))):
+            getattr(tally, name)(*args, **kw)
+        return
+    got = getattr(tally, name)(*args, **kw)
+    want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+    for g, w in zip(got, want):
+        if isinstance(w, list):
+            for gi, wi in zip(g, w):
+                np.testing.assert_array_equal(gi, wi)
+        else:
+            assert np.asarray(g).dtype == np.asarray(w).dtype
+            np.testing.assert_array_equal(g, w)

@@ -7,7 +7,7 @@ the parallel patterns (activations, broadcasting arithmetic, reductions, matmul)
 """
 
 from . import _tally, axis
-from ._functions import bincount, histc, histogram, histogram2d, histogramdd, plan
+from ._functions import bincount, histc, histogram, histogram2d, histogram_bin_edges, histogramdd, plan
 from ._histogram import Histogram
 from ._patterns import (add, div, gelu, matmul, max, mean, min, mul, relu, sigmoid, silu, sub, sum,
                         tanh)
@@ -22,5 +22,6 @@ def backends():
 
 
 __all__ = ["Histogram", "axis", "backends", "bincount", "histc", "histogram", "histogram2d",
-           "histogramdd", "plan", "STRATEGIES", "__version__", "add", "div", "gelu", "matmul", "max",
-           "mean", "min", "mul", "relu", "sigmoid", "silu", "sub", "sum", "tanh"]
+           "histogram_bin_edges", "histogramdd", "plan", "STRATEGIES", "__version__", "add", "div",
+           "gelu", "matmul", "max", "mean", "min", "mul", "relu", "sigmoid", "silu", "sub", "sum",
+           "tanh"]

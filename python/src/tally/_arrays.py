@@ -76,6 +76,8 @@ class Source:
                             "float32 float64")
 
     def _from_numpy(self, a):
+        if not a.dtype.isnative and a.dtype.name in _NAMES:  # big-endian: read as a native copy
+            a = a.astype(a.dtype.newbyteorder("="))
         self.obj, self.lib = a, "numpy"
         self.np_dtype = a.dtype
         self.type = _NAMES.get(a.dtype.name) if a.dtype.isnative else None

@@ -3,6 +3,7 @@ histogramdd, bincount, histc, and plan (what the planner would pick for such a c
 
 import builtins
 import functools
+import operator
 import warnings
 
 import numpy as np
@@ -120,11 +121,25 @@ def _histogram_input(a):
     return src
 
 
+_ESTIMATORS = ("stone", "auto", "doane", "fd", "rice", "scott", "sqrt", "sturges")
+
+
+def _has_nan_edges(bins):
+    """Edges with NaN among them, which numpy sorts above every number: its answer for them is
+    its own arithmetic on cumulative counts, computed by numpy itself here."""
+    if isinstance(bins, str) or np.ndim(bins) != 1:
+        return False
+    e = np.asarray(to_host(bins))
+    return e.dtype.kind in "fc" and bool(np.isnan(e).any())
+
+
 def _edges_for(src, bins, range, weights):
     """numpy's _get_bin_edges: (host edges, output dtype, axis)."""
     if isinstance(bins, str):
         # numpy's estimators ('auto', 'fd', 'sturges', ...) read every sample: they run in numpy
         # on a host copy, and give the number of equal bins, which then take the path below.
+        if bins not in _ESTIMATORS:
+            raise ValueError(f"{bins!r} is not a valid estimator for `bins`")
         if weights is not None:
             raise TypeError("Automated estimation of the number of bins is not supported for "
                             "weighted data")
@@ -161,6 +176,10 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, strategy="
     """
     src = _histogram_input(a)
     w = _weights_of(weights, src, "weights should have the same shape as a.")
+    if _has_nan_edges(bins):
+        hist, edges = np.histogram(src.host(), to_host(bins), range=range, density=density,
+                                   weights=None if w is None else w.host())
+        return src.result(hist), src.result(edges)
     edges, out_dtype, axis = _edges_for(src, bins, range, w)
     if axis is None:  # fewer than two edges: no bins, as numpy
         empty = src.zeros(0, w is not None)
@@ -171,6 +190,17 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, strategy="
         widths = src.result(np.array(np.diff(edges), float))
         return values / widths / values.sum(), edges_out
     return values, edges_out
+
+
+def histogram_bin_edges(a, bins=10, range=None, weights=None):
+    """numpy.histogram_bin_edges, computed by tally: the edges :func:`histogram` would use,
+    bit for bit and of numpy's dtype, in the input's library and device."""
+    src = _histogram_input(a)
+    w = _weights_of(weights, src, "weights should have the same shape as a.")
+    if _has_nan_edges(bins):
+        return src.result(np.asarray(to_host(bins)))
+    edges, out_dtype = _edges_for(src, bins, range, w)[:2]
+    return src.result(edges, out_dtype)
 
 
 def histogramdd(sample, bins=10, range=None, weights=None, density=False, *,
@@ -213,11 +243,14 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=False, *,
                                        f"`bins[{i}]` must be monotonically increasing, when an array")
         else:
             raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
-        axes.append(_edges.from_array(e, sample_type))
+        axes.append(_edges.from_array(e, sample_type) if e.size > 1 else None)
         edges.append(e)
     if w is not None and w.size != (columns[0].size if d else 0):
         raise ValueError("The weights and list don't have the same length.")
 
+    if any(a is None for a in axes):  # an axis of one edge has no bins: an empty result
+        shape = tuple(max(e.size - 1, 0) for e in edges)
+        return src.result(np.zeros(shape)), [src.result(e) for e in edges]
     values = fill(axes, columns, w, src, strategy, device)
     values = values.reshape(tuple(e.size - 1 for e in edges))
     values = values.double() if src.lib == "torch" else values.astype(np.float64)
@@ -250,6 +283,9 @@ def _columns_of(sample):
         return [src], src
     if shape is not None:
         raise ValueError(f"too many values to unpack (expected 2): sample has shape {tuple(shape)}")
+    if all(np.ndim(c) == 0 for c in sample):  # a list of scalars: one column, as numpy reads it
+        src = Source(np.asarray(sample), "sample")
+        return [src], src
     columns = [Source(c, "sample") for c in sample]
     if not columns:
         raise ValueError("histogramdd: the sample has no dimensions")
@@ -289,14 +325,14 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
         raise TypeError(f"Cannot cast array data from dtype('{src.dtype_name}') to dtype('int64') "
                         "according to the rule 'safe'")
     src = src.bool_as_u8()
-    minlength = operator_index(minlength, "'minlength' must be an integer")
+    minlength = operator.index(minlength)  # numpy's TypeError and message
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
     w = _weights_of(weights, src, "The weights and list don't have the same length.")
     if src.size == 0:
         return src.zeros(minlength, w is not None)
     lo, hi = src.min_max()
-    if lo < 0:
+    if lo < 0 or (src.type == "u64" and int(hi) >= 2**63):  # numpy reads uint64 as int64
         raise ValueError("'list' argument must have no negative elements")
     axis = _tally.Axis.integer(0, max(int(hi) + 1, minlength))
     values = fill([axis], [src], w, src, strategy, device)
