@@ -110,6 +110,12 @@ NUMPY_BEHAVIOUR = {
     "nan_inner_edge_weighted": ("histogram", (np.array([0.5, 1.0, 3.0]),),
                                 dict(bins=[0, np.nan, 2], weights=[1.0, 2.0, 3.0])),
     "inf_inf_edges": ("histogram", (np.array([1.0, np.inf]),), dict(bins=[np.inf, np.inf])),
+    "weights_int64": ("histogram", (np.arange(20.0),), dict(bins=3, weights=np.arange(20))),
+    "weights_uint8_edges": ("histogram", (np.arange(20.0),), dict(bins=[0, 5, 19], weights=np.arange(20, dtype=np.uint8))),
+    "weights_float32": ("histogram", (np.arange(20.0),), dict(bins=4, weights=np.full(20, 0.1, np.float32))),
+    "weights_complex": ("histogram", (np.arange(20.0),), dict(bins=4, weights=np.arange(20) * (1 + 2j))),
+    "weights_object": ("histogram", (np.arange(4.0),), dict(bins=2, weights=np.array([1, 2.5, 3, 4], object))),
+    "weights_bool": ("histogram", (np.arange(4.0),), dict(bins=2, weights=np.array([True, False, True, True]))),
     "bin_edges": ("histogram_bin_edges", (np.array([0.0, 1, 2], np.float32),), dict(bins=3)),
     "bin_edges_estimator": ("histogram_bin_edges", (np.arange(100.0),), dict(bins="fd")),
 }

@@ -39,7 +39,7 @@ def _cupy():
 class Source:
     """One input array: the object handed to the extension, its library, type and device."""
 
-    __slots__ = ("obj", "lib", "type", "np_dtype", "shape", "device", "index")
+    __slots__ = ("obj", "lib", "type", "np_dtype", "shape", "device", "index", "given_dtype")
 
     def __init__(self, obj, what="a"):
         torch, cupy = _torch(), _cupy()
@@ -142,7 +142,10 @@ class Source:
         return self._derived(self.obj[:, i])
 
     def as_weights(self):
-        """f32 and f64 weights as they are; other numeric types converted to f64 (a copy)."""
+        """f32 and f64 weights as they are; other numeric types converted to f64 (a copy).
+        given_dtype keeps the weights' own numpy dtype (numpy.histogram's result dtype; float64
+        for bfloat16, which numpy lacks)."""
+        self.given_dtype = np.dtype(np.float64) if self.np_dtype is None else np.dtype(self.np_dtype)
         if self.type in ("f32", "f64"):
             return self
         if self.lib == "torch":
@@ -154,6 +157,7 @@ class Source:
         else:
             raise TypeError("tally: weights must be float32 or float64")
         s.type, s.np_dtype = "f64", np.dtype(np.float64)
+        s.given_dtype = self.given_dtype
         return s
 
     # ---- reductions and host copies ----

@@ -158,14 +158,35 @@ def _edges_for(src, bins, range, weights):
     raise ValueError("`bins` must be 1d, when an array")
 
 
-def histogram(a, bins=10, range=None, weights=None, density=False, *, strategy="automatic",
-              device=None):
+def _host_weight_kind(weights):
+    """The dtype kind of weights that are not a torch or cupy array ('b', 'c', 'O' are answered
+    by numpy on the host), or None."""
+    torch, cupy = _torch(), _cupy()
+    if weights is None or (torch is not None and isinstance(weights, torch.Tensor)) or (
+            cupy is not None and isinstance(weights, cupy.ndarray)):
+        return None
+    return np.asarray(weights).dtype.kind
+
+
+def _as_sum_dtype(values, src, dtype):
+    """Sums (float64) as numpy's result dtype for them, in the input's library."""
+    if dtype == np.float64:
+        return values
+    if src.lib == "torch":
+        return values.to(getattr(_torch(), dtype.name))
+    return values.astype(dtype)
+
+
+def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=None,
+              strategy="automatic", device=None):
     """numpy.histogram, computed by tally: returns ``(hist, bin_edges)``.
 
     ``a`` may be a numpy, torch (CPU or CUDA) or cupy array, anything with ``__dlpack__`` or the
     buffer protocol, or a sequence; it is read in place (strided views too) and the results come
-    back in the same library on the same device. ``hist`` is int64 counts, or float64 sums with
-    ``weights`` (numpy returns the weights' dtype; float64 weights give numpy's bits), or
+    back in the same library on the same device. ``hist`` is int64 counts, or sums of
+    ``weights`` in the weights' dtype as numpy's (int64 for integer weights, float32 for
+    float32 ones; tally sums in float64 and rounds once, and ``sum_dtype=numpy.float64`` keeps
+    those sums; bool, complex and object weights are summed by numpy on a host copy), or
     numpy's density with ``density=True``. ``bin_edges`` are numpy's, bit for bit and of
     numpy's dtype (float32 for float32 data with ``bins`` an integer, float64 for integers).
     ``bins`` may be an integer, an array of edges, or one of numpy's estimator names ('auto',
@@ -175,6 +196,10 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, strategy="
     :func:`plan`); ``device`` is None (where the data are), 'cpu' or 'cuda'.
     """
     src = _histogram_input(a)
+    if _host_weight_kind(weights) in ("b", "c", "O"):
+        hist, edges = np.histogram(src.host(), to_host(bins), range=range, density=density,
+                                   weights=np.asarray(weights))
+        return src.result(hist), src.result(edges)
     w = _weights_of(weights, src, "weights should have the same shape as a.")
     if _has_nan_edges(bins):
         hist, edges = np.histogram(src.host(), to_host(bins), range=range, density=density,
@@ -189,6 +214,8 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, strategy="
     if density:
         widths = src.result(np.array(np.diff(edges), float))
         return values / widths / values.sum(), edges_out
+    if w is not None:
+        values = _as_sum_dtype(values, src, np.dtype(sum_dtype) if sum_dtype is not None else w.given_dtype)
     return values, edges_out
 
 
