@@ -100,3 +100,27 @@ def test_streaming_errors():
         h.fill(X, X, weight=X)
     with pytest.raises(ValueError, match="flow"):
         h.flow
+
+
+BAD_CALLS = {
+    "axis_integer_beyond_int64": (lambda: tally.axis.integer(0, 2**70), OverflowError),
+    "axis_regular_bins_beyond_int64": (lambda: tally.axis.regular(2**70, 0, 1), OverflowError),
+    "axis_regular_bins_str": (lambda: tally.axis.regular("a", 0, 1), TypeError),
+    "histogram_object_not_axes": (lambda: tally.Histogram(3), TypeError),
+    "histogram_threads_str": (lambda: tally.Histogram(tally.axis.regular(3, 0, 1), threads="x"), TypeError),
+    "histogram_strategy_int": (lambda: tally.histogram([1.0, 2.0], strategy=3), TypeError),
+    "bincount_minlength_beyond_int64": (lambda: tally.bincount([1], minlength=2**70), OverflowError),
+    "histc_bins_beyond_int64": (lambda: tally.histc(np.array([1.0, 2.0]), bins=2**70), OverflowError),
+    "histogram_bins_float": (lambda: tally.histogram([1.0], bins=2.5), TypeError),
+    "plan_dtype": (lambda: tally.plan(dtype="zz", n=5), ValueError),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CALLS))
+def test_public_entry_points_validate_first(case):
+    """Every public entry point checks its arguments itself: numpy's error classes, and never
+    the extension's own "incompatible function arguments"."""
+    call, kind = BAD_CALLS[case]
+    with pytest.raises(kind) as info:
+        call()
+    assert "incompatible function arguments" not in str(info.value)

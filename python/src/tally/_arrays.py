@@ -258,3 +258,21 @@ def operator_index(value, message):
         return operator.index(value)
     except TypeError as e:
         raise TypeError(message) from e
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def int64_arg(value, what):
+    """An integer argument the extension takes as a 64-bit integer: numpy's OverflowError where
+    it does not fit (never the extension's own message)."""
+    v = operator.index(value)
+    if not _INT64[0] <= v <= _INT64[1]:
+        raise OverflowError(f"{what}: Python int too large to convert to C long ({v})")
+    return v
+
+
+def strategy_arg(strategy):
+    if not isinstance(strategy, str):
+        raise TypeError(f"strategy must be a strategy's name (a str, see tally.STRATEGIES), got {strategy!r}")
+    return strategy

@@ -9,8 +9,8 @@ import warnings
 import numpy as np
 
 from . import _edges, _tally
-from ._arrays import (FLOAT_TYPES, NUMPY_NAMES, Source, sample_type_of, _cupy, _torch, backend_for, operator_index, same_device,
-                      to_host)
+from ._arrays import (FLOAT_TYPES, NUMPY_NAMES, Source, _cupy, _torch, backend_for, int64_arg,
+                      operator_index, same_device, sample_type_of, strategy_arg, to_host)
 
 _range = builtins.range
 
@@ -26,8 +26,8 @@ def fill(axes, columns, weights, src, strategy, device):
     host."""
     backend = backend_for(device, src)
     if src.on_cuda and backend != "cpu" and src.lib in ("torch", "cupy"):
-        return _fill_on_stream(axes, columns, weights, src, strategy)
-    h = _tally.Hist(axes, weights is not None, strategy, backend)
+        return _fill_on_stream(axes, columns, weights, src, strategy_arg(strategy))
+    h = _tally.Hist(axes, weights is not None, strategy_arg(strategy), backend)
     fill_into(h, columns, weights, src)
     return src.result(h.values())
 
@@ -361,7 +361,7 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
     lo, hi = src.min_max()
     if lo < 0 or (src.type == "u64" and int(hi) >= 2**63):  # numpy reads uint64 as int64
         raise ValueError("'list' argument must have no negative elements")
-    axis = _tally.Axis.integer(0, max(int(hi) + 1, minlength))
+    axis = _tally.Axis.integer(0, int64_arg(max(int(hi) + 1, minlength), "minlength"))
     values = fill([axis], [src], w, src, strategy, device)
     return values
 
@@ -387,7 +387,7 @@ def histc(input, bins=100, min=0, max=0, *, strategy="automatic", device=None):
     if not lo < hi:
         raise ValueError("torch.histc: max must be larger than min")
     edge_type = src.type if src.type in FLOAT_TYPES else "f64"
-    axis = _tally.Axis.regular(bins, lo, hi, edge_type)
+    axis = _tally.Axis.regular(int64_arg(bins, "bins"), lo, hi, edge_type)
     values = fill([axis], [src], None, src, strategy, device)
     out = NUMPY_NAMES[src.type] if src.type in FLOAT_TYPES else "float32"
     if src.lib == "torch":
@@ -418,5 +418,5 @@ def plan(a=None, bins=10, range=None, weights=None, *, dtype=None, n=None,
     backend = backend_for(device, src)
     if backend == "auto":
         backend = "cuda" if src is not None and src.on_cuda else "cpu"
-    h = _tally.Hist([axis], w is not None, strategy, backend)
+    h = _tally.Hist([axis], w is not None, strategy_arg(strategy), backend)
     return h.plan(sample_type, count)

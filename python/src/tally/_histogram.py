@@ -1,9 +1,11 @@
 """tally.Histogram: axes x storage, filled chunk by chunk, read at the end (tally::histogram)."""
 
+import operator
+
 import numpy as np
 
 from . import _tally
-from ._arrays import Source, backend_for, same_device
+from ._arrays import Source, backend_for, same_device, strategy_arg
 from ._functions import _device_of, fill_into
 
 
@@ -26,9 +28,13 @@ class Histogram:
 
     def __init__(self, axes, *, weighted=False, channels=None, flow=False, count_bits=64,
                  strategy="automatic", device=None, threads=0):
-        axes = [axes] if isinstance(axes, _tally.Axis) else list(axes)
+        axes = [axes] if isinstance(axes, _tally.Axis) else list(axes) if isinstance(axes, (list, tuple)) else [axes]
         if count_bits not in (32, 64):
             raise ValueError(f"count_bits must be 32 or 64, got {count_bits}")
+        if any(not isinstance(a, _tally.Axis) for a in axes):
+            raise TypeError("Histogram: axes must be tally.axis.regular / variable / integer axes")
+        threads = operator.index(threads)
+        strategy = strategy_arg(strategy)
         self._backend = backend_for(device, None)
         make = lambda a: _tally.Hist(a, weighted, strategy, self._backend, flow, count_bits == 32, threads)
         self._channels = channels

@@ -4,7 +4,7 @@
 import numpy as np
 
 from . import _tally
-from ._arrays import to_host
+from ._arrays import int64_arg, to_host
 
 Axis = _tally.Axis
 
@@ -15,7 +15,7 @@ def regular(bins, lo, hi, edge_type="f64"):
     numpy.histogram uses for samples of that type with ``range=(lo, hi)``."""
     if not isinstance(edge_type, str):
         edge_type = np.dtype(edge_type).name
-    return _tally.Axis.regular(int(bins), float(lo), float(hi), edge_type)
+    return _tally.Axis.regular(int64_arg(bins, "bins"), float(lo), float(hi), edge_type)
 
 
 def variable(edges):
@@ -28,4 +28,4 @@ def variable(edges):
 
 def integer(lo, hi):
     """One bin per integer in [lo, hi), as numpy.bincount's bins (integer(0, n))."""
-    return _tally.Axis.integer(int(lo), int(hi))
+    return _tally.Axis.integer(int64_arg(lo, "lo"), int64_arg(hi, "hi"))
