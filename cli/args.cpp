@@ -2,6 +2,7 @@
 #include "args.hpp"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 #include "errors.hpp"
@@ -32,7 +33,8 @@ std::vector<double> parse_numbers(const std::string& text, const std::string& wh
     char* end = nullptr;
     errno = 0;
     const double v = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end != '\0' || errno == ERANGE)
+    // ERANGE also marks a subnormal result (1e-320), which is a number; only overflow is not.
+    if (item.empty() || *end != '\0' || (errno == ERANGE && std::isinf(v)))
       throw usage_error(what + ": '" + item +
                         "' is not a number (expected a comma-separated list)");
     out.push_back(v);

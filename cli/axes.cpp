@@ -25,7 +25,8 @@ const T& pick(const std::vector<T>& list, int column, int columns, const char* o
                     std::to_string(columns) + " axes/channels; give one for all or one for each");
 }
 
-bool whole(double v) { return std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9e18; }
+/// A whole number that an int64 holds (every double in (-2^63, 2^63) that is whole).
+bool whole(double v) { return std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 0x1p63; }
 
 std::vector<std::int64_t> parse_bins(const std::string& text) {
   std::vector<std::int64_t> out;

@@ -50,6 +50,8 @@ int run_plan(const plan_args& a) {
   req.sample = parse_dtype(a.dtype);
   req.weighted = !a.weights.empty();
   if (req.weighted) req.weight_type = parse_dtype(a.weights);
+  if (req.weighted && req.weight_type != tally::dtype::f32 && req.weight_type != tally::dtype::f64)
+    throw usage_error("--weights=" + a.weights + ": weights are f32 or f64, as a fill takes them");
   req.counts = o.counts;
   req.n = a.n;
   req.threads = o.threads;

@@ -86,6 +86,11 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ExtrasError& e) {
+    // "--range 5 1": a list given as several arguments; say how it is written.
+    const std::string hint = std::string(e.what()) +
+                             " (--range, --bins and --edges take one argument, a comma-separated list: --range LO,HI)";
+    return fail(hint.c_str(), 2);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     return fail(e.what(), 2);

@@ -183,8 +183,12 @@ std::vector<std::string> channel_names(int channels, bool gray) {
 
 source open_image(const std::string& path, format fmt, bool gray) {
   int w = 0, h = 0, channels = 0;
-  if (!stbi_info(path.c_str(), &w, &h, &channels))
+  if (!stbi_info(path.c_str(), &w, &h, &channels)) {
+    // stbi_info tries every format and keeps the last one's reason ("unknown image type");
+    // loading stops at the format the header names, with that format's own reason.
+    stbi_image_free(stbi_load(path.c_str(), &w, &h, &channels, 0));
     throw failure(path + ": cannot decode the image: " + stbi_failure_reason());
+  }
   const bool wide = stbi_is_16_bit(path.c_str());
   const int wanted = gray ? 1 : 0;
   void* pixels = wide ? static_cast<void*>(stbi_load_16(path.c_str(), &w, &h, &channels, wanted))

@@ -1,6 +1,8 @@
 // Composes the stdout report: exact facts from the data, estimates from the bins, charts.
 #include "report.hpp"
 
+#include <algorithm>
+
 #include <sstream>
 
 #include "format.hpp"
@@ -56,8 +58,11 @@ void column_lines(std::ostream& out, const hist_result& r, int c) {
   }
   out << "  mean " << sig(e.mean) << "   std " << sig(e.stddev)
       << "   (estimated from bin centres)\n  ";
-  for (std::size_t q = 0; q < kQuantiles.size(); ++q)
-    out << "p" << sig(kQuantiles[q] * 100) << " " << sig(e.quantiles[q]) << "   ";
+  for (std::size_t q = 0; q < kQuantiles.size(); ++q) {
+    // Interpolated in a bin, an estimate may pass the data's exact extremes: kept within them.
+    const double v = b.any ? std::clamp(e.quantiles[q], to_double(b.lo), to_double(b.hi)) : e.quantiles[q];
+    out << "p" << sig(kQuantiles[q] * 100) << " " << sig(v) << "   ";
+  }
   out << "(estimated, interpolated in bins)\n";
 }
 

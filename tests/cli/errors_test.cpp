@@ -117,6 +117,37 @@ TEST(Errors, BinsBeyondTheMemoryAreRefusedBeforeAnyIsAllocated) {
                  "(use fewer bins) needs", {"a.npy"});
 }
 
+// Each error says what is wrong in the user's own terms, with stb's own reason for an image.
+TEST(Errors, MessagesSayWhatIsWrong) {
+  scratch dir;
+  write_bytes(dir.path("a.npy"), npy("<f8", {2}, std::string(16, '\0')));
+  const std::string a = dir.path("a.npy");
+  expect_failure(dir, {a, "--range", "5", "1"}, kUsage, "--range LO,HI", {"a.npy"});
+  expect_failure(dir, {a, "--range", "5,1"}, kUsage, "LO < HI", {"a.npy"});
+  expect_failure(dir, {a, "--range", "0,1e999"}, kUsage, "'1e999' is not a number", {"a.npy"});
+  expect_failure(dir, {a, "--integer", "--range", "-9e18,9e18"}, kFailure, "more bins than fit in memory", {"a.npy"});
+  expect_failure(dir, {a, "--integer", "--range", "0.5,3"}, kUsage, "whole numbers", {"a.npy"});
+  // A PNG header of 2^30 x 2^30 pixels: stb says "too large", not "unknown image type".
+  std::string png = "\x89PNG\r\n\x1a\n";
+  png += std::string("\0\0\0\x0d", 4) + "IHDR" + std::string("\x40\0\0\0\x40\0\0\0\x08\x02\0\0\0", 13) +
+         std::string(4, '\0');
+  write_bytes(dir.path("huge.png"), png);
+  expect_failure(dir, {dir.path("huge.png")}, kFailure, "huge.png: cannot decode the image: too large",
+                 {"a.npy", "huge.png"});
+  const outcome plan = tally({"plan", "--weights=f16"});
+  EXPECT_EQ(plan.code, kUsage);
+  EXPECT_NE(plan.err.find("weights are f32 or f64"), std::string::npos) << plan.err;
+}
+
+TEST(Errors, SubnormalRangesAreNumbers) {
+  scratch dir;
+  std::vector<double> v{0.0, 5e-321, 1e-320};
+  write_bytes(dir.path("a.npy"), npy("<f8", {3}, bytes_of(v)));
+  const outcome o = tally({"hist", dir.path("a.npy"), "--range", "0,1e-320", "--bins", "2"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("in bins 3"), std::string::npos) << o.out;
+}
+
 TEST(Errors, WeightsThatDoNotFit) {
   scratch dir;
   write_bytes(dir.path("a.npy"), npy("<f8", {3}, std::string(24, '\0')));
@@ -156,6 +187,31 @@ TEST(Errors, FailedRunKeepsTheOldOutputAndLeavesNoTemporaryFile) {
   EXPECT_EQ(d.code, kFailure);
   EXPECT_NE(d.err.find("is a directory"), std::string::npos) << d.err;
   EXPECT_EQ(dir.listing(), (std::vector<std::string>{"ok.npy", "out.csv", "p.svg", "t.npy"}));
+}
+
+}  // namespace
+}  // namespace cli_test
+
+namespace cli_test {
+namespace {
+
+// Estimated percentiles are interpolated in bins, so they may pass the data's extremes; the report
+// keeps them within the exact min and max it prints.
+TEST(Report, EstimatedPercentilesStayWithinTheExactExtremes) {
+  scratch dir;
+  std::vector<std::int64_t> v;
+  for (int i = 0; i < 10; ++i) v.push_back(i);
+  write_bytes(dir.path("a.npy"), npy("<i8", {10}, bytes_of(v)));
+  // Integer bins are [k - 0.5, k + 0.5) as values: p1 interpolates to -0.4 in the first.
+  const outcome o = tally({"hist", dir.path("a.npy"), "--integer", "--range", "0,10"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  for (const char* p : {"p1 ", "p99 "}) {
+    const std::size_t at = o.out.find(p);
+    ASSERT_NE(at, std::string::npos) << o.out;
+    const double value = std::stod(o.out.substr(at + std::strlen(p)));
+    EXPECT_GE(value, 0.0) << o.out;
+    EXPECT_LE(value, 9.0) << o.out;
+  }
 }
 
 }  // namespace
