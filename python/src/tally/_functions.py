@@ -195,6 +195,8 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
     ``strategy`` names one of tally's strategies ('automatic' lets the planner choose, see
     :func:`plan`); ``device`` is None (where the data are), 'cpu' or 'cuda'.
     """
+    if isinstance(a, np.ndarray) and a.dtype.kind in "Mm":
+        return _histogram_of_times(a, bins, range, weights, density, strategy, device)
     src = _histogram_input(a)
     if _host_weight_kind(weights) in ("b", "c", "O"):
         hist, edges = np.histogram(src.host(), to_host(bins), range=range, density=density,
@@ -217,6 +219,19 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
     if w is not None:
         values = _as_sum_dtype(values, src, np.dtype(sum_dtype) if sum_dtype is not None else w.given_dtype)
     return values, edges_out
+
+
+def _histogram_of_times(a, bins, range, weights, density, strategy, device):
+    """datetime64 / timedelta64 samples with datetime64 / timedelta64 edges: numpy compares them
+    as the 64-bit integers they are, so do their int64 views (edges in the samples' unit); the
+    edges come back as given. Other bins (a count, which numpy's linspace cannot make for
+    times) are answered by numpy itself."""
+    if np.ndim(bins) == 1 and np.asarray(bins).dtype.kind in "Mm":
+        edges = np.asarray(bins)
+        hist, _ = histogram(a.view(np.int64), edges.astype(a.dtype).view(np.int64), range, weights, density,
+                            strategy=strategy, device=device)
+        return hist, edges
+    return np.histogram(a, bins, range, density=density, weights=weights)
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
