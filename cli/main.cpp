@@ -67,8 +67,31 @@ void add_plan(CLI::App& app, plan_args& p) {
   add_run_options(cmd, p.run);
 }
 
-int fail(const char* message, int code) {
-  std::cerr << "tally: error: " << message << "\n";
+/// The message with bytes that are not printable UTF-8 (control bytes, broken sequences: file
+/// content quoted in a message) written as \xNN, so that no error prints raw bytes.
+std::string printable(const std::string& text) {
+  std::string out;
+  static const char* hex = "0123456789abcdef";
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool ok = len > 0 && i + len <= text.size() && (c >= 0x20 || c == '\t') && c != 0x7f;
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 2;
+    if (ok) {
+      out.append(text, i, len);
+      i += len;
+    } else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+      ++i;
+    }
+  }
+  return out;
+}
+
+int fail(const std::string& message, int code) {
+  std::cerr << "tally: error: " << printable(message) << "\n";
   return code;
 }
 
@@ -90,7 +113,7 @@ int main(int argc, char** argv) {
     // "--range 5 1": a list given as several arguments; say how it is written.
     const std::string hint = std::string(e.what()) +
                              " (--range, --bins and --edges take one argument, a comma-separated list: --range LO,HI)";
-    return fail(hint.c_str(), 2);
+    return fail(hint, 2);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     return fail(e.what(), 2);

@@ -121,7 +121,12 @@ format sniff(std::FILE* f) {
 
 source open_npy(file_ptr f, const std::string& path) {
   const npy_header h = read_npy_header(f.get(), path);
-  const std::int64_t n = h.values();
+  std::int64_t n = 0;
+  try {
+    n = h.values();
+  } catch (const failure& e) {
+    throw failure(path + ": " + e.what());  // the file named, as in every file error
+  }
   const std::size_t item = tally::size_of(h.type);
   const std::uint64_t size = file_size(path);
   const std::uint64_t available = size > h.data_offset ? size - h.data_offset : 0;

@@ -134,6 +134,17 @@ TEST(Errors, MessagesSayWhatIsWrong) {
   write_bytes(dir.path("huge.png"), png);
   expect_failure(dir, {dir.path("huge.png")}, kFailure, "huge.png: cannot decode the image: too large",
                  {"a.npy", "huge.png"});
+  // File content quoted in a message is escaped, never printed raw.
+  std::string header = "{'descr': '<\x01\x02\xff\xfe', 'fortran_order': False, 'shape': (2,), }";
+  header += std::string(128 - 10 - header.size() - 1, ' ') + "\n";
+  std::string bad = std::string("\x93NUMPY\x01\x00", 8);
+  bad += static_cast<char>(header.size());
+  bad += '\0';
+  write_bytes(dir.path("raw.npy"), bad + header + std::string(16, '\0'));
+  const outcome raw = tally({"hist", dir.path("raw.npy")});
+  EXPECT_EQ(raw.code, kFailure);
+  EXPECT_NE(raw.err.find("'<\\x01\\x02\\xff\\xfe'"), std::string::npos) << raw.err;
+  for (unsigned char c : raw.err) EXPECT_TRUE(c == '\n' || (c >= 0x20 && c < 0x7f)) << raw.err;
   const outcome plan = tally({"plan", "--weights=f16"});
   EXPECT_EQ(plan.code, kUsage);
   EXPECT_NE(plan.err.find("weights are f32 or f64"), std::string::npos) << plan.err;
