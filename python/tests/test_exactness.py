@@ -116,6 +116,10 @@ NUMPY_BEHAVIOUR = {
     "weights_complex": ("histogram", (np.arange(20.0),), dict(bins=4, weights=np.arange(20) * (1 + 2j))),
     "weights_object": ("histogram", (np.arange(4.0),), dict(bins=2, weights=np.array([1, 2.5, 3, 4], object))),
     "weights_bool": ("histogram", (np.arange(4.0),), dict(bins=2, weights=np.array([True, False, True, True]))),
+    "longdouble_edges": ("histogram", (np.array([1.0, 1.0 + 2**-52, 2.0]),),
+                         dict(bins=np.array([1.0, 1.0 + np.longdouble(2)**-60, 3], np.longdouble))),
+    "longdouble_range": ("histogram", (np.array([1.0, 1.0 + 2**-52, 2.0]),),
+                         dict(bins=2, range=(np.longdouble(1) + np.longdouble(2)**-60, np.longdouble(3)))),
     "bin_edges": ("histogram_bin_edges", (np.array([0.0, 1, 2], np.float32),), dict(bins=3)),
     "bin_edges_estimator": ("histogram_bin_edges", (np.arange(100.0),), dict(bins="fd")),
 }

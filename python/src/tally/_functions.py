@@ -124,6 +124,21 @@ def _histogram_input(a):
 _ESTIMATORS = ("stone", "auto", "doane", "fd", "rice", "scott", "sqrt", "sturges")
 
 
+def _inexact_longdouble(bins, range):
+    """Edges or a range in longdouble that float64 cannot hold: numpy compares in longdouble,
+    which tally's float64 rule cannot, so numpy answers them itself."""
+    values = [] if range is None else list(range)
+    if not isinstance(bins, str) and np.ndim(bins) == 1:
+        values.append(np.asarray(to_host(bins)))
+    for v in values:
+        v = np.asarray(v)
+        if v.dtype == np.longdouble and np.longdouble != np.float64:
+            with np.errstate(over="ignore"):
+                if not np.array_equal(v.astype(np.float64).astype(np.longdouble), v, equal_nan=True):
+                    return True
+    return False
+
+
 def _has_nan_edges(bins):
     """Edges with NaN among them, which numpy sorts above every number: its answer for them is
     its own arithmetic on cumulative counts, computed by numpy itself here."""
@@ -203,7 +218,7 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
                                    weights=np.asarray(weights))
         return src.result(hist), src.result(edges)
     w = _weights_of(weights, src, "weights should have the same shape as a.")
-    if _has_nan_edges(bins):
+    if _has_nan_edges(bins) or _inexact_longdouble(bins, range):
         hist, edges = np.histogram(src.host(), to_host(bins), range=range, density=density,
                                    weights=None if w is None else w.host())
         return src.result(hist), src.result(edges)
