@@ -196,6 +196,83 @@ TEST_P(Exactness, RepeatedAndInfiniteEdgesBinAsNumpy) {
   }
 }
 
+// A regular range whose edges are the integers lo, lo + 1, ..., hi bins integer samples by the
+// integer rule (v - lo, the value hi in the last bin), which must give the edges' own bins: every
+// integer type, ranges at the types' limits and at 2^53, the edge types' exact limits, stride 1
+// (the typed kernels) and 2 (the generic ones), counts and weights, against the reference.
+TEST_P(Exactness, UnitIntegerEdgesBinIntegersAsTheEdges) {
+  using tally::dtype;
+  const std::vector<axis_spec> specs = {
+      regular_spec(256, 0, 256),           regular_spec(10, -5, 5),
+      regular_spec(1, 7, 8),               regular_spec(255, 0, 255),
+      regular_spec(255, -128, 127),        regular_spec(300, -150, 150),
+      regular_spec(65535, -32768, 32767),  regular_spec(64, 2147483583.0, 2147483647.0),
+      regular_spec(64, 4294967232.0, 4294967296.0), regular_spec(64, 0x1p53 - 64, 0x1p53),
+      regular_spec(10, -0x1p53, -0x1p53 + 10), regular_spec(16, 0x1p24 - 16, 0x1p24, dtype::f32),
+      regular_spec(16, 2032, 2048, dtype::f16), regular_spec(256, 0, 256, dtype::bf16)};
+  const dtype types[] = {dtype::u8, dtype::i8, dtype::u16, dtype::i16, dtype::u32,
+                         dtype::i32, dtype::u64, dtype::i64};
+  std::mt19937_64 gen(13);
+  for (const axis_spec& spec : specs) {
+    const axis a = spec.make();
+    SCOPED_TRACE(std::to_string(spec.bins) + " bins over [" + std::to_string(spec.lo) + ", " + std::to_string(spec.hi) + "]");
+    EXPECT_TRUE(a.unit_integer_edges());
+    // Every integer from lo - 3 to hi + 3, the types' extremes, and random values around the range.
+    std::vector<double> values;
+    const auto lo = static_cast<std::int64_t>(spec.lo);
+    for (std::int64_t k = -3; k <= spec.bins + 3; ++k) values.push_back(static_cast<double>(lo + k));
+    for (double v : {-1e30, 1e30, 0.0, -1.0}) values.push_back(v);
+    std::uniform_int_distribution<std::int64_t> near(-2 * spec.bins - 8, 3 * spec.bins + 8);
+    for (int i = 0; i < 3000; ++i) values.push_back(spec.lo + static_cast<double>(near(gen)));
+    std::vector<double> ws(values.size());
+    for (double& w : ws) w = static_cast<double>(near(gen) % 9);  // integers: exact sums in any order
+    std::uint64_t in_bins = 0;
+    for (dtype t : types) {
+      SCOPED_TRACE(tally::name_of(t));
+      for (std::int64_t stride : {1, 2}) {
+        const column data = make_column(t, values, stride), weights = make_column(dtype::f64, ws);
+        const tally::view wv = weights.view();
+        tally::histogram h(a, opts());
+        in_bins += binned(fill_both(h, spec, data.view()));
+        tally::histogram hw(a, opts(true));
+        fill_both(hw, spec, data.view(), &wv);
+      }
+    }
+    EXPECT_GT(in_bins, 0u);
+  }
+  // 64-bit samples beyond 2^53 are compared after rounding where the range is not an integer
+  // one, as numpy: 2^53 + 1 rounds onto the end 2^53 and counts; an integer range drops it.
+  const std::int64_t top = std::int64_t{1} << 53;
+  const std::vector<std::int64_t> wide{top + 1, top, top - 7, top - 8};
+  const auto wide_view = tally::make_view(wide.data(), 4);
+  EXPECT_EQ(check(regular_spec(7, 0x1p53 - 7, 0x1p53), wide_view), (std::vector<double>{1, 0, 0, 0, 0, 0, 2}));
+  EXPECT_EQ(check(regular_exact_spec(7, top - 7, top), wide_view), (std::vector<double>{1, 0, 0, 0, 0, 0, 1}));
+  // Not unit integer edges: a half-integer end, a width of 2, half-integer edges.
+  EXPECT_FALSE(axis::regular(256, 0, 256.5).unit_integer_edges());
+  EXPECT_FALSE(axis::regular(128, 0, 256).unit_integer_edges());
+  EXPECT_FALSE(axis::regular(4, 0x1p53, 0x1p53 + 8).unit_integer_edges());
+  EXPECT_FALSE(axis::regular(4, 0.5, 4.5).unit_integer_edges());
+}
+
+// The planner plans integer samples on unit integer edges as on the integer axis of those bins
+// (no edge table).
+TEST(UnitIntegerEdges, PlannedAsTheIntegerAxis) {
+  for (tally::backend b : {backend::cpu, backend::cuda}) {
+    if (b == backend::cuda && !cuda_usable()) continue;
+    for (std::int64_t bins : {std::int64_t{256}, std::int64_t{65536}, std::int64_t{1} << 20}) {
+      tally::options o = cpu_options();
+      o.backend = b;
+      const tally::histogram regular(axis::regular(bins, 0, static_cast<double>(bins)), o);
+      const tally::histogram integer(axis::integer(0, bins), o);
+      const tally::policy p = regular.plan_for(tally::dtype::i32, std::int64_t{1} << 26);
+      const tally::policy q = integer.plan_for(tally::dtype::i32, std::int64_t{1} << 26);
+      EXPECT_EQ(p.chosen, q.chosen) << bins;
+      EXPECT_EQ(p.shared_bytes, q.shared_bytes) << bins;
+      EXPECT_FALSE(p.edge_table) << bins;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Exactness, ::testing::Values(backend::cpu, backend::cuda),
                          [](const ::testing::TestParamInfo<backend>& info) {
                            return std::string(tally::name_of(info.param));

@@ -47,7 +47,9 @@ class axis {
   /// are numpy's edges for f64 and integer samples. A value is binned against these edges
   /// exactly, so results match numpy.histogram bit for bit, values on edges included.
   /// Throws tally::error unless bins >= 1, lo < hi, both finite, and the rounded edges are
-  /// strictly increasing.
+  /// strictly increasing. Where the edges are the consecutive integers lo, lo + 1, ..., hi
+  /// (unit_integer_edges()), integer samples are binned as v - lo, the value hi in the last bin:
+  /// the same bins, by the integer axis' cheaper rule.
   static axis regular(std::int64_t bins, double lo, double hi, dtype edge_type = dtype::f64);
 
   /// regular(bins, double(lo), double(hi)) whose range is also kept exactly: a 64-bit integer
@@ -93,6 +95,9 @@ class axis {
   /// variable_integers' edges as given (their bits, for unsigned ones; empty for other axes).
   const std::vector<std::int64_t>& integer_edges() const { return int_edges_; }
   bool integer_edges_unsigned() const { return int_edges_unsigned_; }
+  /// A regular axis whose edges are the integers lo, lo + 1, ..., hi, each exact in the edge
+  /// type: integer samples take the integer rule, the last bin closed (false for other axes).
+  bool unit_integer_edges() const { return unit_integers_; }
   /// regular_exact's range (false for other axes).
   bool has_exact_range() const { return exact_range_; }
   integer_value exact_lo() const { return exact_lo_; }
@@ -108,6 +113,7 @@ class axis {
   dtype edge_type_ = dtype::f64;
   std::int64_t bins_ = 0;
   double lo_ = 0, hi_ = 0;        // regular
+  bool unit_integers_ = false;    // regular: edges lo, lo + 1, ..., hi
   std::vector<double> edges_;     // variable
   std::int64_t int_lo_ = 0;       // integer
   std::vector<std::int64_t> int_edges_;  // variable_integers

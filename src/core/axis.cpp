@@ -98,15 +98,24 @@ template <class I, class Pred> std::optional<I> least_with(Pred pred) {
   return lo;
 }
 
-template <class I> constexpr std::pair<I, I> kept_none{std::numeric_limits<I>::max(), std::numeric_limits<I>::min()};
+/// The 64-bit integer samples of type I a regular axis keeps: [lo, hi], or none (`none` says
+/// why every one is dropped: the range lies above the type, or below it).
+template <class I> struct kept_range {
+  I lo = 0, hi = 0;
+  std::int64_t none = 0;
+};
+template <class I> kept_range<I> kept_none(std::int64_t why) {
+  return {std::numeric_limits<I>::max(), std::numeric_limits<I>::min(), why};
+}
 
 /// The 64-bit integer samples of type I that compare with [first, last] after rounding to
 /// double, as numpy compares them with a float range.
-template <class I> std::pair<I, I> rounded_bounds(double first, double last) {
+template <class I> kept_range<I> rounded_bounds(double first, double last) {
   const auto lo = least_with<I>([&](I v) { return static_cast<double>(v) >= first; });
   const auto above = least_with<I>([&](I v) { return static_cast<double>(v) > last; });
-  if (!lo || (above && *above == std::numeric_limits<I>::min())) return kept_none<I>;
-  return {*lo, above ? static_cast<I>(*above - 1) : std::numeric_limits<I>::max()};
+  if (!lo) return kept_none<I>(bin_underflow);
+  if (above && *above == std::numeric_limits<I>::min()) return kept_none<I>(bin_overflow);
+  return {*lo, above ? static_cast<I>(*above - 1) : std::numeric_limits<I>::max(), 0};
 }
 
 /// An exact integer clamped into I's range: (value, below I's range, above it).
@@ -132,11 +141,18 @@ template <class I> I clamp_to(integer_value v, bool& below, bool& above) {
 }
 
 /// [lo, hi] within I (numpy's exact comparison of integer samples with an integer range).
-template <class I> std::pair<I, I> exact_bounds(integer_value lo, integer_value hi) {
+template <class I> kept_range<I> exact_bounds(integer_value lo, integer_value hi) {
   bool lo_below, lo_above, hi_below, hi_above;
   const I l = clamp_to<I>(lo, lo_below, lo_above), h = clamp_to<I>(hi, hi_below, hi_above);
-  if (lo_above || hi_below) return kept_none<I>;
-  return {l, h};
+  if (lo_above) return kept_none<I>(bin_underflow);
+  if (hi_below) return kept_none<I>(bin_overflow);
+  return {l, h, 0};
+}
+
+template <class I> void keep_range(const kept_range<I>& k, I& lo, I& hi, std::int64_t& none) {
+  lo = k.lo;
+  hi = k.hi;
+  none = k.none;
 }
 
 }  // namespace
@@ -155,12 +171,13 @@ regular_rule make_regular_rule(const axis& a, const double* table) {
   r.table = table;
   r.guard = guard_of(r);
   set_fast32(r);
+  integer_keep& k = r.keep;
   if (a.has_exact_range()) {
-    std::tie(r.keep.lo_s, r.keep.hi_s) = exact_bounds<std::int64_t>(a.exact_lo(), a.exact_hi());
-    std::tie(r.keep.lo_u, r.keep.hi_u) = exact_bounds<std::uint64_t>(a.exact_lo(), a.exact_hi());
+    keep_range(exact_bounds<std::int64_t>(a.exact_lo(), a.exact_hi()), k.lo_s, k.hi_s, k.none_s);
+    keep_range(exact_bounds<std::uint64_t>(a.exact_lo(), a.exact_hi()), k.lo_u, k.hi_u, k.none_u);
   } else {
-    std::tie(r.keep.lo_s, r.keep.hi_s) = rounded_bounds<std::int64_t>(r.first, r.last);
-    std::tie(r.keep.lo_u, r.keep.hi_u) = rounded_bounds<std::uint64_t>(r.first, r.last);
+    keep_range(rounded_bounds<std::int64_t>(r.first, r.last), k.lo_s, k.hi_s, k.none_s);
+    keep_range(rounded_bounds<std::uint64_t>(r.first, r.last), k.lo_u, k.hi_u, k.none_u);
   }
   return r;
 }
@@ -289,15 +306,28 @@ variable_rule32 make_variable_rule32(const axis& a, std::vector<float>& edges, s
   return r;
 }
 
-integer_rule make_integer_rule(const axis& a) { return integer_rule{a.integer_lo(), a.bins()}; }
+integer_rule make_integer_rule(const axis& a) {
+  if (a.kind() == axis_kind::regular) return integer_rule{static_cast<std::int64_t>(a.regular_lo()), a.bins(), true};
+  return integer_rule{a.integer_lo(), a.bins(), false};
+}
+
+axis_kind rule_kind(const axis& a, dtype sample) {
+  if (!a.unit_integer_edges() || is_floating(sample)) return a.kind();
+  // A 64-bit sample beyond 2^53 is compared after rounding (unless the range is exact), and may
+  // round onto an end of 2^53: the integer rule would drop it.
+  const bool wide = sample == dtype::i64 || sample == dtype::u64;
+  if (wide && !a.has_exact_range() && std::max(std::fabs(a.regular_lo()), std::fabs(a.regular_hi())) >= 0x1p53)
+    return a.kind();
+  return axis_kind::integer;
+}
 
 std::int64_t variable_bucket_count(std::int64_t bins) {
   return std::min<std::int64_t>(std::max<std::int64_t>(4 * bins, 64), 1 << 16);
 }
 
-std::int64_t table_bytes(const axis& a) {
+std::int64_t table_bytes(const axis& a, dtype sample) {
   const auto edges = static_cast<std::int64_t>(sizeof(double)) * (a.bins() + 1);
-  switch (a.kind()) {
+  switch (rule_kind(a, sample)) {
     case axis_kind::regular: return edges;
     case axis_kind::variable:
       return edges * (a.integer_edges().empty() ? 1 : 2) +
@@ -374,6 +404,12 @@ axis axis::regular(std::int64_t bins, double lo, double hi, dtype edge_type) {
       previous = e;
     }
   }
+  // Edges lo + k (step exactly 1, so linspace's k * step + lo is exact) while every integer of
+  // the range is exact in the edge type.
+  const double exact_to = edge_type == dtype::f16 ? 0x1p11 : edge_type == dtype::bf16 ? 0x1p8
+                          : edge_type == dtype::f32 ? 0x1p24 : 0x1p53;
+  a.unit_integers_ = std::floor(lo) == lo && std::floor(hi) == hi && magnitude <= exact_to &&
+                     static_cast<std::int64_t>(hi) - static_cast<std::int64_t>(lo) == bins;
   return a;
 }
 

@@ -30,15 +30,19 @@ TALLY_HD double round_edge(double e, edge_rounding r) {
   }
 }
 
-/// Which 64-bit integer samples a regular axis keeps: those in [lo, hi] of their own type (none
-/// where lo > hi). numpy compares integer samples with the range before rounding them; a kept
-/// sample rounds to within [first, last], so the f64 rule then bins it.
+/// Which 64-bit integer samples a regular axis keeps: those in [lo, hi] of their own type, or
+/// none, where the range lies beyond the type (none_s, none_u: why every sample is dropped).
+/// numpy compares integer samples with the range before rounding them; a kept sample rounds to
+/// within [first, last], so the f64 rule then bins it.
 struct integer_keep {
   std::int64_t lo_s = 0, hi_s = -1;
   std::uint64_t lo_u = 1, hi_u = 0;
+  std::int64_t none_s = 0, none_u = 0;  // bin_underflow or bin_overflow where none is kept
 
   /// 0 where v is kept, else why it is dropped.
   template <class T> TALLY_HD_HOT std::int64_t drop(T v) const {
+    const std::int64_t none = std::is_signed_v<T> ? none_s : none_u;
+    if (none) return none;
     const bool below = std::is_signed_v<T> ? v < static_cast<T>(lo_s) : v < static_cast<T>(lo_u);
     const bool above = std::is_signed_v<T> ? v > static_cast<T>(hi_s) : v > static_cast<T>(hi_u);
     return below ? std::int64_t{bin_underflow} : above ? std::int64_t{bin_overflow} : 0;
@@ -283,15 +287,19 @@ struct variable_rule32 {
 };
 
 /// One bin per integer in [lo, lo + bins). Integers compare exactly; floats by floor(x).
+/// `closed`: the last bin also holds lo + bins (a regular axis over the edges lo, lo + 1, ...,
+/// lo + bins); only samples past the bins look at it.
 struct integer_rule {
   std::int64_t lo = 0;
   std::int64_t bins = 0;
+  bool closed = false;
 
   TALLY_HD_HOT std::int64_t index_signed(std::int64_t v) const {
     if (v < lo) return bin_underflow;
     // The unsigned difference is exact for v >= lo, even where v - lo overflows int64.
     const std::uint64_t d = static_cast<std::uint64_t>(v) - static_cast<std::uint64_t>(lo);
-    if (d >= static_cast<std::uint64_t>(bins)) return bin_overflow;
+    if (d >= static_cast<std::uint64_t>(bins))
+      return closed && d == static_cast<std::uint64_t>(bins) ? bins - 1 : std::int64_t{bin_overflow};
     return static_cast<std::int64_t>(d);
   }
   TALLY_HD_HOT std::int64_t index_unsigned(std::uint64_t v) const {
@@ -304,7 +312,8 @@ struct integer_rule {
     const double f = ::floor(x);
     const double lo_d = static_cast<double>(lo);
     if (f < lo_d) return bin_underflow;
-    if (f - lo_d >= static_cast<double>(bins)) return bin_overflow;
+    if (f - lo_d >= static_cast<double>(bins))
+      return closed && x == lo_d + static_cast<double>(bins) ? bins - 1 : std::int64_t{bin_overflow};
     return static_cast<std::int64_t>(f - lo_d);
   }
 };

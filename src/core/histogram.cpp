@@ -62,10 +62,10 @@ plan_request make_request(const std::vector<axis>& axes, const options& opts, ba
   r.contiguous = axes.size() == 1 &&
                  (!first || (first->stride == 1 &&
                              reinterpret_cast<std::uintptr_t>(first->data) % size_of(first->type) == 0));
-  r.table_bytes = table_bytes(axes.front());
+  r.table_bytes = table_bytes(axes.front(), t);
   r.where = where;
   r.wanted = opts.strategy;
-  r.kind = axes.front().kind();
+  r.kind = rule_kind(axes.front(), t);
   r.cells = cell_count(axes);
   r.dims = static_cast<int>(axes.size());
   r.sample = t;

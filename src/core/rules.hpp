@@ -20,9 +20,14 @@ std::vector<std::int64_t> variable_buckets(const axis& a);
 variable_rule32 make_variable_rule32(const axis& a, std::vector<float>& edges, std::vector<bucket32>& buckets);
 /// About four buckets per bin, at least 64, at most 2^16.
 std::int64_t variable_bucket_count(std::int64_t bins);
+/// The rule of an integer axis, or of a regular one whose edges are unit integers (closed).
 integer_rule make_integer_rule(const axis& a);
-/// Bytes of the tables a backend uploads for this axis' rule (regular: the edges; variable:
-/// the edges and the buckets; integer: none).
-std::int64_t table_bytes(const axis& a);
+/// The rule samples of type `sample` are binned by on axis `a`: the integer rule for integer
+/// samples on a regular axis of unit integer edges (the same bins: the edges and the samples
+/// are exact integers), else the axis' own. Every backend and the planner ask this.
+axis_kind rule_kind(const axis& a, dtype sample);
+/// Bytes of the tables a backend uploads for the rule samples of type `sample` take on this
+/// axis (regular: the edges; variable: the edges and the buckets; integer: none).
+std::int64_t table_bytes(const axis& a, dtype sample);
 
 }  // namespace tally::detail

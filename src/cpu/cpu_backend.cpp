@@ -165,7 +165,7 @@ struct axis_indexer {
   std::int64_t bins = 0;
 
   axis_indexer(const axis& a, dtype sample, bool use_edge_table) : bins(a.bins()) {
-    switch (a.kind()) {
+    switch (rule_kind(a, sample)) {
       case axis_kind::regular:
         if (use_edge_table) {
           edge_table = a.edges();

@@ -70,11 +70,14 @@ rules::rules(const std::vector<axis>& list) {
     device_axis& da = axes.axis[d];
     da.kind = a.kind();
     da.bins = a.bins();
+    integer_kind[d][0] = rule_kind(a, dtype::i32);
+    integer_kind[d][1] = rule_kind(a, dtype::i64);
     switch (a.kind()) {
       case axis_kind::regular: {
         const auto edges = a.edges();
         da.regular.rule = make_regular_rule(a);
         offsets.push_back(append(tables, edges));
+        if (a.unit_integer_edges()) da.integer.rule = make_integer_rule(a);  // for integer samples
         break;
       }
       case axis_kind::variable: {
@@ -141,6 +144,8 @@ fill_input rules::input(const std::vector<view>& columns, const std::vector<cons
   for (int d = 0; d < in.axes.count; ++d) {
     const view& v = columns[static_cast<std::size_t>(d)];
     in.axes.axis[d].type = v.type;
+    // Integer samples on unit integer edges take the integer rule (rule_kind), set up above.
+    if (!is_floating(v.type)) in.axes.axis[d].kind = integer_kind[d][size_of(v.type) == 8];
     in.axes.axis[d].data = data[static_cast<std::size_t>(d)];
     in.axes.axis[d].stride_bytes = v.stride * static_cast<std::int64_t>(size_of(v.type));
   }
@@ -180,7 +185,7 @@ std::size_t counts_temp_bytes(const policy& plan) {
 channels_input plan_channels(const axis& first, const view& samples, int channels, int counted) {
   plan_request r;
   r.where = backend::cuda;
-  r.kind = first.kind();
+  r.kind = rule_kind(first, samples.type);
   r.cells = first.bins();
   r.channels = channels;
   r.counted_channels = counted;

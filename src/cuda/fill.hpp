@@ -37,6 +37,8 @@ struct rules {
   device_axes axes{};
   std::vector<std::uint64_t> tables;
   std::vector<std::size_t> offsets;  // per table, in words
+  /// Per axis, the rule kind (rule_kind) of integer samples of at most 32 bits, and of 64 bits.
+  axis_kind integer_kind[kMaxAxes][2]{};
 
   explicit rules(const std::vector<axis>& axes);
   /// The tables followed by a 1.0 (the weight an unweighted fill of sums reads at stride 0):
