@@ -24,7 +24,7 @@ import tally
 
 from cuda_timing import median_ms
 
-BINS = [16, 256, 4096, 65536]
+BINS = [16, 256, 4096, 65536, 1 << 20]
 
 
 def optional(name):
@@ -74,12 +74,22 @@ def gpu_rows(torch, cupy, n, repeats):
     gen = torch.Generator(device="cuda").manual_seed(1)
     f = torch.rand(n, device="cuda", generator=gen)
     fc = cupy.asarray(f) if cupy is not None else None  # zero-copy over the same memory
+    w = torch.rand(n, device="cuda", generator=gen)
+    wc = cupy.asarray(w) if cupy is not None else None
     for bins in BINS:
         i = torch.randint(0, bins, (n,), device="cuda", generator=gen, dtype=torch.int32)
         ic = cupy.asarray(i) if cupy is not None else None
         cases = [
             ("bincount i32", "tally.bincount", lambda: tally.bincount(i, minlength=bins)),
+            ("bincount i32", "tally.bincount minlength=0", lambda: tally.bincount(i)),
             ("bincount i32", "torch.bincount", lambda: torch.bincount(i, minlength=bins)),
+            # Integer samples over the integer range (0, bins): numpy's unit edges, the integer rule.
+            ("histogram i32, range=(0, bins)", "tally.histogram", lambda: tally.histogram(i, bins, (0, bins))),
+            ("histogram i32, range=(0, bins)", "torch.bincount", lambda: torch.bincount(i, minlength=bins)),
+            ("histogram i32 + f32 weights, range=(0, bins)", "tally.histogram",
+             lambda: tally.histogram(i, bins, (0, bins), weights=w)),
+            ("histogram i32 + f32 weights, range=(0, bins)", "torch.bincount",
+             lambda: torch.bincount(i, weights=w, minlength=bins)),
             ("histogram f32, range=(0, 1)", "tally.histogram", lambda: tally.histogram(f, bins, (0, 1))),
             ("histogram f32, range=(0, 1)", "tally.histc", lambda: tally.histc(f, bins, 0, 1)),
             ("histogram f32, range=(0, 1)", "torch.histc", lambda: torch.histc(f, bins, 0, 1)),
@@ -88,12 +98,27 @@ def gpu_rows(torch, cupy, n, repeats):
         if cupy is not None:
             cases += [
                 ("bincount i32", "cupy.bincount", lambda: cupy.bincount(ic, minlength=bins)),
+                ("histogram i32, range=(0, bins)", "cupy.bincount", lambda: cupy.bincount(ic, minlength=bins)),
+                ("histogram i32 + f32 weights, range=(0, bins)", "cupy.bincount",
+                 lambda: cupy.bincount(ic, weights=wc, minlength=bins)),
                 ("histogram f32, range=(0, 1)", "cupy.histogram", lambda: cupy.histogram(fc, bins, (0, 1))),
                 ("histogram f32, range=None", "cupy.histogram", lambda: cupy.histogram(fc, bins)),
             ]
         for workload, library, fn in cases:
             rows.append(row(workload, library, "cuda", bins, n, median_ms(torch, fn, repeats)))
         del i, ic
+    # 2-D: histogramdd of n/2 (x, y) f32 pairs over (0, 1)^2, sqrt(bins) x sqrt(bins) bins.
+    xy = torch.rand(n // 2, 2, device="cuda", generator=gen)
+    xyc = cupy.asarray(xy) if cupy is not None else None
+    for bins in (256, 4096, 65536):
+        side = int(bins ** 0.5)
+        cases = [("histogramdd f32 2-D, range=(0, 1)^2", "tally.histogramdd",
+                  lambda: tally.histogramdd(xy, (side, side), [(0, 1), (0, 1)]))]
+        if cupy is not None:
+            cases.append(("histogramdd f32 2-D, range=(0, 1)^2", "cupy.histogramdd",
+                          lambda: cupy.histogramdd(xyc, (side, side), [(0, 1), (0, 1)])))
+        for workload, library, fn in cases:
+            rows.append(row(workload, library, "cuda", bins, n // 2, median_ms(torch, fn, repeats)))
     return rows
 
 

@@ -262,20 +262,24 @@ class py_histogram {
 /// a tally::device_histogram on the current device, whose cells are handed to Python in place as
 /// a DLPack array that owns the histogram (its memory is freed with the array). Counts come as
 /// int64 (the u64 counts' bits; no bin reaches 2^63), sums as float64.
+/// With `flow`, returns (values, (underflow, overflow, nan)): the flow counts are read back
+/// after the fill, the one wait of such a call.
 nb::object fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_array>& columns,
                           const std::optional<any_array>& weights, const std::string& strategy,
-                          std::uintptr_t stream_handle, int device) {
+                          std::uintptr_t stream_handle, int device, bool flow) {
   const fill_views v(columns, weights);
   auto* stream = reinterpret_cast<void*>(stream_handle);
   auto h = std::make_unique<tally::device_histogram>(
-      std::move(axes), make_options(weights.has_value(), strategy, tally::backend::cuda, false), stream);
+      std::move(axes), make_options(weights.has_value(), strategy, tally::backend::cuda, flow), stream);
   if (h->device() != device)
     throw tally::error("tally: the current CUDA device is " + std::to_string(h->device()) +
                        ", the samples are on device " + std::to_string(device));
+  tally::flow_counts dropped;
   {
     nb::gil_scoped_release release;
     if (v.weights) h->fill(v.columns, *v.weights, stream);
     else h->fill(v.columns, stream);
+    if (flow) dropped = h->flow(stream);
   }
   std::vector<std::size_t> dims;
   for (auto s : h->shape()) dims.push_back(static_cast<std::size_t>(s));
@@ -286,7 +290,8 @@ nb::object fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_a
   h->release_on_default_stream();  // the array may outlive the caller's stream
   nb::capsule owner(h.release(), [](void* p) noexcept { delete static_cast<tally::device_histogram*>(p); });
   nb::ndarray<> values(cells, dims.size(), dims.data(), owner, nullptr, type, nb::device::cuda::value, at);
-  return nb::cast(values);
+  if (!flow) return nb::cast(values);
+  return nb::make_tuple(values, nb::make_tuple(dropped.underflow, dropped.overflow, dropped.nan));
 }
 
 nb::ndarray<nb::numpy, double> numpy_edges(const std::vector<double>& e) {
@@ -475,7 +480,7 @@ NB_MODULE(_tally, m) {
       .def_prop_ro("axes", [](const py_histogram& h) { return h.get().axes(); });
 
   m.def("fill_on_stream", &fill_on_stream, "axes"_a, "columns"_a, "weights"_a.none(), "strategy"_a,
-        "stream"_a, "device"_a);
+        "stream"_a, "device"_a, "flow"_a = false);
 
   m.def("fill_channels", [](std::vector<py_histogram*> per_channel, const any_array& samples, int channels) {
     const tally::view v = one_view(samples, false);

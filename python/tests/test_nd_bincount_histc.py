@@ -155,3 +155,49 @@ def test_bincount_of_huge_values_costs_the_cells_it_touches():
         tally.bincount(np.array([2**50]))
     with pytest.raises(MemoryError):
         tally.Histogram(tally.axis.integer(0, 2**50))
+
+
+def test_bincount_minlength_below_the_data_and_bad_values(rng):
+    """minlength's bins are counted first, in one pass; samples beyond them make tally find the
+    maximum and count again, and negatives (and uint64 values numpy reads as negative int64)
+    raise numpy's error whatever the minlength."""
+    x = rng.integers(0, 1000, 5000)
+    w = rng.random(x.size)
+    for m in [1, 998, 999, 1000, 1001, 4096]:
+        assert_same_array(tally.bincount(x, minlength=m), np.bincount(x, minlength=m))
+        assert_same_array(tally.bincount(x, w, minlength=m), np.bincount(x, w, minlength=m))
+    for bad in [np.array([3, -1, 2]), np.array([5, 2**63], np.uint64), np.array([2**63 - 1, -5])]:
+        with pytest.raises(ValueError, match="negative"):
+            tally.bincount(bad)
+        for m in [1, 10, 2**20]:
+            with pytest.raises(ValueError, match="negative"):
+                tally.bincount(bad, minlength=m)
+
+
+@pytest.mark.parametrize("type_name", INT_TYPES)
+def test_histogram_of_integers_over_unit_integer_edges(rng, type_name):
+    """Integer samples over a range of unit integer edges take tally's integer rule (v - lo, the
+    range's end in the last bin): numpy's counts at every edge, at the type's limits too."""
+    info = np.iinfo(NP[type_name])
+    for lo, hi in [(0, 256), (-5, 5), (int(info.min), int(info.min) + 10), (int(info.max) - 10, int(info.max)),
+                   (-(2**53), -(2**53) + 7)]:
+        a, b = max(lo - 3, int(info.min)), min(hi + 3, int(info.max))
+        if a > b:
+            continue
+        x = np.concatenate([rng.integers(a, b, 5000, dtype=NP[type_name], endpoint=True),
+                            np.array([a, b, max(min(hi, b), a), max(min(lo, b), a)], NP[type_name])])
+        for kw in [dict(bins=hi - lo, range=(lo, hi)), dict(bins=hi - lo, range=(float(lo), float(hi)))]:
+            try:
+                want, want_edges = np.histogram(x, **kw)
+            except ValueError:  # edges beyond 2^53 that float64 cannot tell apart
+                with pytest.raises(ValueError):
+                    tally.histogram(x, **kw)
+                continue
+            got, edges = tally.histogram(x, **kw)
+            assert_same_array(got, want)
+            assert_same_array(edges, want_edges)
+        if abs(lo) > 2**53 or abs(hi) > 2**53:
+            continue
+        wts = rng.integers(-3, 4, x.size).astype(np.float64)
+        assert_same_array(tally.histogram(x, hi - lo, (lo, hi), weights=wts)[0],
+                          np.histogram(x, hi - lo, (lo, hi), weights=wts)[0])

@@ -15,29 +15,31 @@ from ._arrays import (FLOAT_TYPES, NUMPY_NAMES, Source, _cupy, _torch, backend_f
 _range = builtins.range
 
 
-def fill(axes, columns, weights, src, strategy, device):
+def fill(axes, columns, weights, src, strategy, device, flow=False):
     """The one place that runs a one-shot fill: a histogram over `axes` from `columns`
     (Sources, one per axis) and optional `weights`; returns the values as src's library and
-    device. Counts int64, weighted sums float64.
+    device. Counts int64, weighted sums float64. With `flow`, returns (values, (underflow,
+    overflow, nan)), the samples the axes dropped, read back to the host.
 
     torch and cupy arrays in CUDA memory are counted by tally::device_histogram on the caller's
-    current stream, without a host wait, and the cells come back in place as a tensor of that
-    library on that device. Other inputs go through tally::histogram, whose cells are on the
-    host."""
+    current stream, without a host wait (but for the flow counts' read-back), and the cells
+    come back in place as a tensor of that library on that device. Other inputs go through
+    tally::histogram, whose cells are on the host."""
     backend = backend_for(device, src)
     if src.on_cuda and backend != "cpu" and src.lib in ("torch", "cupy"):
-        return _fill_on_stream(axes, columns, weights, src, strategy_arg(strategy))
-    h = _tally.Hist(axes, weights is not None, strategy_arg(strategy), backend)
+        return _fill_on_stream(axes, columns, weights, src, strategy_arg(strategy), flow)
+    h = _tally.Hist(axes, weights is not None, strategy_arg(strategy), backend, flow)
     fill_into(h, columns, weights, src)
-    return src.result(h.values())
+    values = src.result(h.values())
+    return (values, h.flow()) if flow else values
 
 
-def _fill_on_stream(axes, columns, weights, src, strategy):
+def _fill_on_stream(axes, columns, weights, src, strategy, flow):
     _require_cuda(src)
     with _device_of(src, wait=False) as stream:
-        values = _in_layout(
-            lambda c, w: _tally.fill_on_stream(axes, c, w, strategy, stream, src.index), columns, weights)
-        return src.from_dlpack(values)
+        out = _in_layout(
+            lambda c, w: _tally.fill_on_stream(axes, c, w, strategy, stream, src.index, flow), columns, weights)
+        return (src.from_dlpack(out[0]), out[1]) if flow else src.from_dlpack(out)
 
 
 def fill_into(h, columns, weights, src):
@@ -388,9 +390,19 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
     w = _weights_of(weights, src, "The weights and list don't have the same length.")
     if src.size == 0:
         return src.zeros(minlength, w is not None)
+    negative = "'list' argument must have no negative elements"
+    if minlength > 0:
+        # One pass where minlength covers the data: count into [0, minlength) and read back only
+        # the dropped samples' counts; the maximum is looked for only where some lie beyond.
+        axis = _tally.Axis.integer(0, int64_arg(minlength, "minlength"))
+        values, (below, beyond, _) = fill([axis], [src], w, src, strategy, device, flow=True)
+        if below:
+            raise ValueError(negative)
+        if not beyond:
+            return values
     lo, hi = src.min_max()
     if lo < 0 or (src.type == "u64" and int(hi) >= 2**63):  # numpy reads uint64 as int64
-        raise ValueError("'list' argument must have no negative elements")
+        raise ValueError(negative)
     axis = _tally.Axis.integer(0, int64_arg(max(int(hi) + 1, minlength), "minlength"))
     values = fill([axis], [src], w, src, strategy, device)
     return values
