@@ -78,5 +78,9 @@ TEST(Large, HugeSparseHistogramsCostTheCellsTheyTouch) {
     h.reset();
     EXPECT_EQ(h.samples(), 0u);
   }
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "the counts are checked; resident memory is not: AddressSanitizer's shadow and "
+                  "quarantine add to it";
+#endif
   EXPECT_LT(peak_resident_kib() - before, 512 * 1024) << "KiB more at the peak";
 }
