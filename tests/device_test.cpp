@@ -204,7 +204,7 @@ TEST_F(Device, FillReturnsWhileItsStreamIsBlocked) {
     const bool returned_while_blocked = !open.load();
     opener.join();
     EXPECT_TRUE(returned_while_blocked) << "a fill waited for its stream";
-    ref::result want = ref::empty({a.model()}, weighted);
+    ref::result want = ref::empty({a.model()}, false);  // counts: the sums of weights of 1
     ref::fill(want, a.model(), host.view());
     ASSERT_GT(binned(want), 0u);
     if (weighted) EXPECT_TRUE(same_elements(h.sums(s.get()), want.sums));
@@ -279,6 +279,48 @@ TEST_F(Device, ReleasedOnTheDefaultStreamItOutlivesItsStream) {
   ref::result want = ref::empty({a.model()}, false);
   ref::fill(want, a.model(), host.view());
   EXPECT_EQ(got, want.counts);
+}
+
+// A regular axis of unit integer edges: integer samples take the integer rule and the histogram
+// uploads no edge table; a later fill of float samples gathers and uploads it then. Counts, sums
+// (an unweighted fill of a weighted histogram reads the device's 1.0) and channels, against the
+// reference.
+TEST_F(Device, UnitIntegerEdgesUploadTheTablesForTheFirstFloatFill) {
+  const stream s;
+  const axis_spec a = regular_spec(4096, -2048, 2048);
+  ASSERT_TRUE(a.make().unit_integer_edges());
+  std::uint64_t seed = 7900;
+  for (bool weighted : {false, true}) {
+    device_histogram h(a.make(), device_options(weighted), s.get());
+    ref::result want = ref::empty({a.model()}, false);  // counts: the sums of weights of 1
+    for (dtype t : {dtype::i32, dtype::i16, dtype::i64, dtype::f32, dtype::i32, dtype::f64}) {
+      SCOPED_TRACE(std::string(tally::name_of(t)) + (weighted ? ", weighted" : ""));
+      const column host = random_column_for(a, t, dist::uniform, 100003, ++seed);
+      const device_column dev(host.view());
+      h.fill(dev.view(), s.get());
+      ref::fill(want, a.model(), host.view());
+      ASSERT_GT(binned(want), 0u);
+      if (weighted) {
+        const std::vector<double> counts(want.counts.begin(), want.counts.end());  // weights of 1
+        EXPECT_TRUE(same_elements(h.sums(s.get()), counts)) << "sums";
+        EXPECT_TRUE(same_flow(h.flow(s.get()), want.flow));
+      } else {
+        expect_matches(h, want, s.get());
+      }
+    }
+  }
+  // RGB u8 pixels in one pass, each channel over the values' own unit edges [0, 256].
+  const axis_spec rgb = regular_spec(256, 0, 256);
+  const column pixels = random_column_for(rgb, dtype::u8, dist::uniform, 3 * 100001, ++seed);
+  const device_column dev(pixels.view());
+  std::vector<device_histogram> hs;
+  for (int k = 0; k < 3; ++k) hs.emplace_back(rgb.make(), device_options(), s.get());
+  tally::fill_channels(hs, dev.view(), 3, s.get());
+  for (int k = 0; k < 3; ++k) {
+    const ref::result r = channel_reference(rgb, pixels.view(), k, 3, 1);
+    ASSERT_GT(binned(r), 0u);
+    expect_matches(hs[static_cast<std::size_t>(k)], r, s.get());
+  }
 }
 
 TEST_F(Device, InterleavedChannelsInOnePassOrOneByOne) {

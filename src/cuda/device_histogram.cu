@@ -96,7 +96,9 @@ std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 /// Device memory: the destination (cells + 3 u64 slots whose last three are the flow counters;
 /// or cells f64 sums and 3 u64 flow counters), then the tables and a 1.0 (the weight of an
 /// unweighted fill of sums). `words` is the host source of the tables' copy, kept for the
-/// object's lifetime so that the asynchronous copy never reads freed memory.
+/// object's lifetime so that the asynchronous copy never reads freed memory. Where integer
+/// samples need no tables (rules::integers_need_no_tables), the memory holds only the 1.0, and
+/// the first fill of float samples uploads the tables and a 1.0 to memory of their own.
 struct device_histogram::state {
   int device = 0;
   device_allocator allocator;
@@ -108,8 +110,14 @@ struct device_histogram::state {
   std::size_t tables_at = 0;
   detail::cuda::rules rules;
   std::vector<std::uint64_t> words;
+  const std::uint64_t* device_words = nullptr;  // the tables and the 1.0 the rules point at
+  char* late_tables = nullptr;  // the tables uploaded by a later fill, and their size
+  std::size_t late_bytes = 0;
+  std::vector<std::uint64_t> late_words;
 
-  explicit state(const std::vector<axis>& axes) : rules(axes) {}
+  explicit state(const std::vector<axis>& axes) : rules(axes, false) {
+    if (!rules.integers_need_no_tables()) rules.add_tables(axes);
+  }
   ~state() {
     if (!memory) return;
     int previous = 0;
@@ -118,6 +126,7 @@ struct device_histogram::state {
     try {
       if (released) cudaStreamWaitEvent(nullptr, released, 0);
       allocator.deallocate(allocator.context, memory, bytes, released ? nullptr : stream);
+      if (late_tables) allocator.deallocate(allocator.context, late_tables, late_bytes, released ? nullptr : stream);
     } catch (const error&) {
       // As in ~stream_memory: a destructor cannot throw.
     }
@@ -129,6 +138,18 @@ struct device_histogram::state {
     stream = s;
     if (released) cudaEventDestroy(released);
     released = nullptr;
+  }
+  /// Gathers and uploads the tables (on `s`) where the construction left them out.
+  void need_tables(const std::vector<axis>& axes, void* s) {
+    if (rules.has_tables) return;
+    rules.add_tables(axes);
+    late_words = rules.words();
+    late_bytes = late_words.size() * sizeof(std::uint64_t);
+    stream_memory m(allocator, late_bytes, s);
+    TALLY_CUDA_CHECK(cudaMemcpyAsync(m.get(), late_words.data(), late_bytes, cudaMemcpyHostToDevice, as_stream(s)));
+    late_tables = m.release();
+    device_words = reinterpret_cast<const std::uint64_t*>(late_tables);
+    rules.point_at(device_words);
   }
 };
 
@@ -164,6 +185,7 @@ device_histogram::device_histogram(std::vector<axis> axes, options opts, void* s
   TALLY_CUDA_CHECK(cudaMemcpyAsync(tables, s->words.data(), s->words.size() * sizeof(std::uint64_t),
                                    cudaMemcpyHostToDevice, as_stream(stream)));
   s->rules.point_at(tables);
+  s->device_words = tables;
   s->memory = memory.release();
   state_ = std::move(s);
 }
@@ -213,11 +235,12 @@ void device_histogram::fill_impl(const std::vector<view>& columns, const view* w
 
   plan_request r = detail::make_request(axes_, opts_, backend::cuda, columns[0].type, n, &columns[0], weights);
   detail::cuda_backend().describe(r);
+  for (const auto& c : columns)
+    if (is_floating(c.type)) state_->need_tables(axes_, stream);
   std::vector<const char*> data;
   for (const auto& c : columns) data.push_back(static_cast<const char*>(c.data));
-  const auto* tables = reinterpret_cast<const std::uint64_t*>(state_->memory + state_->tables_at);
   detail::cuda::fill_input in = state_->rules.input(
-      columns, data, weights, weights ? static_cast<const char*>(weights->data) : nullptr, tables);
+      columns, data, weights, weights ? static_cast<const char*>(weights->data) : nullptr, state_->device_words);
   in.cells = cells_;
   in.plan = plan(r);
 
@@ -260,6 +283,7 @@ void fill_channels(std::vector<device_histogram>& per_channel, const view& sampl
     auto& s = *per_channel[c].state_;
     s.use(stream);
     in.outputs[c].axis = s.rules.axes.axis[0];
+    in.outputs[c].axis.kind = s.rules.integer_kind[0][0];  // 8-bit samples: the integer samples' rule
     in.outputs[c].cells = per_channel[c].size();
     in.outputs[c].slots = reinterpret_cast<unsigned long long*>(s.memory);
   }

@@ -61,7 +61,7 @@ template <class T> std::size_t append(std::vector<std::uint64_t>& words, const s
 
 }  // namespace
 
-rules::rules(const std::vector<axis>& list) {
+rules::rules(const std::vector<axis>& list, bool with_tables) {
   if (list.size() > static_cast<std::size_t>(kMaxAxes))
     throw error("backend cuda: at most " + std::to_string(kMaxAxes) + " axes, got " + std::to_string(list.size()));
   axes.count = static_cast<int>(list.size());
@@ -72,35 +72,42 @@ rules::rules(const std::vector<axis>& list) {
     da.bins = a.bins();
     integer_kind[d][0] = rule_kind(a, dtype::i32);
     integer_kind[d][1] = rule_kind(a, dtype::i64);
-    switch (a.kind()) {
-      case axis_kind::regular: {
-        const auto edges = a.edges();
-        da.regular.rule = make_regular_rule(a);
-        offsets.push_back(append(tables, edges));
-        if (a.unit_integer_edges()) da.integer.rule = make_integer_rule(a);  // for integer samples
-        break;
-      }
-      case axis_kind::variable: {
-        const std::vector<std::int64_t> buckets = variable_buckets(a);
-        std::vector<float> edges32;
-        std::vector<bucket32> buckets32;
-        da.variable.rule = make_variable_rule(a, &buckets);  // host pointers until point_at
-        da.variable32 = make_variable_rule32(a, edges32, buckets32);
-        offsets.push_back(append(tables, a.variable_edges()));
-        offsets.push_back(append(tables, buckets));
-        offsets.push_back(append(tables, edges32));
-        offsets.push_back(append(tables, buckets32));
-        offsets.push_back(append(tables, a.integer_edges()));
-        break;
-      }
-      case axis_kind::integer:
-        da.integer.rule = make_integer_rule(a);
-        break;
+    if (a.kind() == axis_kind::regular) da.regular.rule = make_regular_rule(a);  // its table: add_tables
+    if (a.kind() == axis_kind::integer || a.unit_integer_edges()) da.integer.rule = make_integer_rule(a);
+  }
+  if (with_tables) add_tables(list);
+}
+
+void rules::add_tables(const std::vector<axis>& list) {
+  for (int d = 0; d < axes.count; ++d) {
+    const axis& a = list[static_cast<std::size_t>(d)];
+    device_axis& da = axes.axis[d];
+    if (a.kind() == axis_kind::regular) {
+      offsets.push_back(append(tables, a.edges()));
+    } else if (a.kind() == axis_kind::variable) {
+      const std::vector<std::int64_t> buckets = variable_buckets(a);
+      std::vector<float> edges32;
+      std::vector<bucket32> buckets32;
+      da.variable.rule = make_variable_rule(a, &buckets);  // host pointers until point_at
+      da.variable32 = make_variable_rule32(a, edges32, buckets32);
+      offsets.push_back(append(tables, a.variable_edges()));
+      offsets.push_back(append(tables, buckets));
+      offsets.push_back(append(tables, edges32));
+      offsets.push_back(append(tables, buckets32));
+      offsets.push_back(append(tables, a.integer_edges()));
     }
   }
+  has_tables = true;
+}
+
+bool rules::integers_need_no_tables() const {
+  for (int d = 0; d < axes.count; ++d)
+    if (integer_kind[d][0] != axis_kind::integer || integer_kind[d][1] != axis_kind::integer) return false;
+  return true;
 }
 
 void rules::point_at(const std::uint64_t* device_tables) {
+  if (!has_tables) return;  // no table to point at: the rules read none
   std::size_t t = 0;
   for (int d = 0; d < axes.count; ++d) {
     device_axis& da = axes.axis[d];

@@ -40,7 +40,14 @@ struct rules {
   /// Per axis, the rule kind (rule_kind) of integer samples of at most 32 bits, and of 64 bits.
   axis_kind integer_kind[kMaxAxes][2]{};
 
-  explicit rules(const std::vector<axis>& axes);
+  /// The axes' rules; their tables too unless `with_tables` is false (add_tables later).
+  explicit rules(const std::vector<axis>& axes, bool with_tables = true);
+  /// Gathers the tables a constructor without them left out.
+  void add_tables(const std::vector<axis>& axes);
+  /// Integer samples bin without tables on every axis (integer axes, unit integer edges), so a
+  /// histogram filled with them alone never needs the tables (a regular axis of 2^20 bins: 8 MiB).
+  bool integers_need_no_tables() const;
+  bool has_tables = false;
   /// The tables followed by a 1.0 (the weight an unweighted fill of sums reads at stride 0):
   /// what a fill of one histogram copies to the device and points the rules at.
   std::vector<std::uint64_t> words() const;

@@ -83,7 +83,16 @@ class _device_of:
         if not self.src.on_cuda or self.src.lib not in ("torch", "cupy"):
             return 0
         if self.src.lib == "torch":
-            cuda = _torch().cuda
+            torch = _torch()
+            # The device switch and the stream object cost more than a small fill: where the
+            # input's device is current, its raw stream handle alone (torch's own fast path).
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            if raw is not None and torch.cuda.current_device() == self.src.index:
+                handle = raw(self.src.index)
+                if self.wait:
+                    torch.cuda.current_stream(self.src.index).synchronize()
+                return handle
+            cuda = torch.cuda
             self.context = cuda.device(self.src.index)
             self.context.__enter__()
             stream = cuda.current_stream()
@@ -165,8 +174,7 @@ def _edges_for(src, bins, range, weights):
         n = operator_index(bins, "`bins` must be an integer, a string, or an array")
         if n < 1:
             raise ValueError("`bins` must be positive, when an integer")
-        edges, out_dtype, axis = _edges.regular(src, n, range)
-        return edges.copy(), out_dtype, axis
+        return _edges.regular(src, n, range)  # the edges read-only, as cached
     if np.ndim(bins) == 1:
         edges = _edges.check_monotonic(to_host(bins), "`bins` must increase monotonically, when an array")
         if edges.size < 2:
@@ -227,9 +235,9 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
     edges, out_dtype, axis = _edges_for(src, bins, range, w)
     if axis is None:  # fewer than two edges: no bins, as numpy
         empty = src.zeros(0, w is not None)
-        return (src.result(np.zeros(0)) if density else empty), src.result(edges)
+        return (src.result(np.zeros(0)) if density else empty), src.edges_result(edges)
     values = fill([axis], [src], w, src, strategy, device)
-    edges_out = src.result(edges, out_dtype)
+    edges_out = src.edges_result(edges, out_dtype)
     if density:
         widths = src.result(np.array(np.diff(edges), float))
         return values / widths / values.sum(), edges_out
@@ -259,7 +267,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     if _has_nan_edges(bins):
         return src.result(np.asarray(to_host(bins)))
     edges, out_dtype = _edges_for(src, bins, range, w)[:2]
-    return src.result(edges, out_dtype)
+    return src.edges_result(edges, out_dtype)
 
 
 def histogramdd(sample, bins=10, range=None, weights=None, density=False, *,
