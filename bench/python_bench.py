@@ -204,7 +204,29 @@ def markdown(result):
     lines += ["", "## Call overhead, tiny inputs (16 samples), microseconds per call (target: tally < 10)", "",
               "| call | device | us |", "|---|---|---|"]
     lines += [f"| {o['call']} | {o['device']} | {o['us']:.1f} |" for o in result["overhead"]]
+    lines += ["", "## Targets: tally >= 1.5x the best of torch and cupy on every CUDA workload", "",
+              "| workload | bins | tally | best peer | ratio | state |", "|---|---|---|---|---|---|"]
+    lines += [f"| {t['workload']} | {t['bins']} | {t['tally']:.1f} | {t['peer']:.1f} ({t['peer_library']}) | "
+              f"{t['ratio']:.2f} | {'met' if t['met'] else 'missed'} |" for t in targets(rows)]
     return "\n".join(lines) + "\n"
+
+
+def targets(rows):
+    """Per CUDA workload and bin count: tally's slowest call of it against the fastest peer."""
+    out = []
+    cuda = [r for r in rows if r["device"] == "cuda"]
+    for workload, bins in dict.fromkeys((r["workload"], r["bins"]) for r in cuda):
+        mine = [r for r in cuda if (r["workload"], r["bins"]) == (workload, bins)]
+        ours = [r for r in mine if r["library"].startswith("tally.")]
+        peers = [r for r in mine if not r["library"].startswith("tally.")]
+        if not ours or not peers:
+            continue
+        slow = min(ours, key=lambda r: r["gsamples_per_s"])
+        best = max(peers, key=lambda r: r["gsamples_per_s"])
+        ratio = slow["gsamples_per_s"] / best["gsamples_per_s"]
+        out.append(dict(workload=workload, bins=bins, tally=slow["gsamples_per_s"], tally_library=slow["library"],
+                        peer=best["gsamples_per_s"], peer_library=best["library"], ratio=ratio, met=ratio >= 1.5))
+    return out
 
 
 def main():
@@ -234,7 +256,8 @@ def main():
                   cupy=getattr(cupy, "__version__", None),
                   gpu=torch.cuda.get_device_name() if torch is not None else None,
                   cpu=f"{platform.processor() or platform.machine()}, {tally.backends()[0]['detail']}",
-                  repeats=args.repeats, skipped=skipped, rows=rows, overhead=overheads(torch, cupy))
+                  repeats=args.repeats, skipped=skipped, rows=rows, overhead=overheads(torch, cupy),
+                  targets=targets(rows))
     out = Path(args.out)
     out.write_text(json.dumps(result, indent=1) + "\n")
     Path(args.md or out.with_suffix(".md")).write_text(markdown(result))

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Where the fixed cost of a small call goes: cProfile over back-to-back calls of tally's
+functions on a 16-sample CUDA tensor (and torch's own calls beside them for scale).
+
+    python3 bench/call_profile.py [--calls 2000] [--top 25]
+
+Prints microseconds a call (wall clock, the stream synchronised at the end) and, per call, the
+functions that take the most time of their own."""
+
+import argparse
+import cProfile
+import pstats
+import time
+
+import numpy as np
+import torch
+
+import tally
+
+
+def per_call_us(fn, calls):
+    for _ in range(50):
+        fn()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t) / calls * 1e6
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--calls", type=int, default=2000)
+    p.add_argument("--top", type=int, default=25)
+    args = p.parse_args()
+    x = torch.from_numpy(np.random.default_rng(2).random(16)).cuda()
+    xi = torch.from_numpy(np.arange(16, dtype=np.int64) % 5).cuda()
+    calls = [("tally.histogram(x, 16, (0, 1))", lambda: tally.histogram(x, 16, (0, 1))),
+             ("tally.histc(x, 16, 0, 1)", lambda: tally.histc(x, 16, 0, 1)),
+             ("tally.bincount(xi)", lambda: tally.bincount(xi)),
+             ("tally.bincount(xi, minlength=16)", lambda: tally.bincount(xi, minlength=16)),
+             ("torch.histc(x, 16, 0, 1)", lambda: torch.histc(x, 16, 0, 1)),
+             ("torch.bincount(xi)", lambda: torch.bincount(xi))]
+    for name, fn in calls:
+        print(f"{name}: {per_call_us(fn, args.calls):.1f} us a call")
+    for name, fn in calls[:4]:
+        profile = cProfile.Profile()
+        profile.enable()
+        for _ in range(args.calls):
+            fn()
+        torch.cuda.synchronize()
+        profile.disable()
+        print(f"\n==== {name}: the {args.top} functions with the most time of their own ({args.calls} calls)")
+        pstats.Stats(profile).sort_stats("tottime").print_stats(args.top)
+
+
+if __name__ == "__main__":
+    main()
