@@ -204,7 +204,7 @@ TEST_F(Device, FillReturnsWhileItsStreamIsBlocked) {
     const bool returned_while_blocked = !open.load();
     opener.join();
     EXPECT_TRUE(returned_while_blocked) << "a fill waited for its stream";
-    ref::result want = ref::empty({a.model()}, false);  // counts: the sums of weights of 1
+    ref::result want = ref::empty({a.model()}, weighted);
     ref::fill(want, a.model(), host.view());
     ASSERT_GT(binned(want), 0u);
     if (weighted) EXPECT_TRUE(same_elements(h.sums(s.get()), want.sums));

@@ -43,7 +43,7 @@ struct device_allocator {
 /// device with cudaMemcpyAsync from host memory the object owns; that copy may wait for the
 /// stream, fills never do. With the default allocator, histograms over equal axes share one
 /// device copy of the tables, made (and waited for, on a stream of tally's own) by the first and
-/// kept for the process's lifetime (64 sets and 256 MiB a device at most). Axes whose integer
+/// kept for the process's lifetime (64 sets and 64 MiB a device at most). Axes whose integer
 /// samples need no tables (integer axes, regular ones of unit integer edges) get them at the
 /// first fill of float samples. Not thread-safe: one object is filled from one thread at a time.
 class device_histogram {

@@ -106,7 +106,7 @@ struct kept_tables {
   std::size_t bytes = 0;
 };
 constexpr std::size_t kKeptSets = 64;
-constexpr std::size_t kKeptBytes = std::size_t{256} << 20;
+constexpr std::size_t kKeptBytes = std::size_t{64} << 20;
 
 /// The kept tables of `axes` on the current device `device`, uploaded here on first use (on a
 /// stream of tally's own, waited for: only this copy is waited for); null where the device's

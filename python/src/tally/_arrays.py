@@ -206,21 +206,36 @@ class Source:
     def edges_result(self, edges, dtype=None):
         """Edges as this input's library and device, like result(), always a new array. Edges
         that tally keeps (read-only, from its cache of regular edges) are copied to a CUDA
-        device once and cloned there on later calls, on the current stream: no pinned staging
-        and host copy a call (8 MiB for 2^20 bins)."""
+        device once, on a stream of their own, and cloned there on later calls on the current
+        stream: no pinned staging and host copy a call (8 MiB for 2^20 bins), and no wait for
+        the caller's stream. The device copies are kept for the process's lifetime (never
+        freed, so no clone in flight can outlive them), up to _DEVICE_EDGES_BYTES a device."""
         if not self.on_cuda or self.lib not in ("torch", "cupy") or edges.flags.writeable:
             return self.result(np.array(edges), dtype)
         key = (id(edges), self.lib, self.index, dtype)
         hit = _device_edges.get(key)
         if hit is None:
-            on_device = self.result(np.array(edges), dtype)
+            used = sum(e.nbytes for (_, lib, index, _), (e, _) in _device_edges.items()
+                       if (lib, index) == (self.lib, self.index))
+            if used + edges.nbytes > _DEVICE_EDGES_BYTES:
+                return self.result(np.array(edges), dtype)
             if self.lib == "torch":
-                _torch().cuda.current_stream(self.index).synchronize()  # complete before any stream reads it
+                torch = _torch()
+                side = torch.cuda.Stream(self.index, priority=-1)  # not the pool callers draw from
+                with torch.cuda.stream(side):
+                    on_device = torch.from_numpy(np.array(edges)).to(f"cuda:{self.index}")
+                    if dtype is not None:
+                        on_device = on_device.to(getattr(torch, dtype))
+                side.synchronize()
             else:
-                _cupy().cuda.get_current_stream().synchronize()
+                cupy = _cupy()
+                with cupy.cuda.Device(self.index):
+                    side = cupy.cuda.Stream(non_blocking=True)
+                    with side:
+                        out = edges if dtype is None else edges.astype("float32" if dtype == "bfloat16" else dtype)
+                        on_device = cupy.asarray(out)
+                    side.synchronize()
             hit = _device_edges[key] = (edges, on_device)  # holds `edges`: its id stays unique
-            while len(_device_edges) > _DEVICE_EDGES_KEPT:
-                _device_edges.pop(next(iter(_device_edges)))
         return hit[1].clone() if self.lib == "torch" else hit[1].copy()
 
     def from_dlpack(self, array):
@@ -234,10 +249,10 @@ class Source:
         return self.result(np.zeros(n, np.float64 if weighted else np.int64))
 
 
-# Device copies of tally's cached regular edges: (lib, device, dtype, the host array's id) ->
-# (host array, device array), oldest first.
+# Device copies of tally's cached regular edges: (the host array's id, lib, device, dtype) ->
+# (host array, device array).
 _device_edges = {}
-_DEVICE_EDGES_KEPT = 64
+_DEVICE_EDGES_BYTES = 64 << 20
 
 
 def to_host(obj):
