@@ -243,8 +243,8 @@ class py_histogram {
     locked([](tally::histogram& h) { h.reset(); });
   }
 
-  nb::dict plan(const std::string& type, std::int64_t n) const {
-    return policy_dict(h_.plan_for(tally::dtype_from_name(type), n));
+  nb::dict plan(const std::string& type, std::int64_t n, const std::string& weight_type) const {
+    return policy_dict(h_.plan_for(tally::dtype_from_name(type), n, tally::dtype_from_name(weight_type)));
   }
 
   /// The histogram, for calls that hold the lock themselves (lock()) or read what never changes
@@ -473,7 +473,7 @@ NB_MODULE(_tally, m) {
       .def("values", &py_histogram::values)
       .def("density", &py_histogram::density)
       .def("flow", &py_histogram::flow)
-      .def("plan", &py_histogram::plan, "sample_type"_a, "n"_a)
+      .def("plan", &py_histogram::plan, "sample_type"_a, "n"_a, "weight_type"_a = "f64")
       .def_prop_ro("samples", &py_histogram::samples)
       .def_prop_ro("weighted", [](const py_histogram& h) { return h.get().weighted(); })
       .def_prop_ro("shape", [](const py_histogram& h) { return h.get().shape(); })

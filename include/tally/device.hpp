@@ -92,8 +92,9 @@ class device_histogram {
   /// (which may be destroyed by then). A later fill or reset undoes it.
   void release_on_default_stream();
 
-  /// The policy the planner picks for a fill of n contiguous samples of type t on this device.
-  policy plan_for(dtype t, std::int64_t n) const;
+  /// The policy the planner picks for a fill of n contiguous samples of type t on this device
+  /// (with weights of `weight_type` where the histogram is weighted).
+  policy plan_for(dtype t, std::int64_t n, dtype weight_type = dtype::f64) const;
 
  private:
   friend void fill_channels(std::vector<device_histogram>& per_channel, const view& samples, int channels,

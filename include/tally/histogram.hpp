@@ -111,8 +111,10 @@ class histogram {
   /// Samples passed to fill since construction or reset, in bins or not.
   std::uint64_t samples() const { return samples_; }
 
-  /// The policy the planner picks for a fill of n samples of type t.
-  policy plan_for(dtype t, std::int64_t n) const;
+  /// The policy the planner picks for a fill of n samples of type t (with weights of
+  /// `weight_type`, f32 or f64, where the histogram is weighted: f32 weights sum exactly on the
+  /// GPU).
+  policy plan_for(dtype t, std::int64_t n, dtype weight_type = dtype::f64) const;
 
  private:
   friend void fill_channels(std::vector<histogram>& per_channel, const view& samples, int channels);

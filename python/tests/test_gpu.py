@@ -247,3 +247,11 @@ def test_streaming_histogram_from_cuda_chunks(torch, rng):
     g.fill(x, weight=torch.from_numpy(w).cuda())
     np.testing.assert_allclose(g.values(), np.histogram(a, bins=20, range=(0, 1000), weights=w)[0],
                                rtol=1e-12)
+
+
+def test_torch_plan_says_how_the_weights_sum(torch):
+    """tally.plan with weights plans for their type: f32 weights sum exactly on the GPU."""
+    x = torch.randint(0, 256, (1 << 20,), device="cuda", dtype=torch.int32)
+    w = torch.rand(1 << 20, device="cuda")
+    assert tally.plan(x, bins=256, range=(0, 256), weights=w)["exact_sums"]
+    assert not tally.plan(x, bins=256, range=(0, 256), weights=w.double())["exact_sums"]

@@ -167,9 +167,10 @@ plan_request histogram::request(backend where, dtype t, std::int64_t n, const vi
   return detail::make_request(axes_, opts_, where, t, n, first, weights);
 }
 
-policy histogram::plan_for(dtype t, std::int64_t n) const {
+policy histogram::plan_for(dtype t, std::int64_t n, dtype weight_type) const {
   const backend where = opts_.backend == backend::automatic ? backend::cpu : opts_.backend;
   plan_request r = request(where, t, n, nullptr, nullptr);
+  r.weight_type = weight_type;
   if (const auto* ops = detail::find_backend(where); ops && ops->describe) ops->describe(r);
   return plan(r);
 }

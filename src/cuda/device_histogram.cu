@@ -429,9 +429,10 @@ flow_counts device_histogram::flow(void* stream) const {
   return flow_counts{f[0], f[1], f[2]};
 }
 
-policy device_histogram::plan_for(dtype t, std::int64_t n) const {
+policy device_histogram::plan_for(dtype t, std::int64_t n, dtype weight_type) const {
   const device_guard guard(device_);
   plan_request r = detail::make_request(axes_, opts_, backend::cuda, t, n, nullptr, nullptr);
+  r.weight_type = weight_type;
   detail::cuda_backend().describe(r);
   return plan(r);
 }

@@ -469,4 +469,5 @@ def plan(a=None, bins=10, range=None, weights=None, *, dtype=None, n=None,
     if backend == "auto":
         backend = "cuda" if src is not None and src.on_cuda else "cpu"
     h = _tally.Hist([axis], w is not None, strategy_arg(strategy), backend)
-    return h.plan(sample_type, count)
+    weight_type = w.type if isinstance(w, Source) else "f64"  # f32 weights sum exactly on the GPU
+    return h.plan(sample_type, count, weight_type)
