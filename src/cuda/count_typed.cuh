@@ -52,13 +52,18 @@ template <int C> struct channel_value_binner {
 /// v >= lo is then exact modulo 2^32. launch_typed chooses it where it applies; the kernels see
 /// one more binner. i32 256 bins: the 64-bit rule took ~20 instructions per sample of the ~35
 /// the loop issued (SASS of 93acabb), which made the loop issue-bound near 2450 GB/s.
+/// `closed_at` is bins where the last bin also holds lo + bins (integer_rule::closed), else 0,
+/// which no sample past the bins matches: only those samples look at it.
 template <class T> struct narrow_integer_binner {
   T lo;
   std::uint32_t bins;
+  std::uint32_t closed_at;
   /// The slot itself (cells + 0 underflow, cells + 1 overflow; integers have no NaN).
   template <class S> __device__ __forceinline__ S slot(T v, S cells) const {
     const std::uint32_t d = static_cast<std::uint32_t>(v) - static_cast<std::uint32_t>(lo);
-    return d < bins ? static_cast<S>(d) : cells + (v < lo ? 0 : 1);
+    if (d < bins) return static_cast<S>(d);
+    if (v < lo) return cells;  // before closed_at: a v below lo may wrap to it
+    return d == closed_at ? static_cast<S>(bins - 1) : cells + 1;
   }
 };
 /// The regular rule for f32 samples where its f32 estimate is bounded (rule.fast32), computing
@@ -656,20 +661,18 @@ void launch_with(const Binner& binner, const typed_count_args& args, const launc
 }
 
 /// Calls f(type_tag<T>{}, binner) where `sample` is T, one of Ts, with the binner the typed
-/// kernels use for the axis: the 32-bit integer rule where an integer axis lies within T, the f32
+/// kernels use for the axis: the 32-bit integer rule where the axis lies within T, the f32
 /// forms of the regular and variable rules for f32 samples, else the axis' own. Returns false,
 /// calling nothing, where `sample` is none of Ts.
 template <class... Ts, class F> bool with_typed_binner(dtype sample, const device_axis& axis, F&& f) {
   const auto call_if = [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (sample != dtype_of<T>) return false;
-    // Closed rules (unit integer edges) take the integer rule itself, which tests the closed end:
-    // that test in the 32-bit rule added two registers to the packed kernel (bench/PERFORMANCE.md
-    // entry 41).
-    if (axis.kind == axis_kind::integer && !axis.integer.rule.closed && narrow_integer_fits<T>(axis.integer.rule)) {
+    if (axis.kind == axis_kind::integer && narrow_integer_fits<T>(axis.integer.rule)) {
       if constexpr (std::is_integral_v<T> && sizeof(T) <= 4) {
-        f(tag, narrow_integer_binner<T>{static_cast<T>(axis.integer.rule.lo),
-                                        static_cast<std::uint32_t>(axis.integer.rule.bins)});
+        const integer_rule& r = axis.integer.rule;
+        f(tag, narrow_integer_binner<T>{static_cast<T>(r.lo), static_cast<std::uint32_t>(r.bins),
+                                        r.closed ? static_cast<std::uint32_t>(r.bins) : 0u});
         return true;
       }
     }
