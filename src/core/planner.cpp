@@ -62,7 +62,7 @@ policy plan_cpu(const plan_request& r) {
 
   // Threads: every thread zeroes and merges a private copy of all cells, so each needs
   // enough samples to pay for it; below that, fewer threads are faster. Measured (2-core VM,
-  // 2^26 i64, bench/results/2026-11-22-cpu-fcf2e16.md): 2 threads 1.3-2.0x one thread.
+  // 2^26 i64, cpu results at fcf2e16): 2 threads 1.3-2.0x one thread.
   const int available = r.threads > 0 ? r.threads : hardware_threads();
   const std::int64_t per_thread = std::max<std::int64_t>(p.block, 2 * r.cells);
   const std::int64_t useful = std::max<std::int64_t>(1, r.n / per_thread);
@@ -141,7 +141,7 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
 /// Weighted sums of f64 weights on the GPU: each warp sums into its own f64 copy of a window of cells (no
 /// float atomics), warps and blocks are combined in a fixed order, and the grid is a function
 /// of n alone, so the bits are the same on every run and every device. Measured: 81-92 G
-/// samples/s for i32 + f32 weights over 256 bins (bench/results/2026-11-23-h100-gpu-92639ad.md).
+/// samples/s for i32 + f32 weights over 256 bins (h100-gpu results at 92639ad).
 policy plan_cuda_weighted(const plan_request& r, policy p, std::int64_t budget) {
   if (r.wanted != strategy::automatic && r.wanted != strategy::shared)
     throw error("strategy " + std::string(name_of(r.wanted)) +
@@ -190,7 +190,7 @@ policy plan_cuda(const plan_request& r) {
   // values to bins once. Their counters always fit. Interleaved 8-bit channels (2-4, as RGB and
   // RGBA pixels) are counted in one pass, one value table per channel; other channels are
   // filled one by one, each a strided column. RGBA u8, 3 x 256 bins: 1078 GB/s uniform and 1328
-  // hot in one pass against 370 / 372 channel by channel (bench/results/2026-11-23-h100-gpu-97ce624.md).
+  // hot in one pass against 370 / 372 channel by channel (h100-gpu results at 97ce624).
   const bool eight_bit = r.sample == dtype::u8 || r.sample == dtype::i8;
   const bool one_pass = r.channels > 1 && r.channels <= 4 && eight_bit && r.contiguous &&
                         r.wanted == strategy::automatic;
@@ -213,7 +213,7 @@ policy plan_cuda(const plan_request& r) {
   const std::int64_t counter_bytes = ((bytes ? values : r.cells) + 3) * 4;  // and 3 flow counters
 
   // Copies per block: as many (up to one per lane, 32) as leave two blocks per multiprocessor.
-  // Measured (bench/results/2026-11-23-h100-gpu-92639ad.md): u8 skewed80 1159 GB/s with one copy,
+  // Measured (h100-gpu results at 92639ad): u8 skewed80 1159 GB/s with one copy,
   // 1537 with 32; f32 256 edges 990 -> 1045 uniform; elsewhere within 1.5% either way.
   int replicas = 32;
   while (replicas > 1 && counter_bytes * replicas > budget) replicas /= 2;
@@ -274,14 +274,14 @@ policy plan_cuda(const plan_request& r) {
                 (r.contiguous ? "" : " in a strided, N-D or multi-channel fill"));
 
   // register is never automatic: i32 16 bins 1583-1618 GB/s against shared_replicated's
-  // 2773-2854 (bench/results/2026-11-23-h100-gpu-b1aaf73.md; 6 ballots per 32 samples cost more
+  // 2773-2854 (h100-gpu results at b1aaf73; 6 ballots per 32 samples cost more
   // issue slots than one shared atomic per sample).
   if (r.wanted != strategy::automatic) {
     p.chosen = r.wanted;
     p.reasons.push_back(std::string(name_of(p.chosen)) + ": asked for");
   } else if (fits && replicas > 1) {
     // Shared counters: i32 4096 bins 2942 GB/s against 148 for global atomics (uniform) and
-    // 2988 against 5.4 (one hot bin); CUB 329 / 1186 (bench/results/2026-11-23-h100-gpu-b1aaf73.md).
+    // 2988 against 5.4 (one hot bin); CUB 329 / 1186 (h100-gpu results at b1aaf73).
     p.chosen = strategy::shared_replicated;
     p.reasons.push_back("shared_replicated: " + std::to_string(replicas) +
                         " interleaved copies of the counters fit in half a multiprocessor's "
@@ -292,14 +292,14 @@ policy plan_cuda(const plan_request& r) {
   } else if (packed) {
     // i32 65536 bins, GB/s uniform / one hot bin / skewed80 (device_histogram): 16-bit counters in
     // one block 1919 / 2405 / 1715 against the cluster's 213 / 463 / 246 and CUB's 76 / 1177 / 237
-    // (bench/results/2026-11-23-h100-gpu-45ea14f.md).
+    // (h100-gpu results at 45ea14f).
     p.chosen = strategy::shared;
     p.reasons.push_back("shared: one copy of 16-bit counters (two per word) fits in a block's shared memory");
   } else if (partition_fits) {
     // i32 2^20 bins, device_histogram, GB/s uniform / hot / skewed80 / normal: 1075 / 1127 / 964 /
     // 1037 against global_atomic_vec's 307 / 1097 / 708 / 308 (the synchronous call): its worst case
     // 3.1x the other's. 2^18 bins: 1077-1193, the cluster 108-186 (bench/results/
-    // 2026-11-24-h100-gpu-28432f6.md; bench/PERFORMANCE.md entries 24, 28-39).
+    // h100-gpu results at 28432f6; bench/PERFORMANCE.md entries 24, 28-39).
     p.chosen = strategy::partitioned;
     p.reasons.push_back("partitioned: the counters exceed one block's shared memory; each tile of samples is "
                         "sorted by bucket (2^" + std::to_string(part_bits) + " slots) into temporary memory, then "
@@ -307,7 +307,7 @@ policy plan_cuda(const plan_request& r) {
   } else if (cluster_fits) {
     // i32 65536 bins in 4 blocks: cluster 284 GB/s uniform, 400 hot, 266 skewed80 against
     // global_atomic_vec 296 / 21 / 17 and warp_aggregated 197 / 147 / 136; CUB 76 / 1212 / 244
-    // (bench/results/2026-11-23-h100-gpu-12cb132.md). The only one within 5% of the best
+    // (h100-gpu results at 12cb132). The only one within 5% of the best
     // everywhere; below CUB on one hot bin.
     p.chosen = strategy::cluster;
     p.reasons.push_back("cluster: the counters exceed one block's shared memory; " + std::to_string(cluster_k) +
@@ -317,14 +317,14 @@ policy plan_cuda(const plan_request& r) {
     // and two runs of equal slots per thread kept across loads (a miss ends the shorter), so that
     // a hot bin rarely reaches device memory (same-address atomics: about 1.35 G per second).
     // i32 2^20 bins, device_histogram, GB/s uniform / hot / skewed80 / normal: 343 / 2183 / 1148 /
-    // 343 (bench/results/2026-11-23-h100-gpu-2to20-dc1e0c7.json) against warp_aggregated's 214 /
-    // 155 / 143 / 212 (2026-11-23-h100-gpu-8fabfe2.md); CUB 49 / 359 / 136 / 50.
+    // 343 (h100-gpu-2to20 results at dc1e0c7) against warp_aggregated's 214 /
+    // 155 / 143 / 212 (h100-gpu results at 8fabfe2); CUB 49 / 359 / 136 / 50.
     p.chosen = strategy::global_atomic_vec;
     p.reasons.push_back("global_atomic_vec: the counters do not fit in shared memory; each thread keeps two "
                         "runs of equal bins in registers and adds a run with one atomic");
   } else {
     // Strided or N-D samples: one sample per load; equal bins within a warp add once. i32 65536
-    // bins: 203 GB/s uniform, 151 hot (bench/results/2026-11-23-h100-gpu-92639ad.md).
+    // bins: 203 GB/s uniform, 151 hot (h100-gpu results at 92639ad).
     p.chosen = strategy::warp_aggregated;
     p.reasons.push_back("warp_aggregated: the counters do not fit in shared memory; one atomic per "
                         "warp and bin");
@@ -393,7 +393,7 @@ policy plan_cuda(const plan_request& r) {
                         "into the axis' bins once per fill");
 
   // 16-byte loads, 4 in flight per thread, 512 threads: i32 256 bins 2308 GB/s uniform against
-  // 757 for the generic one-sample-per-load kernel (bench/results/2026-11-22-h100-gpu-6f2dcde.md).
+  // 757 for the generic one-sample-per-load kernel (h100-gpu results at 6f2dcde).
   p.vector_bytes = typed ? 16 : 0;
   p.block_threads = typed ? 512 : 256;
   // partitioned: a thread's share of a tile of kPartitionTile samples, in 16-byte loads.
@@ -406,7 +406,7 @@ policy plan_cuda(const plan_request& r) {
   const std::int64_t blocks_per_sm = std::max<std::int64_t>(1, std::min(by_threads, by_shared));
   // No more blocks than one grid-stride step over the samples needs: every block zeroes and
   // flushes its copy, which is most of a small fill's time (a fill of 1 sample took 12 us on the
-  // H100 with the full grid, bench/results/2026-11-23-h100-gpu-97ce624.md).
+  // H100 with the full grid, h100-gpu results at 97ce624).
   const std::int64_t per_step =
       p.block_threads * (typed ? p.unroll * p.vector_bytes / static_cast<std::int64_t>(size_of(r.sample)) : 1);
   const std::int64_t needed = std::max<std::int64_t>(1, (r.n + per_step - 1) / per_step);
