@@ -98,6 +98,7 @@ void rules::add_tables(const std::vector<axis>& list) {
     }
   }
   has_tables = true;
+  table_words = tables.size();
 }
 
 bool rules::integers_need_no_tables() const {
@@ -161,7 +162,7 @@ fill_input rules::input(const std::vector<view>& columns, const std::vector<cons
     in.weight_type = weights->type;
     in.weight_stride_bytes = weights->stride * static_cast<std::int64_t>(size_of(weights->type));
   }
-  in.one = reinterpret_cast<const double*>(device_words + tables.size());
+  in.one = reinterpret_cast<const double*>(device_words + table_words);  // host tables may be gone (kept)
   in.n = columns[0].size;
   return in;
 }

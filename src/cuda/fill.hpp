@@ -37,6 +37,7 @@ struct rules {
   device_axes axes{};
   std::vector<std::uint64_t> tables;
   std::vector<std::size_t> offsets;  // per table, in words
+  std::size_t table_words = 0;       // tables.size() once gathered: the 1.0's place in words()
   /// Per axis, the rule kind (rule_kind) of integer samples of at most 32 bits, and of 64 bits.
   axis_kind integer_kind[kMaxAxes][2]{};
 
