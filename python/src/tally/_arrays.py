@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from . import _tally
+from . import _edges, _tally
 
 # tally's sample type names by numpy dtype name (bool is read as u8 where numpy allows it).
 _NAMES = {
@@ -205,12 +205,12 @@ class Source:
 
     def edges_result(self, edges, dtype=None):
         """Edges as this input's library and device, like result(), always a new array. Edges
-        that tally keeps (read-only, from its cache of regular edges) are copied to a CUDA
+        that tally keeps (_edges.is_kept: its cache of regular edges, read-only) are copied to a CUDA
         device once, on a stream of their own, and cloned there on later calls on the current
         stream: no pinned staging and host copy a call (8 MiB for 2^20 bins), and no wait for
         the caller's stream. The device copies are kept for the process's lifetime (never
         freed, so no clone in flight can outlive them), up to _DEVICE_EDGES_BYTES a device."""
-        if not self.on_cuda or self.lib not in ("torch", "cupy") or edges.flags.writeable:
+        if not self.on_cuda or self.lib not in ("torch", "cupy") or not _edges.is_kept(edges):
             return self.result(np.array(edges), dtype)
         key = (id(edges), self.lib, self.index, dtype)
         hit = _device_edges.get(key)

@@ -11,6 +11,7 @@ which bins identically ("the bin whose edges hold x"), only slower on the GPU.
 """
 
 import functools
+import weakref
 
 import numpy as np
 
@@ -75,6 +76,7 @@ def _regular_cached(n, first_key, last_key, bin_type_str):
     if np.any(edges[:-1] >= edges[1:]):
         raise ValueError(f"Too many bins for data range. Cannot create {n} finite-sized bins.")
     edges.flags.writeable = False
+    _kept[id(edges)] = edges
     axis = None
     edge_type = _EDGE_TYPES.get(bin_type.name)
     if edge_type is not None and np.isfinite(edges[0]) and np.isfinite(edges[-1]):
@@ -90,6 +92,16 @@ def _regular_cached(n, first_key, last_key, bin_type_str):
                              f"{bin_type.name}")
         axis = from_array(edges)
     return edges, None, axis
+
+
+# The edges _regular_cached made, by id: read-only and never changed, so a device copy of them
+# (Source.edges_result) stays right. A user's read-only array may still change through a view.
+_kept = weakref.WeakValueDictionary()
+
+
+def is_kept(edges):
+    """Whether `edges` are regular edges tally made and keeps unchanged."""
+    return _kept.get(id(edges)) is edges
 
 
 def check_monotonic(edges, message):
