@@ -33,7 +33,7 @@ const std::uint64_t* device_histogram::flow_data() const { unavailable(); }
 std::vector<std::uint64_t> device_histogram::counts(void*) const { unavailable(); }
 std::vector<double> device_histogram::sums(void*) const { unavailable(); }
 flow_counts device_histogram::flow(void*) const { unavailable(); }
-policy device_histogram::plan_for(dtype, std::int64_t) const { unavailable(); }
+policy device_histogram::plan_for(dtype, std::int64_t, dtype) const { unavailable(); }
 void fill_channels(std::vector<device_histogram>&, const view&, int, void*) { unavailable(); }
 
 }  // namespace tally
