@@ -18,6 +18,8 @@ _NAMES = {
     "int32": "i32", "uint64": "u64", "int64": "i64", "float16": "f16", "bfloat16": "bf16",
     "float32": "f32", "float64": "f64", "bool": "bool",
 }
+# The same by native numpy dtype (a dtype hashes faster than its name is built).
+_NATIVE = {np.dtype(name): t for name, t in _NAMES.items() if name != "bfloat16"}
 FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
 # numpy dtype names by tally sample type (the inverse of _NAMES).
 NUMPY_NAMES = {t: name for name, t in _NAMES.items()}
@@ -76,11 +78,12 @@ class Source:
                             "float32 float64")
 
     def _from_numpy(self, a):
-        if not a.dtype.isnative and a.dtype.name in _NAMES:  # big-endian: read as a native copy
+        self.type = _NATIVE.get(a.dtype)
+        if self.type is None and not a.dtype.isnative and a.dtype.name in _NAMES:  # big-endian: a native copy
             a = a.astype(a.dtype.newbyteorder("="))
+            self.type = _NATIVE.get(a.dtype)
         self.obj, self.lib = a, "numpy"
         self.np_dtype = a.dtype
-        self.type = _NAMES.get(a.dtype.name) if a.dtype.isnative else None
         self.shape = a.shape
         self.device, self.index = "cpu", None
 

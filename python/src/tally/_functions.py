@@ -138,12 +138,16 @@ _ESTIMATORS = ("stone", "auto", "doane", "fd", "rice", "scott", "sqrt", "sturges
 def _inexact_longdouble(bins, range):
     """Edges or a range in longdouble that float64 cannot hold: numpy compares in longdouble,
     which tally's float64 rule cannot, so numpy answers them itself."""
+    if np.longdouble == np.float64:
+        return False
     values = [] if range is None else list(range)
-    if not isinstance(bins, str) and np.ndim(bins) == 1:
+    if not isinstance(bins, (str, int)) and np.ndim(bins) == 1:
         values.append(np.asarray(to_host(bins)))
     for v in values:
+        if isinstance(v, (int, float)):  # Python numbers: never longdouble
+            continue
         v = np.asarray(v)
-        if v.dtype == np.longdouble and np.longdouble != np.float64:
+        if v.dtype == np.longdouble:
             with np.errstate(over="ignore"):
                 if not np.array_equal(v.astype(np.float64).astype(np.longdouble), v, equal_nan=True):
                     return True
@@ -153,7 +157,7 @@ def _inexact_longdouble(bins, range):
 def _has_nan_edges(bins):
     """Edges with NaN among them, which numpy sorts above every number: its answer for them is
     its own arithmetic on cumulative counts, computed by numpy itself here."""
-    if isinstance(bins, str) or np.ndim(bins) != 1:
+    if isinstance(bins, (str, int)) or np.ndim(bins) != 1:
         return False
     e = np.asarray(to_host(bins))
     return e.dtype.kind in "fc" and bool(np.isnan(e).any())
