@@ -83,10 +83,25 @@ def test_histogram_against_numpy(case):
         with pytest.raises(type(e)):
             tally.histogram(a, bins, range_, density=density, weights=weights)
         return
+    except IndexError:
+        # numpy's own failure (an index past its edges) on 64-bit integers beyond 2^53 in a range
+        # its float64 arithmetic cannot resolve: tally still keeps exactly the samples in range.
+        assert a.dtype.kind in "iu" and np.ndim(bins) == 0
+        lo, hi = (int(a.min()), int(a.max())) if range_ is None else (int(range_[0]), int(range_[1]))
+        inside = [i for i, v in enumerate(a.tolist()) if lo <= v <= hi]
+        got, _ = tally.histogram(a, bins, range_, weights=weights)
+        assert got.sum() == (len(inside) if weights is None else weights[inside].sum())
+        return
     with np.errstate(all="ignore"):
         got, edges = tally.histogram(a, bins, range_, density=density, weights=weights)
     np.testing.assert_array_equal(edges, want_edges)
     assert edges.dtype == want_edges.dtype
+    if a.dtype == np.float16 and not isinstance(bins, str) and np.ndim(bins) == 0:
+        # numpy's float16 estimate may put a sample one bin off the edges it returns; tally
+        # counts by those edges (the README's documented difference): compare with that count.
+        want, _ = np.histogram(a.astype(np.float64), want_edges.astype(np.float64), weights=weights)
+        if density:  # numpy's density: the widths in the edges' own type
+            want = want / np.array(np.diff(want_edges), float) / want.sum()
     if weights is None and not density:
         np.testing.assert_array_equal(got, want)
     else:
