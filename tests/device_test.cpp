@@ -78,6 +78,15 @@ void expect_matches(const device_histogram& h, const ref::result& want, void* s)
   EXPECT_TRUE(same_flow(h.flow(s), want.flow));
 }
 
+/// expect_matches, or for a weighted histogram filled without weights its sums (of weights of 1)
+/// equal to the reference's counts.
+void expect_counted(const device_histogram& h, const ref::result& want, void* s) {
+  if (!h.weighted()) return expect_matches(h, want, s);
+  const std::vector<double> ones(want.counts.begin(), want.counts.end());
+  EXPECT_TRUE(same_elements(h.sums(s), ones)) << "sums";
+  EXPECT_TRUE(same_flow(h.flow(s), want.flow));
+}
+
 TEST(DeviceHistogramWithoutGpu, ConstructionSaysWhyItCannotRun) {
   if (cuda_usable()) GTEST_SKIP() << "a CUDA device is usable here: the other cases run instead";
   try {
@@ -300,13 +309,7 @@ TEST_F(Device, UnitIntegerEdgesUploadTheTablesForTheFirstFloatFill) {
       h.fill(dev.view(), s.get());
       ref::fill(want, a.model(), host.view());
       ASSERT_GT(binned(want), 0u);
-      if (weighted) {
-        const std::vector<double> counts(want.counts.begin(), want.counts.end());  // weights of 1
-        EXPECT_TRUE(same_elements(h.sums(s.get()), counts)) << "sums";
-        EXPECT_TRUE(same_flow(h.flow(s.get()), want.flow));
-      } else {
-        expect_matches(h, want, s.get());
-      }
+      expect_counted(h, want, s.get());
     }
   }
   // RGB u8 pixels in one pass, each channel over the values' own unit edges [0, 256].
@@ -358,14 +361,7 @@ TEST_F(Device, InterleavedChannelsInOnePassOrOneByOne) {
             SCOPED_TRACE("channel " + std::to_string(k));
             const ref::result r = channel_reference(specs[static_cast<std::size_t>(k)], hv, k, channels, 2);
             ASSERT_GT(binned(r), 0u);
-            const device_histogram& h = hs[static_cast<std::size_t>(k)];
-            if (weighted) {
-              const std::vector<double> want(r.counts.begin(), r.counts.end());  // weights of 1
-              EXPECT_TRUE(same_elements(h.sums(s.get()), want)) << "sums";
-              EXPECT_TRUE(same_flow(h.flow(s.get()), r.flow));
-            } else {
-              expect_matches(h, r, s.get());
-            }
+            expect_counted(hs[static_cast<std::size_t>(k)], r, s.get());
           }
         }
       }

@@ -98,12 +98,10 @@ template <class I, class Pred> std::optional<I> least_with(Pred pred) {
   return lo;
 }
 
-/// The 64-bit integer samples of type I a regular axis keeps: [lo, hi], or none (`none` says
-/// why every one is dropped: the range lies above the type, or below it).
-template <class I> struct kept_range {
-  I lo = 0, hi = 0;
-  std::int64_t none = 0;
-};
+/// The 64-bit integer samples of type I a regular axis keeps: (lo, hi, 0) for [lo, hi], or
+/// (max, min, why) for none, `why` saying how every one is dropped: the range lies above the
+/// type, or below it.
+template <class I> using kept_range = std::tuple<I, I, std::int64_t>;
 template <class I> kept_range<I> kept_none(std::int64_t why) {
   return {std::numeric_limits<I>::max(), std::numeric_limits<I>::min(), why};
 }
@@ -115,7 +113,7 @@ template <class I> kept_range<I> rounded_bounds(double first, double last) {
   const auto above = least_with<I>([&](I v) { return static_cast<double>(v) > last; });
   if (!lo) return kept_none<I>(bin_underflow);
   if (above && *above == std::numeric_limits<I>::min()) return kept_none<I>(bin_overflow);
-  return {*lo, above ? static_cast<I>(*above - 1) : std::numeric_limits<I>::max(), 0};
+  return {*lo, above ? static_cast<I>(*above - 1) : std::numeric_limits<I>::max(), std::int64_t{0}};
 }
 
 /// An exact integer clamped into I's range: (value, below I's range, above it).
@@ -146,13 +144,7 @@ template <class I> kept_range<I> exact_bounds(integer_value lo, integer_value hi
   const I l = clamp_to<I>(lo, lo_below, lo_above), h = clamp_to<I>(hi, hi_below, hi_above);
   if (lo_above) return kept_none<I>(bin_underflow);
   if (hi_below) return kept_none<I>(bin_overflow);
-  return {l, h, 0};
-}
-
-template <class I> void keep_range(const kept_range<I>& k, I& lo, I& hi, std::int64_t& none) {
-  lo = k.lo;
-  hi = k.hi;
-  none = k.none;
+  return {l, h, std::int64_t{0}};
 }
 
 }  // namespace
@@ -173,11 +165,11 @@ regular_rule make_regular_rule(const axis& a, const double* table) {
   set_fast32(r);
   integer_keep& k = r.keep;
   if (a.has_exact_range()) {
-    keep_range(exact_bounds<std::int64_t>(a.exact_lo(), a.exact_hi()), k.lo_s, k.hi_s, k.none_s);
-    keep_range(exact_bounds<std::uint64_t>(a.exact_lo(), a.exact_hi()), k.lo_u, k.hi_u, k.none_u);
+    std::tie(k.lo_s, k.hi_s, k.none_s) = exact_bounds<std::int64_t>(a.exact_lo(), a.exact_hi());
+    std::tie(k.lo_u, k.hi_u, k.none_u) = exact_bounds<std::uint64_t>(a.exact_lo(), a.exact_hi());
   } else {
-    keep_range(rounded_bounds<std::int64_t>(r.first, r.last), k.lo_s, k.hi_s, k.none_s);
-    keep_range(rounded_bounds<std::uint64_t>(r.first, r.last), k.lo_u, k.hi_u, k.none_u);
+    std::tie(k.lo_s, k.hi_s, k.none_s) = rounded_bounds<std::int64_t>(r.first, r.last);
+    std::tie(k.lo_u, k.hi_u, k.none_u) = rounded_bounds<std::uint64_t>(r.first, r.last);
   }
   return r;
 }

@@ -239,8 +239,9 @@ device_histogram::device_histogram(std::vector<axis> axes, options opts, void* s
   s->stream = stream;
   // Tables now unless integer samples need none; kept ones where there are (only the 1.0 is
   // then copied to the histogram's own memory).
-  const bool kept = !s->rules.integers_need_no_tables() && s->adopt_kept(axes_);
-  if (!kept && !s->rules.integers_need_no_tables()) s->rules.add_tables(axes_);
+  const bool deferred = s->rules.integers_need_no_tables();
+  const bool kept = !deferred && s->adopt_kept(axes_);
+  if (!deferred && !kept) s->rules.add_tables(axes_);
   s->words = s->rules.words();
   const auto cells = static_cast<std::size_t>(cells_);
   s->flow_at = opts_.weighted ? aligned(cells * sizeof(double)) : cells * sizeof(std::uint64_t);

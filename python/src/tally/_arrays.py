@@ -222,22 +222,18 @@ class Source:
                        if (lib, index) == (self.lib, self.index))
             if used + edges.nbytes > _DEVICE_EDGES_BYTES:
                 return self.result(np.array(edges), dtype)
+            # result()'s copy, made current on a side stream and waited for there.
             if self.lib == "torch":
                 torch = _torch()
                 side = torch.cuda.Stream(self.index, priority=-1)  # not the pool callers draw from
-                with torch.cuda.stream(side):
-                    on_device = torch.from_numpy(np.array(edges)).to(f"cuda:{self.index}")
-                    if dtype is not None:
-                        on_device = on_device.to(getattr(torch, dtype))
-                side.synchronize()
+                current = torch.cuda.stream(side)
             else:
-                cupy = _cupy()
-                with cupy.cuda.Device(self.index):
-                    side = cupy.cuda.Stream(non_blocking=True)
-                    with side:
-                        out = edges if dtype is None else edges.astype("float32" if dtype == "bfloat16" else dtype)
-                        on_device = cupy.asarray(out)
-                    side.synchronize()
+                with _cupy().cuda.Device(self.index):
+                    side = _cupy().cuda.Stream(non_blocking=True)
+                current = side
+            with current:
+                on_device = self.result(np.array(edges), dtype)
+            side.synchronize()
             hit = _device_edges[key] = (edges, on_device)  # holds `edges`: its id stays unique
         return hit[1].clone() if self.lib == "torch" else hit[1].copy()
 
