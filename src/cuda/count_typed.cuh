@@ -52,18 +52,20 @@ template <int C> struct channel_value_binner {
 /// v >= lo is then exact modulo 2^32. launch_typed chooses it where it applies; the kernels see
 /// one more binner. i32 256 bins: the 64-bit rule took ~20 instructions per sample of the ~35
 /// the loop issued (SASS of 93acabb), which made the loop issue-bound near 2450 GB/s.
-/// `closed_at` is bins where the last bin also holds lo + bins (integer_rule::closed), else 0,
-/// which no sample past the bins matches: only those samples look at it.
-template <class T> struct narrow_integer_binner {
+/// `Closed`: the last bin also holds lo + bins (integer_rule::closed), which is then a T; a
+/// type of its own, so that open rules (every C++ integer axis) keep the two-comparison form.
+template <class T, bool Closed = false> struct narrow_integer_binner {
   T lo;
   std::uint32_t bins;
-  std::uint32_t closed_at;
   /// The slot itself (cells + 0 underflow, cells + 1 overflow; integers have no NaN).
   template <class S> __device__ __forceinline__ S slot(T v, S cells) const {
     const std::uint32_t d = static_cast<std::uint32_t>(v) - static_cast<std::uint32_t>(lo);
-    if (d < bins) return static_cast<S>(d);
-    if (v < lo) return cells;  // before closed_at: a v below lo may wrap to it
-    return d == closed_at ? static_cast<S>(bins - 1) : cells + 1;
+    if constexpr (Closed) {
+      // lo + bins is a T, so no v < lo wraps to d <= bins.
+      return d <= bins ? static_cast<S>(min(d, bins - 1)) : cells + (v < lo ? 0 : 1);
+    } else {
+      return d < bins ? static_cast<S>(d) : cells + (v < lo ? 0 : 1);
+    }
   }
 };
 /// The regular rule for f32 samples where its f32 estimate is bounded (rule.fast32), computing
@@ -108,7 +110,7 @@ template <class B> constexpr int channel_step = 1;
 template <int C> constexpr int channel_step<channel_value_binner<C>> = C;
 /// Binners that compute the slot themselves (flow counters included), not a bin index.
 template <class B> struct gives_slots : std::false_type {};
-template <class T> struct gives_slots<narrow_integer_binner<T>> : std::true_type {};
+template <class T, bool Closed> struct gives_slots<narrow_integer_binner<T, Closed>> : std::true_type {};
 template <> struct gives_slots<fast32_binner> : std::true_type {};
 template <class B> struct counts_values : std::false_type {};
 template <> struct counts_values<value_binner> : std::true_type {};
@@ -671,8 +673,14 @@ template <class... Ts, class F> bool with_typed_binner(dtype sample, const devic
     if (axis.kind == axis_kind::integer && narrow_integer_fits<T>(axis.integer.rule)) {
       if constexpr (std::is_integral_v<T> && sizeof(T) <= 4) {
         const integer_rule& r = axis.integer.rule;
-        f(tag, narrow_integer_binner<T>{static_cast<T>(r.lo), static_cast<std::uint32_t>(r.bins),
-                                        r.closed ? static_cast<std::uint32_t>(r.bins) : 0u});
+        const auto lo = static_cast<T>(r.lo);
+        const auto bins = static_cast<std::uint32_t>(r.bins);
+        // A closed end beyond T's max holds no T: the open rule is the same.
+        if (r.closed && static_cast<long double>(r.lo) + r.bins <= std::numeric_limits<T>::max()) {
+          f(tag, narrow_integer_binner<T, true>{lo, bins});
+        } else {
+          f(tag, narrow_integer_binner<T>{lo, bins});
+        }
         return true;
       }
     }
