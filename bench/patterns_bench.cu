@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "tally/elementwise.hpp"
-#include "tally/matmul.hpp"
-#include "tally/ops.hpp"
-#include "tally/reduce.hpp"
-#include "tally/transform.cuh"
+#include "tally/patterns/elementwise.hpp"
+#include "tally/patterns/matmul.hpp"
+#include "tally/patterns/ops.hpp"
+#include "tally/patterns/reduce.hpp"
+#include "tally/patterns/transform.cuh"
 #include "timing.cuh"
 
 namespace {

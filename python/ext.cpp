@@ -19,9 +19,9 @@
 #include <utility>
 #include <vector>
 
-#include "tally/elementwise.hpp"
-#include "tally/matmul.hpp"
-#include "tally/reduce.hpp"
+#include "tally/patterns/elementwise.hpp"
+#include "tally/patterns/matmul.hpp"
+#include "tally/patterns/reduce.hpp"
 #include "tally/tally.hpp"
 
 namespace nb = nanobind;

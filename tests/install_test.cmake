@@ -1,5 +1,6 @@
 # Installs tally to a scratch prefix, then configures, builds and runs examples/consumer against
-# it: the exported package (find_package(tally) + tally::tally) works for a user's project.
+# it: the exported package (find_package(tally) + tally::tally, and tally::patterns) works for a
+# user's project.
 set(prefix "${BUILD_DIR}/install-test")
 set(consumer "${BUILD_DIR}/consumer-test")
 file(REMOVE_RECURSE "${prefix}" "${consumer}")
@@ -17,3 +18,8 @@ if(NOT status EQUAL 0 OR NOT out MATCHES "^2 1 2 \n1 3 1 1 0 0 0 1 \\| underflow
   message(FATAL_ERROR "consumer printed (exit ${status}):\n${out}")
 endif()
 message(STATUS "consumer: ${out}")
+execute_process(COMMAND "${consumer}/patterns_consumer" RESULT_VARIABLE status OUTPUT_VARIABLE out)
+if(NOT status EQUAL 0 OR NOT out STREQUAL "0.119 0.622 0.953\n96\n6\n")
+  message(FATAL_ERROR "patterns_consumer printed (exit ${status}):\n${out}")
+endif()
+message(STATUS "patterns_consumer: ${out}")

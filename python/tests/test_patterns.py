@@ -228,6 +228,14 @@ def test_cuda_patterns(request, rng, lib_name):
     assert np.all(np.abs(c - a.astype(np.float64) @ m.astype(np.float64)) <= bound)
 
 
+def test_patterns_submodule_and_top_level_names():
+    import tally.patterns
+    assert sorted(tally.patterns.__all__) == ["add", "div", "gelu", "matmul", "max", "mean", "min", "mul", "relu",
+                                              "sigmoid", "silu", "sub", "sum", "tanh"]
+    for name in tally.patterns.__all__:
+        assert getattr(tally, name) is getattr(tally.patterns, name) and name in tally.__all__
+
+
 def test_torch_bfloat16_and_stream(torch, rng):  # noqa: F811 (fixture)
     x = values(rng, (4097,), np.float32)
     g = torch.from_numpy(x).cuda().to(torch.bfloat16)

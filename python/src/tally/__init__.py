@@ -3,14 +3,15 @@
 Functions with numpy's and torch's names and arguments (histogram, histogram2d, histogramdd,
 bincount, histc) that read numpy, torch (CPU and CUDA) and cupy arrays in place and answer in the
 same library on the same device; a streaming Histogram object; plan(), the planner's choice; and
-the parallel patterns (activations, broadcasting arithmetic, reductions, matmul) in kind.
+the parallel patterns (activations, broadcasting arithmetic, reductions, matmul) in kind, which
+live in tally.patterns and are exported here too.
 """
 
-from . import _tally, axis
+from . import _tally, axis, patterns
 from ._functions import bincount, histc, histogram, histogram2d, histogram_bin_edges, histogramdd, plan
 from ._histogram import Histogram
-from ._patterns import (add, div, gelu, matmul, max, mean, min, mul, relu, sigmoid, silu, sub, sum,
-                        tanh)
+from .patterns import (add, div, gelu, matmul, max, mean, min, mul, relu, sigmoid, silu, sub, sum,
+                       tanh)
 
 __version__ = _tally.version()
 STRATEGIES = tuple(_tally.strategy_names())
@@ -22,6 +23,5 @@ def backends():
 
 
 __all__ = ["Histogram", "axis", "backends", "bincount", "histc", "histogram", "histogram2d",
-           "histogram_bin_edges", "histogramdd", "plan", "STRATEGIES", "__version__", "add", "div",
-           "gelu", "matmul", "max", "mean", "min", "mul", "relu", "sigmoid", "silu", "sub", "sum",
-           "tanh"]
+           "histogram_bin_edges", "histogramdd", "patterns", "plan", "STRATEGIES", "__version__",
+           *patterns.__all__]

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "tally/array.hpp"
+#include "tally/patterns/array.hpp"
 #include "tally/dtype.hpp"
 
 namespace tally {

@@ -1,6 +1,6 @@
-// tally::transform (tally/transform.cuh) with a user's device lambdas and functors: every strategy,
-// lengths around the vector width, arrays misaligned alone and against one another, in place,
-// mixed element types and several inputs. Results are compared exactly with the same function on
+// tally::transform (tally/patterns/transform.cuh) with a user's device lambdas and functors:
+// every strategy, lengths around the vector width, arrays misaligned alone and against one
+// another, in place, mixed element types and several inputs. Results are compared exactly with the same function on
 // the host (the functions are exact or one fma), and the elements around the output must keep
 // their values. Inputs are allocated to their exact length so that compute-sanitizer (the
 // gpu_check sanitizer set) sees any load past the end. Skipped, never passed, without a usable
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "check.hpp"
-#include "tally/transform.cuh"
+#include "tally/patterns/transform.cuh"
 
 namespace tally_test {
 namespace {

@@ -1,5 +1,5 @@
 // The CPU backend of the parallel patterns (OpenMP): the reference and the fallback. The same
-// f32 formulas as the CUDA backend (tally/ops.hpp); reductions in a fixed order.
+// f32 formulas as the CUDA backend (tally/patterns/ops.hpp); reductions in a fixed order.
 #include <omp.h>
 
 #include <cmath>
@@ -8,9 +8,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/patterns.hpp"
-#include "core/reduce_rule.hpp"
-#include "tally/ops.hpp"
+#include "patterns/core/patterns.hpp"
+#include "patterns/core/reduce_rule.hpp"
+#include "tally/patterns/ops.hpp"
 
 namespace tally::detail {
 namespace {

@@ -3,9 +3,9 @@
 #include <cstdint>
 
 #include "cuda/common.cuh"
-#include "cuda/patterns.hpp"
-#include "tally/ops.hpp"
-#include "tally/transform.cuh"
+#include "patterns/cuda/patterns.hpp"
+#include "tally/patterns/ops.hpp"
+#include "tally/patterns/transform.cuh"
 
 namespace tally::detail::cuda {
 namespace {

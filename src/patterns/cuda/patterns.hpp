@@ -4,7 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "core/patterns.hpp"
+#include "patterns/core/patterns.hpp"
 
 namespace tally::detail::cuda {
 

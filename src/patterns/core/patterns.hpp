@@ -1,15 +1,15 @@
 // The validated jobs of the parallel patterns, and the table of what each backend implements.
-// src/core/patterns.cpp checks every argument and builds these; a backend only computes.
+// src/patterns/core/patterns.cpp checks every argument and builds these; a backend only computes.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
 #include "core/dispatch.hpp"
-#include "tally/elementwise.hpp"
-#include "tally/matmul.hpp"
-#include "tally/ops.hpp"
-#include "tally/reduce.hpp"
+#include "tally/patterns/elementwise.hpp"
+#include "tally/patterns/matmul.hpp"
+#include "tally/patterns/ops.hpp"
+#include "tally/patterns/reduce.hpp"
 
 namespace tally::detail {
 
@@ -89,7 +89,7 @@ template <class F> void with_float_type(dtype t, F&& f) {
   }
 }
 
-/// Calls f with the operation's functor (tally/ops.hpp).
+/// Calls f with the operation's functor (tally/patterns/ops.hpp).
 template <class F> void with_unary_op(unary_op op, F&& f) {
   switch (op) {
     case unary_op::sigmoid: return f(ops::sigmoid{});

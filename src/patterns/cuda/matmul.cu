@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "cuda/common.cuh"
-#include "cuda/patterns.hpp"
+#include "patterns/cuda/patterns.hpp"
 
 namespace tally::detail::cuda {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "core/backend.hpp"
 #include "cuda/common.cuh"
-#include "cuda/patterns.hpp"
+#include "patterns/cuda/patterns.hpp"
 
 namespace tally::detail {
 namespace cuda {

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "check.hpp"
-#include "tally/elementwise.hpp"
+#include "tally/patterns/elementwise.hpp"
 #include "tally/error.hpp"
-#include "tally/matmul.hpp"
-#include "tally/reduce.hpp"
+#include "tally/patterns/matmul.hpp"
+#include "tally/patterns/reduce.hpp"
 
 namespace tally_test {
 namespace {

@@ -1,6 +1,6 @@
 // The parallel patterns' public entry points: every argument is checked here, before any backend
 // runs, then the job goes to the backend where the data live.
-#include "core/patterns.hpp"
+#include "patterns/core/patterns.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "tally/array.hpp"
+#include "tally/patterns/array.hpp"
 
 namespace tally {
 

@@ -1,12 +1,16 @@
-"""The parallel patterns with numpy's semantics: activations, broadcasting arithmetic, reductions
-and matmul over numpy arrays (CPU) and torch/cupy arrays (CUDA on the caller's current stream).
-Outputs are allocated here, in the input's library on its device, and written by the extension."""
+"""tally.patterns: the parallel patterns with numpy's semantics: activations, broadcasting
+arithmetic, reductions and matmul over numpy arrays (CPU) and torch/cupy arrays (CUDA on the
+caller's current stream). Outputs are allocated here, in the input's library on its device, and
+written by the extension. The package's top level exports the same functions."""
 
 import numpy as np
 
 from . import _tally
 from ._arrays import NUMPY_NAMES, Source, _cupy, _torch, same_device
 from ._functions import _device_of, _require_cuda
+
+__all__ = ["add", "div", "gelu", "matmul", "max", "mean", "min", "mul", "relu", "sigmoid", "silu", "sub",
+           "sum", "tanh"]
 
 _TYPES = ("f16", "bf16", "f32")
 

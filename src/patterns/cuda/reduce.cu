@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "core/reduce_rule.hpp"
 #include "cuda/common.cuh"
-#include "cuda/patterns.hpp"
-#include "tally/transform.cuh"
+#include "patterns/core/reduce_rule.hpp"
+#include "patterns/cuda/patterns.hpp"
+#include "tally/patterns/transform.cuh"
 
 namespace tally::detail::cuda {
 namespace {

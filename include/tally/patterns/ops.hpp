@@ -59,7 +59,7 @@ TALLY_OP_HD float scaled_sigmoid(float t, float s) {
 
 }  // namespace detail
 
-/// 1 / (1 + e^-x), within 1.5 ulp of the exact value over all f32 (tests/patterns_test.cpp
+/// 1 / (1 + e^-x), within 1.5 ulp of the exact value over all f32 (tests/patterns/patterns_test.cpp
 /// measures it); exactly 0 or 1 far out, never NaN for a number; NaN stays NaN.
 struct sigmoid {
   TALLY_OP_HD float operator()(float x) const { return detail::scaled_sigmoid(x, 1.0f); }
