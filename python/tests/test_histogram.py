@@ -65,6 +65,27 @@ def test_values_on_every_edge(rng, type_name, bins):
 
 
 @pytest.mark.parametrize("type_name", NUMPY_TYPES)
+def test_linspace_edges_take_the_regular_rule(rng, type_name):
+    """float64 edges that are numpy.linspace's (histogramdd's, or a user's) bin by the regular
+    rule, by arithmetic, and still as numpy: samples on every edge and one step either side."""
+    from tally import _edges
+    a = samples(rng, type_name, N, "skewed")
+    lo, hi = float(a.min()), float(a.max()) + 1
+    for edges in [np.linspace(lo, hi, 9), np.linspace(lo - 0.37, hi + 1.3, 1001), np.linspace(-1e-3, 3e-3, 65)]:
+        axis = _edges.from_array(edges, tally._tally.sample_type(a))
+        wide = a.dtype.itemsize == 8 and a.dtype.kind in "iu"
+        assert axis.kind == ("variable" if wide else "regular")
+        assert np.array_equal(axis.edges(), edges)
+        near = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)])
+        with np.errstate(over="ignore", invalid="ignore"):
+            on_edges = near.astype(a.dtype) if a.dtype.kind == "f" else near[np.isfinite(near)].round().astype(a.dtype)
+        check_like_numpy(np.concatenate([a, on_edges]), bins=edges)
+        got = tally.histogramdd(np.stack([a, a[::-1]], axis=1).astype(np.float64), bins=(edges, 5))[0]
+        assert_same_array(got, np.histogramdd(np.stack([a, a[::-1]], axis=1).astype(np.float64), bins=(edges, 5))[0])
+    assert _edges.from_array(np.array([0.0, 0.5, 2.0])).kind == "variable"
+
+
+@pytest.mark.parametrize("type_name", NUMPY_TYPES)
 def test_edges_array(rng, type_name):
     a = samples(rng, type_name, N, "uniform")
     lo, hi = float(a.min()), float(a.max())

@@ -138,10 +138,28 @@ def from_array(edges, sample_type=None):
     if (sample_type in _WIDE_INTEGERS and e.dtype.kind in "iu"
             and np.result_type(e.dtype, np.dtype(_NUMPY_INTEGERS[sample_type])).kind in "iu"):
         return _tally.Axis.variable_integers(np.ascontiguousarray(e, np.uint64 if e.dtype.kind == "u" else np.int64))
+    if e.dtype == np.float64 and sample_type not in _WIDE_INTEGERS:
+        regular = _as_regular(e)
+        if regular is not None:
+            return regular
     e = np.ascontiguousarray(e, dtype=np.float64)
     if np.isnan(e).any():
         raise ValueError("tally: bin edges must not be NaN")
     return _tally.Axis.variable(e)
+
+
+def _as_regular(e):
+    """The regular axis whose edges are e, bit for bit (numpy.linspace's, as histogramdd makes
+    them), or None: it bins as the variable axis over e does, by arithmetic instead of a search.
+    64-bit integer samples keep the variable axis, which compares them as numpy does."""
+    n = e.size - 1
+    if not (np.isfinite(e[0]) and np.isfinite(e[-1]) and e[0] < e[-1]):
+        return None
+    try:
+        candidate = _tally.Axis.regular(n, float(e[0]), float(e[-1]), "f64")
+    except ValueError:
+        return None
+    return candidate if np.array_equal(candidate.edges(), e) else None
 
 
 _NUMPY_INTEGERS = {"i64": "int64", "u64": "uint64"}
