@@ -24,7 +24,18 @@ class Histogram:
     samples dropped as underflow, overflow and NaN; ``count_bits=32`` stores 32-bit counts (a
     fill that would overflow one raises). ``strategy``, ``device`` and ``threads`` as in
     :func:`tally.histogram`. Every method is safe to call from any thread at once (one lock
-    per histogram)."""
+    per histogram).
+
+    Merging and saving: ``h1 + h2`` and ``h1 += h2`` add histograms of the same axes and options
+    (counts exactly, a 32-bit count that would overflow raises and changes nothing; sums of
+    weights in float64); ``==`` compares axes, options, cells (sums bit for bit), flow counts and
+    samples; ``copy()``, ``copy.copy`` and ``copy.deepcopy`` copy; pickle saves everything,
+    ``device`` included (a CUDA histogram unpickled where CUDA is not usable fills on the device
+    its samples are on, as ``device=None``; its cells are on the host either way).
+
+    Plotting: the histogram is a UHI PlottableHistogram (``kind``, ``values()``, ``variances()``,
+    ``counts()``, ``axes``), so hist and mplhep plot it; see ``from_boost`` / ``to_boost`` for
+    boost-histogram."""
 
     def __init__(self, axes, *, weighted=False, channels=None, flow=False, count_bits=64,
                  strategy="automatic", device=None, threads=0):
@@ -145,6 +156,61 @@ class Histogram:
         if not isinstance(dtype, str):
             dtype = np.dtype(dtype).name
         return self._hists[0].plan(dtype, int(n))
+
+    # ---- merging, comparing, copying, pickling ----
+
+    def _same_kind(self, other):
+        if self._channels != other._channels:
+            describe = lambda c: "a plain histogram" if c is None else f"{c} channels"
+            raise ValueError(f"merge: {describe(self._channels)} against {describe(other._channels)}")
+
+    def __iadd__(self, other):
+        if not isinstance(other, Histogram):
+            return NotImplemented
+        self._same_kind(other)
+        _tally.merge(self._hists, other._hists)
+        return self
+
+    def __add__(self, other):
+        if not isinstance(other, Histogram):
+            return NotImplemented
+        self._same_kind(other)
+        out = self.copy()
+        out += other
+        return out
+
+    def __eq__(self, other):
+        if not isinstance(other, Histogram):
+            return NotImplemented
+        return self._channels == other._channels and _tally.equal(self._hists, other._hists)
+
+    __hash__ = None  # mutable: equal histograms stop being equal after a fill
+
+    def copy(self):
+        """An independent copy (cells, options, device)."""
+        out = object.__new__(Histogram)
+        out._backend, out._channels, out._flow = self._backend, self._channels, self._flow
+        out._hists = _tally.copy(self._hists)
+        return out
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def __getstate__(self):
+        return {"format": 1, "device": self._backend, "channels": self._channels, "flow": self._flow,
+                "histograms": [h.to_bytes() for h in self._hists]}
+
+    def __setstate__(self, state):
+        if state.get("format") != 1:
+            raise ValueError(f"tally.Histogram: unknown pickle format {state.get('format')!r}")
+        backend = state["device"]
+        if backend != "auto" and not any(n == backend and u for n, _, u, _ in _tally.backends()):
+            backend = "auto"  # a CUDA histogram where CUDA is not usable: fill where the samples are
+        self._backend, self._channels, self._flow = backend, state["channels"], state["flow"]
+        self._hists = [_tally.Hist.from_bytes(b, backend) for b in state["histograms"]]
 
     def __repr__(self):
         kinds = ", ".join(f"{a.kind}({a.bins} bins)" for a in self.axes)
