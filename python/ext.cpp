@@ -280,6 +280,15 @@ class py_histogram {
   mutable std::mutex mutex_;
 };
 
+/// tally::histogram::assign from a flat array of counts (uint64) or sums (float64).
+template <class T>
+void assign_cells(py_histogram& h, nb::ndarray<const T, nb::ndim<1>, nb::c_contig, nb::device::cpu> cells,
+                  std::tuple<std::uint64_t, std::uint64_t, std::uint64_t> dropped, std::uint64_t samples) {
+  const std::vector<T> v(cells.data(), cells.data() + cells.shape(0));
+  const tally::flow_counts f{std::get<0>(dropped), std::get<1>(dropped), std::get<2>(dropped)};
+  h.locked([&](tally::histogram& t) { t.assign(v, f, samples); });
+}
+
 /// The locks of several histograms (each once, however often it appears), taken in address
 /// order: every call that holds more than one lock takes them in this one order, so two calls
 /// over the same histograms in different orders (a += b and b += a) cannot deadlock.
@@ -599,6 +608,8 @@ NB_MODULE(_tally, m) {
       .def_prop_ro("weighted", [](const py_histogram& h) { return h.get().weighted(); })
       .def_prop_ro("shape", [](const py_histogram& h) { return h.get().shape(); })
       .def_prop_ro("axes", [](const py_histogram& h) { return h.get().axes(); })
+      .def("assign", &assign_cells<std::uint64_t>, "cells"_a, "flow"_a, "samples"_a)
+      .def("assign", &assign_cells<double>, "cells"_a, "flow"_a, "samples"_a)
       .def("to_bytes", &py_histogram::to_bytes)
       .def_static("from_bytes", &py_histogram::from_bytes, "data"_a, "backend"_a, nb::rv_policy::take_ownership);
 

@@ -396,6 +396,32 @@ TEST(Histogram, EqualityComparesCellsSamplesAndFlow) {
   EXPECT_TRUE(a == c);
 }
 
+TEST(Histogram, AssignSetsCellsFlowAndSamplesOrThrowsChangingNothing) {
+  const std::vector<tally::axis> axes = {tally::axis::integer(0, 2), tally::axis::regular(3, 0.0, 1.0)};
+  tally::histogram h(axes, options_with(count_type::u32, true));
+  const std::vector<std::uint64_t> counts = {5, 0, 7, 1, 0xFFFFFFFFull, 2};
+  h.assign(counts, {1, 2, 3}, 0xFFFFFFFFull + 21);
+  EXPECT_TRUE(same_elements(h.counts(), counts));
+  EXPECT_TRUE(same_flow(h.flow(), {1, 2, 3}));
+  EXPECT_EQ(h.samples(), 0xFFFFFFFFull + 21);
+  const snapshot before(h);
+  auto big = counts;
+  big[3] = 0x100000000ull;
+  EXPECT_THROW(h.assign(big, {}, 0), tally::error);
+  EXPECT_THROW(h.assign(std::vector<std::uint64_t>(5, 1), {}, 5), tally::error);
+  EXPECT_THROW(h.assign(std::vector<double>(6, 1.0), {}, 6), tally::error);
+  expect_unchanged(h, before);
+  tally::histogram w(axes, options_with(count_type::u64, false, true));
+  const std::vector<double> sums = {0.5, -1.25, 0, 3, 1e300, -0.0};
+  w.assign(sums, {}, 9);
+  EXPECT_TRUE(same_elements(w.sums(), sums));
+  EXPECT_THROW(w.assign(sums, {0, 1, 0}, 9), tally::error);  // no flow counters
+  EXPECT_THROW(w.assign(counts, {}, 9), tally::error);
+  // An assigned histogram merges like a filled one.
+  tally::histogram twice = h;
+  EXPECT_THROW(twice += h, tally::error);  // 2^32 - 1 twice overflows u32
+}
+
 // ---- serialisation ----
 
 /// Histograms of every axis kind, storage and flow option, 1-D and 3-D, filled with data.

@@ -84,6 +84,12 @@ class histogram {
   void fill(const std::vector<view>& columns, const view& weights);
   /// Zero all cells and flow counters.
   void reset();
+  /// Sets every cell (size() of them, row-major: counts of a count histogram, sums of a
+  /// weighted one), the flow counters (all 0 unless options::flow) and samples(): a histogram
+  /// counted elsewhere, such as another library's. Throws tally::error, changing nothing, for
+  /// the wrong number of cells, the wrong kind, or a count beyond a u32 histogram's storage.
+  void assign(const std::vector<std::uint64_t>& counts, flow_counts dropped, std::uint64_t samples);
+  void assign(const std::vector<double>& sums, flow_counts dropped, std::uint64_t samples);
 
   /// Adds other's cells, flow counters and samples() into this histogram: the merge of
   /// histograms filled with parts of the data (`h += h` doubles h). `other` must have the same
@@ -144,6 +150,8 @@ class histogram {
   void fill_impl(const std::vector<view>& columns, const view* weights);
   /// Fresh zero cells of the storage type (checked against the memory this process can have).
   void allocate();
+  /// assign's checks of everything but the cells' values.
+  void check_assign(std::size_t cells, bool sums, const flow_counts& dropped) const;
   /// Checks a fill's arguments and sets `job` (storage, plan) and the backend that runs it.
   void prepare(const std::vector<view>& columns, const view* weights, detail::fill_job& job,
                const detail::backend_ops*& backend);

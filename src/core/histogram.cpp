@@ -279,6 +279,36 @@ bool operator==(const histogram& a, const histogram& b) {
   return std::equal(a.counts64_.begin(), a.counts64_.end(), b.counts64_.begin());
 }
 
+void histogram::check_assign(std::size_t cells, bool sums, const flow_counts& dropped) const {
+  if (sums != opts_.weighted)
+    throw error(sums ? "assign: sums given to a histogram of counts" : "assign: counts given to a weighted histogram");
+  if (cells != static_cast<std::size_t>(cells_))
+    throw error("assign: " + std::to_string(cells) + " cells given to a histogram of " + std::to_string(cells_));
+  if (!opts_.flow && dropped.total() != 0) throw error("assign: flow counts given to a histogram without flow counters");
+}
+
+void histogram::assign(const std::vector<std::uint64_t>& counts, flow_counts dropped, std::uint64_t samples) {
+  check_assign(counts.size(), false, dropped);
+  if (opts_.counts == count_type::u32) {
+    const auto big = std::find_if(counts.begin(), counts.end(), [](std::uint64_t c) { return c > 0xFFFFFFFFu; });
+    if (big != counts.end())
+      throw error("assign: bin " + std::to_string(big - counts.begin()) + "'s count " + std::to_string(*big) +
+                  " does not fit a 32-bit count; use 64-bit counts");
+    std::copy(counts.begin(), counts.end(), counts32_.begin());
+  } else {
+    std::copy(counts.begin(), counts.end(), counts64_.begin());
+  }
+  flow_ = dropped;
+  samples_ = samples;
+}
+
+void histogram::assign(const std::vector<double>& sums, flow_counts dropped, std::uint64_t samples) {
+  check_assign(sums.size(), true, dropped);
+  std::copy(sums.begin(), sums.end(), sums_.begin());
+  flow_ = dropped;
+  samples_ = samples;
+}
+
 std::vector<std::int64_t> histogram::shape() const {
   std::vector<std::int64_t> s;
   for (const auto& a : axes_) s.push_back(a.bins());

@@ -4,7 +4,7 @@ import operator
 
 import numpy as np
 
-from . import _tally
+from . import _boost, _tally
 from ._arrays import Source, backend_for, same_device, strategy_arg
 from ._functions import _device_of, fill_into
 
@@ -156,6 +156,46 @@ class Histogram:
         if not isinstance(dtype, str):
             dtype = np.dtype(dtype).name
         return self._hists[0].plan(dtype, int(n))
+
+    # ---- UHI PlottableHistogram (hist, mplhep) ----
+
+    @property
+    def kind(self):
+        """UHI: "COUNT" (counts, or sums of weights)."""
+        return "COUNT"
+
+    def counts(self):
+        """UHI: the counts of an unweighted histogram. None for a weighted one: UHI's effective
+        counts need the sums of squared weights, which tally does not keep."""
+        return None if self._hists[0].weighted else self.values()
+
+    def variances(self):
+        """UHI: the counts for an unweighted histogram (Poisson variances). None for a weighted
+        one: tally does not keep the sums of squared weights."""
+        return self.counts()
+
+    # ---- boost-histogram ----
+
+    def to_boost(self, *, flow=True):
+        """This histogram as a boost_histogram.Histogram: Int64 storage for counts, Double for sums
+        of weights; regular axes (float64 edges) as Regular, other edges as Variable, integer axes
+        as Integer. A 1-D histogram of counts with flow=True fills the underflow and overflow bins
+        (NaN into overflow, where boost-histogram puts it); where tally's flow totals cannot be
+        placed in per-axis flow bins (N-D, weighted) it raises unless ``flow=False``, which makes
+        axes without flow bins."""
+        return _boost.to_boost(self, flow)
+
+    @classmethod
+    def from_boost(cls, h, *, flow=True, count_bits=64, strategy="automatic", device=None, threads=0):
+        """A tally.Histogram of a boost_histogram.Histogram's cells: Int64/AtomicInt64 storage as
+        counts, Double as sums of weights; Regular (without transform) as regular, Variable and
+        transformed Regular as variable (their edges), Integer and Boolean as integer axes. The
+        flow bins become tally's flow counters (each cell under the first axis whose flow bin it
+        is in; ``samples`` is every entry, flow included; 0 for Double, which counts none); a
+        Double histogram's flow bins hold weights, so non-zero ones raise unless ``flow=False``,
+        which leaves them out. Other storages and axes raise ValueError."""
+        return _boost.from_boost(cls, h, flow, count_bits=count_bits, strategy=strategy, device=device,
+                                 threads=threads)
 
     # ---- merging, comparing, copying, pickling ----
 
