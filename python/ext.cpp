@@ -307,28 +307,22 @@ void check_pairs(const std::vector<py_histogram*>& a, const std::vector<py_histo
     throw tally::error("tally: " + std::to_string(a.size()) + " histograms against " + std::to_string(b.size()));
 }
 
-/// into[c] += from[c] for every c, all or nothing: where one merge throws (different axes, a
-/// count that would overflow), no histogram changes.
+/// into[c] += from[c] for every c, all or nothing: where one merge would throw (different axes,
+/// a count that would overflow), no histogram changes. The histograms are changed in place, never
+/// replaced, so what calls read without the lock (axes, shape) stays valid.
 void merge_all(const std::vector<py_histogram*>& into, const std::vector<py_histogram*>& from) {
   check_pairs(into, from);
   std::vector<py_histogram*> all(into);
   all.insert(all.end(), from.begin(), from.end());
   nb::gil_scoped_release release;
   const auto locks = lock_all(all);
-  if (into.size() == 1) {
-    into[0]->get() += from[0]->get();  // throws before any change
-    return;
-  }
-  for (std::size_t c = 0; c < into.size(); ++c) {
+  for (std::size_t c = 0; c < into.size() && into.size() > 1; ++c) {
     const std::string why = into[c]->get().layout_difference(from[c]->get());
     if (!why.empty()) throw tally::error("merge: the histograms of channel " + std::to_string(c) + " differ: " + why);
+    tally::histogram trial = into[c]->get();  // an overflow shows here, before any change
+    trial += from[c]->get();
   }
-  std::vector<tally::histogram> merged;
-  for (std::size_t c = 0; c < into.size(); ++c) {
-    merged.push_back(into[c]->get());
-    merged.back() += from[c]->get();
-  }
-  for (std::size_t c = 0; c < into.size(); ++c) into[c]->get() = std::move(merged[c]);
+  for (std::size_t c = 0; c < into.size(); ++c) into[c]->get() += from[c]->get();
 }
 
 bool equal_all(const std::vector<py_histogram*>& a, const std::vector<py_histogram*>& b) {

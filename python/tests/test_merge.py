@@ -228,6 +228,21 @@ def test_channel_merge_is_all_or_nothing():
     assert a == before
 
 
+def test_channel_merge_that_would_overflow_changes_no_channel():
+    a = tally.Histogram(tally.axis.integer(0, 3), channels=2, count_bits=32)
+    a.fill(np.array([[0, 1], [2, 1]], np.uint8))
+    state = a.__getstate__()
+    raw = bytearray(state["histograms"][1])
+    raw[-8:-4] = (2**32 - 2).to_bytes(4, "little")  # channel 1, cell 1
+    state["histograms"][1] = bytes(raw)
+    full = tally.Histogram.__new__(tally.Histogram)
+    full.__setstate__(state)
+    before = full.copy()
+    with pytest.raises(ValueError, match="bin 1 would overflow"):
+        full += a  # channel 0 would fit; channel 1 does not
+    assert full == before
+
+
 def test_merge_with_something_else_is_a_type_error():
     h = tally.Histogram(tally.axis.integer(0, 4))
     with pytest.raises(TypeError):
