@@ -26,40 +26,18 @@ enum axis_tag : std::uint8_t {
 
 std::size_t cell_bytes(std::uint8_t storage) { return storage == store_u32 ? 4 : 8; }
 
-class writer {
- public:
-  explicit writer(std::size_t reserve) { out_.reserve(reserve); }
-  void bytes(const void* p, std::size_t n) {
-    const auto* b = static_cast<const std::byte*>(p);
-    out_.insert(out_.end(), b, b + n);
-  }
-  void u8(std::uint8_t v) { out_.push_back(static_cast<std::byte>(v)); }
-  void u32(std::uint32_t v) { little_endian(v, 4); }
-  void u64(std::uint64_t v) { little_endian(v, 8); }
-  void i64(std::int64_t v) { u64(static_cast<std::uint64_t>(v)); }
-  void f64(double v) {
-    std::uint64_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    u64(bits);
-  }
-  void str(std::string_view s) {
-    u8(static_cast<std::uint8_t>(s.size()));  // names are short ASCII words
-    bytes(s.data(), s.size());
-  }
-  std::vector<std::byte> take() { return std::move(out_); }
-
- private:
-  void little_endian(std::uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) out_.push_back(static_cast<std::byte>((v >> (8 * i)) & 0xFF));
-  }
-  std::vector<std::byte> out_;
-};
-
-/// An n-byte little-endian unsigned integer.
-std::uint64_t load_little_endian(const std::byte* b, int n) {
+/// An N-byte little-endian unsigned integer (compilers merge the byte loads into one load on
+/// little-endian hosts).
+template <int N> std::uint64_t load_little_endian(const std::byte* b) {
   std::uint64_t v = 0;
-  for (int i = 0; i < n; ++i) v |= static_cast<std::uint64_t>(b[i]) << (8 * i);
+  for (int i = 0; i < N; ++i) v |= static_cast<std::uint64_t>(b[i]) << (8 * i);
   return v;
+}
+
+std::uint64_t bits_of(double v) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits;
 }
 
 double double_of(std::uint64_t bits) {
@@ -67,6 +45,40 @@ double double_of(std::uint64_t bits) {
   std::memcpy(&v, &bits, sizeof v);
   return v;
 }
+
+/// v as N little-endian bytes at p (merged into one store likewise).
+template <int N> void store_little_endian(std::byte* p, std::uint64_t v) {
+  for (int i = 0; i < N; ++i) p[i] = static_cast<std::byte>((v >> (8 * i)) & 0xFF);
+}
+
+class writer {
+ public:
+  explicit writer(std::size_t reserve) { out_.reserve(reserve); }
+  /// n items of N bytes each, item i being value(i), stored in one pass.
+  template <int N, class Value> void items(std::size_t n, Value&& value) {
+    const std::size_t at = out_.size();
+    out_.resize(at + n * N);
+    std::byte* p = out_.data() + at;
+    for (std::size_t i = 0; i < n; ++i, p += N) store_little_endian<N>(p, value(i));
+  }
+  void bytes(const void* p, std::size_t n) {
+    const auto* b = static_cast<const std::byte*>(p);
+    out_.insert(out_.end(), b, b + n);
+  }
+  void u8(std::uint8_t v) { out_.push_back(static_cast<std::byte>(v)); }
+  void u32(std::uint32_t v) { items<4>(1, [v](std::size_t) { return v; }); }
+  void u64(std::uint64_t v) { items<8>(1, [v](std::size_t) { return v; }); }
+  void i64(std::int64_t v) { u64(static_cast<std::uint64_t>(v)); }
+  void f64(double v) { u64(bits_of(v)); }
+  void str(std::string_view s) {
+    u8(static_cast<std::uint8_t>(s.size()));  // names are short ASCII words
+    bytes(s.data(), s.size());
+  }
+  std::vector<std::byte> take() { return std::move(out_); }
+
+ private:
+  std::vector<std::byte> out_;
+};
 
 /// Reads the input front to back; every read checks that its bytes are there.
 class reader {
@@ -82,9 +94,9 @@ class reader {
     left_ -= n;
     return at;
   }
-  std::uint8_t u8(const char* what) { return static_cast<std::uint8_t>(load_little_endian(take(1, what), 1)); }
-  std::uint32_t u32(const char* what) { return static_cast<std::uint32_t>(load_little_endian(take(4, what), 4)); }
-  std::uint64_t u64(const char* what) { return load_little_endian(take(8, what), 8); }
+  std::uint8_t u8(const char* what) { return static_cast<std::uint8_t>(load_little_endian<1>(take(1, what))); }
+  std::uint32_t u32(const char* what) { return static_cast<std::uint32_t>(load_little_endian<4>(take(4, what))); }
+  std::uint64_t u64(const char* what) { return load_little_endian<8>(take(8, what)); }
   std::int64_t i64(const char* what) { return static_cast<std::int64_t>(u64(what)); }
   double f64(const char* what) { return double_of(u64(what)); }
   std::string str(const char* what) {
@@ -257,11 +269,9 @@ std::vector<std::byte> serialize(const histogram& h) {
   w.u32(static_cast<std::uint32_t>(h.axes().size()));
   for (const axis& a : h.axes()) write_axis(w, a);
   w.u64(cells);
-  for (std::size_t i = 0; i < cells; ++i) {
-    if (storage == store_u64) w.u64(h.counts_u64()[i]);
-    else if (storage == store_u32) w.u32(h.counts_u32()[i]);
-    else w.f64(h.sums_data()[i]);
-  }
+  if (storage == store_u64) w.items<8>(cells, [p = h.counts_u64()](std::size_t i) { return p[i]; });
+  else if (storage == store_u32) w.items<4>(cells, [p = h.counts_u32()](std::size_t i) { return p[i]; });
+  else w.items<8>(cells, [p = h.sums_data()](std::size_t i) { return bits_of(p[i]); });
   return w.take();
 }
 
@@ -271,20 +281,20 @@ histogram deserialize(const void* data, std::size_t size) {
     reader r(data, size);
     header head = read_header(r);
     const std::int64_t cells = detail::cell_count(head.axes);  // throws for no axis
-    const int item = static_cast<int>(cell_bytes(head.storage));
-    const std::size_t stored = r.count(static_cast<std::size_t>(item), "cells");
+    const std::size_t item = cell_bytes(head.storage);
+    const std::size_t stored = r.count(item, "cells");
     if (static_cast<std::uint64_t>(stored) != static_cast<std::uint64_t>(cells))
       throw error(std::to_string(stored) + " cells stored for axes of " + std::to_string(cells) + " cells");
-    const std::byte* in = r.take(stored * static_cast<std::size_t>(item), "the cells");
+    const std::byte* in = r.take(stored * item, "the cells");
     if (r.left() != 0) throw error(std::to_string(r.left()) + " bytes after the end of the histogram");
 
     histogram h(std::move(head.axes), head.opts);
-    for (std::size_t i = 0; i < stored; ++i) {
-      const std::uint64_t v = load_little_endian(in + i * static_cast<std::size_t>(item), item);
-      if (head.storage == store_u64) h.counts64_[i] = v;
-      else if (head.storage == store_u32) h.counts32_[i] = static_cast<std::uint32_t>(v);
-      else h.sums_[i] = double_of(v);
-    }
+    for (std::size_t i = 0; i < stored && head.storage == store_u64; ++i)
+      h.counts64_[i] = load_little_endian<8>(in + 8 * i);
+    for (std::size_t i = 0; i < stored && head.storage == store_u32; ++i)
+      h.counts32_[i] = static_cast<std::uint32_t>(load_little_endian<4>(in + 4 * i));
+    for (std::size_t i = 0; i < stored && head.storage == store_sums; ++i)
+      h.sums_[i] = double_of(load_little_endian<8>(in + 8 * i));
     h.samples_ = head.samples;
     h.flow_ = head.dropped;
     return h;

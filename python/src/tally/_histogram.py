@@ -228,7 +228,7 @@ class Histogram:
 
     def copy(self):
         """An independent copy (cells, options, device)."""
-        out = object.__new__(Histogram)
+        out = object.__new__(type(self))
         out._backend, out._channels, out._flow = self._backend, self._channels, self._flow
         out._hists = _tally.copy(self._hists)
         return out
