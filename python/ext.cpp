@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -194,6 +195,7 @@ class py_histogram {
   py_histogram(std::vector<tally::axis> axes, bool weighted, const std::string& strategy,
                const std::string& backend, bool flow, bool counts32, int threads)
       : h_(std::move(axes), make_options(weighted, strategy, backend_named(backend), flow, counts32, threads)) {}
+  explicit py_histogram(tally::histogram h) : h_(std::move(h)) {}
 
   /// f(histogram) under the lock, without the GIL.
   template <class F> decltype(auto) locked(F&& f) const {
@@ -243,6 +245,26 @@ class py_histogram {
     locked([](tally::histogram& h) { h.reset(); });
   }
 
+  /// tally::serialize's bytes.
+  nb::bytes to_bytes() const {
+    const auto bytes = locked([](const tally::histogram& h) { return tally::serialize(h); });
+    return nb::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+
+  /// The histogram of to_bytes' bytes, filling on `backend` (rebuilt with it where the bytes
+  /// name another backend).
+  static py_histogram* from_bytes(const nb::bytes& data, const std::string& backend) {
+    const tally::backend wanted = backend_named(backend);
+    nb::gil_scoped_release release;  // the bytes object is immutable and kept alive by the caller
+    tally::histogram h = tally::deserialize(data.c_str(), data.size());
+    if (h.opts().backend == wanted) return new py_histogram(std::move(h));
+    tally::options o = h.opts();
+    o.backend = wanted;
+    tally::histogram on(h.axes(), o);
+    on += h;
+    return new py_histogram(std::move(on));
+  }
+
   nb::dict plan(const std::string& type, std::int64_t n, const std::string& weight_type) const {
     return policy_dict(h_.plan_for(tally::dtype_from_name(type), n, tally::dtype_from_name(weight_type)));
   }
@@ -257,6 +279,75 @@ class py_histogram {
   tally::histogram h_;
   mutable std::mutex mutex_;
 };
+
+/// tally::histogram::assign from a flat array of counts (uint64) or sums (float64).
+template <class T>
+void assign_cells(py_histogram& h, nb::ndarray<const T, nb::ndim<1>, nb::c_contig, nb::device::cpu> cells,
+                  std::tuple<std::uint64_t, std::uint64_t, std::uint64_t> dropped, std::uint64_t samples) {
+  const std::vector<T> v(cells.data(), cells.data() + cells.shape(0));
+  const tally::flow_counts f{std::get<0>(dropped), std::get<1>(dropped), std::get<2>(dropped)};
+  h.locked([&](tally::histogram& t) { t.assign(v, f, samples); });
+}
+
+/// The locks of several histograms (each once, however often it appears), taken in address
+/// order: every call that holds more than one lock takes them in this one order, so two calls
+/// over the same histograms in different orders (a += b and b += a) cannot deadlock.
+std::vector<std::unique_lock<std::mutex>> lock_all(const std::vector<py_histogram*>& hs) {
+  std::vector<std::mutex*> mutexes;
+  for (auto* h : hs) mutexes.push_back(&h->lock());
+  std::sort(mutexes.begin(), mutexes.end(), std::less<std::mutex*>());
+  mutexes.erase(std::unique(mutexes.begin(), mutexes.end()), mutexes.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (auto* m : mutexes) locks.emplace_back(*m);
+  return locks;
+}
+
+void check_pairs(const std::vector<py_histogram*>& a, const std::vector<py_histogram*>& b) {
+  if (a.size() != b.size())
+    throw tally::error("tally: " + std::to_string(a.size()) + " histograms against " + std::to_string(b.size()));
+}
+
+/// into[c] += from[c] for every c, all or nothing: where one merge would throw (different axes,
+/// a count that would overflow), no histogram changes. The histograms are changed in place, never
+/// replaced, so what calls read without the lock (axes, shape) stays valid.
+void merge_all(const std::vector<py_histogram*>& into, const std::vector<py_histogram*>& from) {
+  check_pairs(into, from);
+  std::vector<py_histogram*> all(into);
+  all.insert(all.end(), from.begin(), from.end());
+  nb::gil_scoped_release release;
+  const auto locks = lock_all(all);
+  for (std::size_t c = 0; c < into.size() && into.size() > 1; ++c) {
+    const std::string why = into[c]->get().layout_difference(from[c]->get());
+    if (!why.empty()) throw tally::error("merge: the histograms of channel " + std::to_string(c) + " differ: " + why);
+    tally::histogram trial = into[c]->get();  // an overflow shows here, before any change
+    trial += from[c]->get();
+  }
+  for (std::size_t c = 0; c < into.size(); ++c) into[c]->get() += from[c]->get();
+}
+
+bool equal_all(const std::vector<py_histogram*>& a, const std::vector<py_histogram*>& b) {
+  if (a.size() != b.size()) return false;
+  std::vector<py_histogram*> all(a);
+  all.insert(all.end(), b.begin(), b.end());
+  nb::gil_scoped_release release;
+  const auto locks = lock_all(all);
+  for (std::size_t c = 0; c < a.size(); ++c)
+    if (a[c]->get() != b[c]->get()) return false;
+  return true;
+}
+
+/// Copies of the histograms, taken together (a consistent copy of every channel).
+std::vector<py_histogram*> copy_all(const std::vector<py_histogram*>& hs) {
+  std::vector<tally::histogram> copies;
+  {
+    nb::gil_scoped_release release;
+    const auto locks = lock_all(hs);
+    for (auto* h : hs) copies.push_back(h->get());
+  }
+  std::vector<py_histogram*> out;
+  for (auto& c : copies) out.push_back(new py_histogram(std::move(c)));
+  return out;
+}
 
 /// A one-shot fill of samples in CUDA memory, enqueued on the caller's stream with no host wait:
 /// a tally::device_histogram on the current device, whose cells are handed to Python in place as
@@ -292,6 +383,21 @@ nb::object fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_a
   nb::ndarray<> values(cells, dims.size(), dims.data(), owner, nullptr, type, nb::device::cuda::value, at);
   if (!flow) return nb::cast(values);
   return nb::make_tuple(values, nb::make_tuple(dropped.underflow, dropped.overflow, dropped.nan));
+}
+
+/// UHI's axis traits: tally's axes never wrap around; integer axes are discrete.
+struct axis_traits {
+  bool circular;
+  bool discrete;
+};
+
+/// Bin i of the axis as UHI reads it (negative i from the end, as a sequence).
+nb::object uhi_bin(const tally::axis& a, std::int64_t i) {
+  if (i < 0) i += a.bins();
+  if (i < 0 || i >= a.bins())
+    throw nb::index_error(("axis index out of range for " + std::to_string(a.bins()) + " bins").c_str());
+  if (a.kind() == tally::axis_kind::integer) return nb::int_(a.integer_lo() + i);
+  return nb::make_tuple(a.edge(i), a.edge(i + 1));
 }
 
 nb::ndarray<nb::numpy, double> numpy_edges(const std::vector<double>& e) {
@@ -462,7 +568,25 @@ NB_MODULE(_tally, m) {
       .def_prop_ro("hi", &tally::axis::hi)
       .def("edges", [](const tally::axis& a) { return numpy_edges(a.edges()); })
       .def("widths", [](const tally::axis& a) { return numpy_edges(a.widths()); })
-      .def("__eq__", [](const tally::axis& a, const tally::axis& b) { return a == b; });
+      .def("__eq__", [](const tally::axis& a, const tally::axis& b) { return a == b; })
+      // UHI's PlottableAxis: bins as (lower, upper) edge pairs, or for an integer axis (discrete)
+      // as the integer each bin holds, as boost-histogram's Integer axis.
+      .def_prop_ro("traits", [](const tally::axis& a) { return axis_traits{false, a.kind() == tally::axis_kind::integer}; })
+      .def("__len__", [](const tally::axis& a) { return a.bins(); })
+      .def("__getitem__", [](const tally::axis& a, std::int64_t i) { return uhi_bin(a, i); }, "index"_a)
+      .def("__iter__", [](const tally::axis& a) {
+        nb::list bins;
+        for (std::int64_t i = 0; i < a.bins(); ++i) bins.append(uhi_bin(a, i));
+        return bins.attr("__iter__")();
+      });
+
+  nb::class_<axis_traits>(m, "AxisTraits")
+      .def_ro("circular", &axis_traits::circular)
+      .def_ro("discrete", &axis_traits::discrete)
+      .def("__repr__", [](const axis_traits& t) {
+        return std::string("AxisTraits(circular=") + (t.circular ? "True" : "False") +
+               ", discrete=" + (t.discrete ? "True" : "False") + ")";
+      });
 
   nb::class_<py_histogram>(m, "Hist")
       .def(nb::init<std::vector<tally::axis>, bool, const std::string&, const std::string&, bool, bool, int>(),
@@ -477,7 +601,15 @@ NB_MODULE(_tally, m) {
       .def_prop_ro("samples", &py_histogram::samples)
       .def_prop_ro("weighted", [](const py_histogram& h) { return h.get().weighted(); })
       .def_prop_ro("shape", [](const py_histogram& h) { return h.get().shape(); })
-      .def_prop_ro("axes", [](const py_histogram& h) { return h.get().axes(); });
+      .def_prop_ro("axes", [](const py_histogram& h) { return h.get().axes(); })
+      .def("assign", &assign_cells<std::uint64_t>, "cells"_a, "flow"_a, "samples"_a)
+      .def("assign", &assign_cells<double>, "cells"_a, "flow"_a, "samples"_a)
+      .def("to_bytes", &py_histogram::to_bytes)
+      .def_static("from_bytes", &py_histogram::from_bytes, "data"_a, "backend"_a, nb::rv_policy::take_ownership);
+
+  m.def("merge", &merge_all, "into"_a, "other"_a);
+  m.def("equal", &equal_all, "a"_a, "b"_a);
+  m.def("copy", &copy_all, "histograms"_a, nb::rv_policy::take_ownership);
 
   m.def("fill_on_stream", &fill_on_stream, "axes"_a, "columns"_a, "weights"_a.none(), "strategy"_a,
         "stream"_a, "device"_a, "flow"_a = false);
@@ -485,9 +617,7 @@ NB_MODULE(_tally, m) {
   m.def("fill_channels", [](std::vector<py_histogram*> per_channel, const any_array& samples, int channels) {
     const tally::view v = one_view(samples, false);
     nb::gil_scoped_release release;
-    // Every channel's lock, in the list's order (one object's list: always the same order).
-    std::vector<std::unique_lock<std::mutex>> locks;
-    for (auto* h : per_channel) locks.emplace_back(h->lock());
+    const auto locks = lock_all(per_channel);
     std::vector<tally::histogram> hs;
     // fill_channels takes the histograms by vector; fill moved copies and move them back.
     for (auto* h : per_channel) hs.push_back(std::move(h->get()));

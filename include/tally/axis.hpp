@@ -103,6 +103,8 @@ class axis {
   integer_value exact_lo() const { return exact_lo_; }
   integer_value exact_hi() const { return exact_hi_; }
 
+  /// The same kind and parameters, floats compared bit for bit (so equal axes have the same
+  /// edges bit for bit, and -0.0 differs from 0.0).
   friend bool operator==(const axis& a, const axis& b);
   friend bool operator!=(const axis& a, const axis& b) { return !(a == b); }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -83,6 +84,32 @@ class histogram {
   void fill(const std::vector<view>& columns, const view& weights);
   /// Zero all cells and flow counters.
   void reset();
+  /// Sets every cell (size() of them, row-major: counts of a count histogram, sums of a
+  /// weighted one), the flow counters (all 0 unless options::flow) and samples(): a histogram
+  /// counted elsewhere, such as another library's. Throws tally::error, changing nothing, for
+  /// the wrong number of cells, the wrong kind, or a count beyond a u32 histogram's storage.
+  void assign(const std::vector<std::uint64_t>& counts, flow_counts dropped, std::uint64_t samples);
+  void assign(const std::vector<double>& sums, flow_counts dropped, std::uint64_t samples);
+
+  /// Adds other's cells, flow counters and samples() into this histogram: the merge of
+  /// histograms filled with parts of the data (`h += h` doubles h). `other` must have the same
+  /// axes (axis ==: kind, bins, edges bit for bit, edge type, exact range, integer edges), the
+  /// same storage (weighted, counts width) and the same flow option, else tally::error; its
+  /// backend, strategy and threads may differ (this histogram keeps its own). Counts add
+  /// exactly, and a count that would overflow its storage throws before anything changes, as a
+  /// fill does. Sums of weights add in f64: each merged cell is fl(a + b), so a merge equals one
+  /// fill of all the data bit for bit where every partial sum is exact in f64 (weights that are
+  /// small multiples of a power of two), and otherwise within the rounding of the additions.
+  histogram& operator+=(const histogram& other);
+  /// How other's axes, storage or flow option differ from this histogram's, in words; empty
+  /// where += can combine them.
+  std::string layout_difference(const histogram& other) const;
+
+  /// The same axes, storage and flow option (as +=), and the same cells (sums compared bit for
+  /// bit), flow counters and samples(). How a histogram fills (backend, strategy, threads) is
+  /// not compared.
+  friend bool operator==(const histogram& a, const histogram& b);
+  friend bool operator!=(const histogram& a, const histogram& b) { return !(a == b); }
 
   const std::vector<axis>& axes() const { return axes_; }
   const options& opts() const { return opts_; }
@@ -117,11 +144,14 @@ class histogram {
   policy plan_for(dtype t, std::int64_t n, dtype weight_type = dtype::f64) const;
 
  private:
+  friend histogram deserialize(const void* data, std::size_t size);
   friend void fill_channels(std::vector<histogram>& per_channel, const view& samples, int channels);
   plan_request request(backend where, dtype t, std::int64_t n, const view* first, const view* weights) const;
   void fill_impl(const std::vector<view>& columns, const view* weights);
   /// Fresh zero cells of the storage type (checked against the memory this process can have).
   void allocate();
+  /// assign's checks of everything but the cells' values.
+  void check_assign(std::size_t cells, bool sums, const flow_counts& dropped) const;
   /// Checks a fill's arguments and sets `job` (storage, plan) and the backend that runs it.
   void prepare(const std::vector<view>& columns, const view* weights, detail::fill_job& job,
                const detail::backend_ops*& backend);

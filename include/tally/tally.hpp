@@ -7,3 +7,4 @@
 #include "tally/error.hpp"
 #include "tally/histogram.hpp"
 #include "tally/plan.hpp"
+#include "tally/serialize.hpp"

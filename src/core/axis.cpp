@@ -329,16 +329,16 @@ std::int64_t table_bytes(const axis& a, dtype sample) {
   return 0;
 }
 
-}  // namespace detail
-
-namespace {
-
-std::string str(double v) {
+std::string exact_text(double v) {
   std::ostringstream s;
   s.precision(17);
   s << v;
   return s.str();
 }
+
+}  // namespace detail
+
+namespace {
 
 double ulp(double x) {
   x = std::fabs(x);
@@ -360,9 +360,9 @@ double edge_ulp(double x, dtype edge_type) {
 axis axis::regular(std::int64_t bins, double lo, double hi, dtype edge_type) {
   if (bins < 1) throw error("regular axis: bins must be >= 1, got " + std::to_string(bins));
   if (!std::isfinite(lo) || !std::isfinite(hi))
-    throw error("regular axis: range must be finite, got [" + str(lo) + ", " + str(hi) + "]");
+    throw error("regular axis: range must be finite, got [" + detail::exact_text(lo) + ", " + detail::exact_text(hi) + "]");
   if (!(lo < hi))
-    throw error("regular axis: lo must be < hi, got [" + str(lo) + ", " + str(hi) + "]");
+    throw error("regular axis: lo must be < hi, got [" + detail::exact_text(lo) + ", " + detail::exact_text(hi) + "]");
   axis a;
   a.kind_ = axis_kind::regular;
   a.bins_ = bins;
@@ -371,7 +371,7 @@ axis axis::regular(std::int64_t bins, double lo, double hi, dtype edge_type) {
   a.edge_type_ = edge_type;
   const auto rule = detail::make_regular_rule(a);  // validates edge_type
   if (!std::isfinite(rule.first) || !std::isfinite(rule.last) || !std::isfinite(rule.step))
-    throw error("regular axis: the range [" + str(lo) + ", " + str(hi) +
+    throw error("regular axis: the range [" + detail::exact_text(lo) + ", " + detail::exact_text(hi) +
                 "] overflows the edge type " + std::string(name_of(edge_type)));
   // Edges must be strictly increasing after rounding (numpy: "Too many bins for data range").
   // When the step exceeds every rounding error by far this holds without looking at each edge.
@@ -382,14 +382,14 @@ axis axis::regular(std::int64_t bins, double lo, double hi, dtype edge_type) {
     // many that no storage could hold them (the check alone would take hours).
     if (bins > (std::int64_t{1} << 32))
       throw error("regular axis: too many bins for the range: " + std::to_string(bins) +
-                  " bins over [" + str(lo) + ", " + str(hi) + "] are finer than " +
+                  " bins over [" + detail::exact_text(lo) + ", " + detail::exact_text(hi) + "] are finer than " +
                   std::string(name_of(edge_type)) + " can tell apart");
     double previous = rule.edge(0);
     for (std::int64_t k = 1; k <= bins; ++k) {
       const double e = rule.edge(k);
       if (!(e > previous)) {
         throw error("regular axis: too many bins for the range: " + std::to_string(bins) +
-                    " bins over [" + str(lo) + ", " + str(hi) + "] give equal " +
+                    " bins over [" + detail::exact_text(lo) + ", " + detail::exact_text(hi) + "] give equal " +
                     std::string(name_of(edge_type)) + " edges at bin " + std::to_string(k) +
                     "; use fewer bins, a wider range or a wider edge type");
       }
@@ -424,7 +424,7 @@ axis axis::variable(std::vector<double> edges) {
     if (std::isnan(edges[i])) throw error("variable axis: edge " + std::to_string(i) + " is NaN");
     if (i > 0 && !(edges[i - 1] <= edges[i]))
       throw error("variable axis: edges must not decrease, but edge " + std::to_string(i - 1) + " = " +
-                  str(edges[i - 1]) + " and edge " + std::to_string(i) + " = " + str(edges[i]));
+                  detail::exact_text(edges[i - 1]) + " and edge " + std::to_string(i) + " = " + detail::exact_text(edges[i]));
   }
   axis a;
   a.kind_ = axis_kind::variable;
@@ -498,9 +498,19 @@ std::vector<double> axis::widths() const {
   return w;
 }
 
+namespace {
+
+/// Doubles compared by their bits: -0.0 and 0.0 differ (numpy's edges show the sign).
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](double x, double y) { return same_bits(x, y); });
+}
+
+}  // namespace
+
 bool operator==(const axis& a, const axis& b) {
-  return a.kind_ == b.kind_ && a.bins_ == b.bins_ && a.edge_type_ == b.edge_type_ && a.lo_ == b.lo_ &&
-         a.hi_ == b.hi_ && a.edges_ == b.edges_ && a.int_lo_ == b.int_lo_ && a.int_edges_ == b.int_edges_ &&
+  return a.kind_ == b.kind_ && a.bins_ == b.bins_ && a.edge_type_ == b.edge_type_ && same_bits(a.lo_, b.lo_) &&
+         same_bits(a.hi_, b.hi_) && same_bits(a.edges_, b.edges_) && a.int_lo_ == b.int_lo_ && a.int_edges_ == b.int_edges_ &&
          a.int_edges_unsigned_ == b.int_edges_unsigned_ && a.exact_range_ == b.exact_range_ &&
          a.exact_lo_ == b.exact_lo_ && a.exact_hi_ == b.exact_hi_;
 }

@@ -41,6 +41,11 @@ void check_counts(const fill_job& job, const std::uint64_t* add);
 /// its count fills here.
 void add_counts(const fill_job& job, const std::uint64_t* add);
 
+/// Adds another histogram's n counts of the same type (destination == add is allowed), or
+/// throws and leaves the destination as it was if a cell would overflow.
+void merge_counts(std::uint32_t* destination, const std::uint32_t* add, std::size_t n);
+void merge_counts(std::uint64_t* destination, const std::uint64_t* add, std::size_t n);
+
 /// The number of cells of `axes` (at least one axis; the product must fit 64 bits).
 std::int64_t cell_count(const std::vector<axis>& axes);
 /// Throws tally::error for a bad view (unknown type, negative size, null data, stride < 1).

@@ -22,8 +22,8 @@ const std::vector<backend_ops>& backend_table() {
 
 namespace {
 
-std::string overflow_message(std::size_t k, std::uint64_t count, std::uint64_t add, int bits) {
-  return "fill: bin " + std::to_string(k) + " would overflow its " + std::to_string(bits) + "-bit count (" +
+std::string overflow_message(const char* call, std::size_t k, std::uint64_t count, std::uint64_t add, int bits) {
+  return std::string(call) + ": bin " + std::to_string(k) + " would overflow its " + std::to_string(bits) + "-bit count (" +
          std::to_string(count) + " + " + std::to_string(add) + "); use 64-bit counts";
 }
 
@@ -32,9 +32,10 @@ std::string overflow_message(std::size_t k, std::uint64_t count, std::uint64_t a
 /// a GiB against the stream-ordered 1.7, bench/PERFORMANCE.md entry 34).
 constexpr std::int64_t kParallelCells = std::int64_t{1} << 16;
 
-/// Throws, naming the first cell whose count the addition would overflow, if there is one.
-template <class C>
-void check_room(const C* destination, const std::uint64_t* add, std::size_t n, int threads) {
+/// Throws, naming the first cell whose count the addition would overflow, if there is one
+/// (`call` begins the message).
+template <class C, class A>
+void check_room(const C* destination, const A* add, std::size_t n, int threads, const char* call = "fill") {
   const std::uint64_t limit = std::numeric_limits<C>::max();
   const auto cells = static_cast<std::int64_t>(n);
   std::int64_t first = cells;
@@ -43,13 +44,13 @@ void check_room(const C* destination, const std::uint64_t* add, std::size_t n, i
     if (add[k] > limit - destination[k] && k < first) first = k;
   if (first == cells) return;
   const auto k = static_cast<std::size_t>(first);
-  throw error(overflow_message(k, destination[k], add[k], 8 * sizeof(C)));
+  throw error(overflow_message(call, k, destination[k], add[k], 8 * sizeof(C)));
 }
 
 /// Each cell checked, then added: where a cell would overflow, nothing is added.
-template <class C>
-void add_checked(C* destination, const std::uint64_t* add, std::size_t n, int threads) {
-  check_room(destination, add, n, threads);
+template <class C, class A>
+void add_checked(C* destination, const A* add, std::size_t n, int threads, const char* call = "fill") {
+  check_room(destination, add, n, threads, call);
   const auto cells = static_cast<std::int64_t>(n);
 #pragma omp parallel for if (cells >= kParallelCells) num_threads(threads)
   for (std::int64_t k = 0; k < cells; ++k) destination[k] += static_cast<C>(add[k]);
@@ -70,6 +71,13 @@ void add_counts(const fill_job& job, const std::uint64_t* add) {
   const auto n = static_cast<std::size_t>(job.cells);
   if (job.counts32) add_checked(job.counts32, add, n, threads_of(job));
   else add_checked(job.counts64, add, n, threads_of(job));
+}
+
+void merge_counts(std::uint32_t* destination, const std::uint32_t* add, std::size_t n) {
+  add_checked(destination, add, n, omp_get_max_threads(), "merge");
+}
+void merge_counts(std::uint64_t* destination, const std::uint64_t* add, std::size_t n) {
+  add_checked(destination, add, n, omp_get_max_threads(), "merge");
 }
 
 const backend_ops* find_backend(backend which) {

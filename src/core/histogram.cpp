@@ -1,5 +1,6 @@
 // The histogram object: validates every argument, owns the storage, hands fills to a backend.
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <string>
@@ -206,6 +207,106 @@ void histogram::reset() {
   allocate();  // fresh zeros, not a sweep that would write every cell (and cost its memory)
   flow_ = {};
   samples_ = 0;
+}
+
+namespace {
+
+/// An axis in a few words, for messages: kind, bins, outer edges and edge type.
+std::string summary(const axis& a) {
+  const char* kind = a.kind() == axis_kind::regular ? "regular" : a.kind() == axis_kind::variable ? "variable" : "integer";
+  return std::string(kind) + "(" + std::to_string(a.bins()) + " bins over [" + detail::exact_text(a.lo()) + ", " +
+         detail::exact_text(a.hi()) + "], " + std::string(name_of(a.edge_type())) + " edges" +
+         (a.has_exact_range() ? ", exact range" : "") + (a.integer_edges().empty() ? "" : ", integer edges") + ")";
+}
+
+const char* storage_name(const options& o) {
+  if (o.weighted) return "f64 sums of weights";
+  return o.counts == count_type::u32 ? "u32 counts" : "u64 counts";
+}
+
+}  // namespace
+
+std::string histogram::layout_difference(const histogram& other) const {
+  if (axes_.size() != other.axes_.size())
+    return std::to_string(axes_.size()) + " axes against " + std::to_string(other.axes_.size());
+  for (std::size_t d = 0; d < axes_.size(); ++d)
+    if (axes_[d] != other.axes_[d])
+      return "axis " + std::to_string(d) + " differs: " + summary(axes_[d]) + " against " + summary(other.axes_[d]) +
+             (summary(axes_[d]) == summary(other.axes_[d]) ? " (inner edges differ)" : "");
+  if (std::string(storage_name(opts_)) != storage_name(other.opts_))
+    return std::string(storage_name(opts_)) + " against " + storage_name(other.opts_);
+  if (opts_.flow != other.opts_.flow)
+    return std::string("flow counters ") + (opts_.flow ? "on against off" : "off against on");
+  return {};
+}
+
+histogram& histogram::operator+=(const histogram& other) {
+  if (const std::string why = layout_difference(other); !why.empty())
+    throw error("merge: the histograms differ: " + why);
+  // Every overflow check comes before the first change.
+  constexpr auto u64_max = std::numeric_limits<std::uint64_t>::max();
+  const auto check = [&](std::uint64_t a, std::uint64_t b, const char* what) {
+    if (b > u64_max - a)
+      throw error(std::string("merge: ") + what + " would overflow 64 bits (" + std::to_string(a) + " + " +
+                  std::to_string(b) + ")");
+  };
+  check(samples_, other.samples_, "samples()");
+  check(flow_.underflow, other.flow_.underflow, "the underflow count");
+  check(flow_.overflow, other.flow_.overflow, "the overflow count");
+  check(flow_.nan, other.flow_.nan, "the NaN count");
+  const auto n = static_cast<std::size_t>(cells_);
+  if (opts_.weighted) {
+    for (std::size_t i = 0; i < n; ++i) sums_[i] += other.sums_[i];
+  } else if (opts_.counts == count_type::u32) {
+    detail::merge_counts(counts32_.data(), other.counts32_.data(), n);
+  } else {
+    detail::merge_counts(counts64_.data(), other.counts64_.data(), n);
+  }
+  flow_.underflow += other.flow_.underflow;
+  flow_.overflow += other.flow_.overflow;
+  flow_.nan += other.flow_.nan;
+  samples_ += other.samples_;
+  return *this;
+}
+
+bool operator==(const histogram& a, const histogram& b) {
+  if (!a.layout_difference(b).empty() || a.samples_ != b.samples_) return false;
+  if (a.flow_.underflow != b.flow_.underflow || a.flow_.overflow != b.flow_.overflow || a.flow_.nan != b.flow_.nan)
+    return false;
+  const auto n = static_cast<std::size_t>(a.cells_);
+  if (a.opts_.weighted) return std::memcmp(a.sums_.data(), b.sums_.data(), n * sizeof(double)) == 0;
+  if (a.opts_.counts == count_type::u32) return std::equal(a.counts32_.begin(), a.counts32_.end(), b.counts32_.begin());
+  return std::equal(a.counts64_.begin(), a.counts64_.end(), b.counts64_.begin());
+}
+
+void histogram::check_assign(std::size_t cells, bool sums, const flow_counts& dropped) const {
+  if (sums != opts_.weighted)
+    throw error(sums ? "assign: sums given to a histogram of counts" : "assign: counts given to a weighted histogram");
+  if (cells != static_cast<std::size_t>(cells_))
+    throw error("assign: " + std::to_string(cells) + " cells given to a histogram of " + std::to_string(cells_));
+  if (!opts_.flow && dropped.total() != 0) throw error("assign: flow counts given to a histogram without flow counters");
+}
+
+void histogram::assign(const std::vector<std::uint64_t>& counts, flow_counts dropped, std::uint64_t samples) {
+  check_assign(counts.size(), false, dropped);
+  if (opts_.counts == count_type::u32) {
+    const auto big = std::find_if(counts.begin(), counts.end(), [](std::uint64_t c) { return c > 0xFFFFFFFFu; });
+    if (big != counts.end())
+      throw error("assign: bin " + std::to_string(big - counts.begin()) + "'s count " + std::to_string(*big) +
+                  " does not fit a 32-bit count; use 64-bit counts");
+    std::copy(counts.begin(), counts.end(), counts32_.begin());
+  } else {
+    std::copy(counts.begin(), counts.end(), counts64_.begin());
+  }
+  flow_ = dropped;
+  samples_ = samples;
+}
+
+void histogram::assign(const std::vector<double>& sums, flow_counts dropped, std::uint64_t samples) {
+  check_assign(sums.size(), true, dropped);
+  std::copy(sums.begin(), sums.end(), sums_.begin());
+  flow_ = dropped;
+  samples_ = samples;
 }
 
 std::vector<std::int64_t> histogram::shape() const {

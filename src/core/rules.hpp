@@ -1,6 +1,7 @@
 // Builds the bin-rule parameters of an axis (shared by every backend).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "core/bin_rule.hpp"
@@ -9,6 +10,8 @@
 namespace tally::detail {
 
 edge_rounding rounding_of(dtype edge_type);
+/// v with 17 significant digits (enough to tell any two doubles apart), for messages.
+std::string exact_text(double v);
 /// The rule for a regular axis; `table`, if given, must hold axis.edges().
 regular_rule make_regular_rule(const axis& a, const double* table = nullptr);
 /// The rule for a variable axis; with `buckets` (from variable_buckets) it narrows its search.

@@ -4,7 +4,7 @@ import operator
 
 import numpy as np
 
-from . import _tally
+from . import _boost, _tally
 from ._arrays import Source, backend_for, same_device, strategy_arg
 from ._functions import _device_of, fill_into
 
@@ -24,7 +24,18 @@ class Histogram:
     samples dropped as underflow, overflow and NaN; ``count_bits=32`` stores 32-bit counts (a
     fill that would overflow one raises). ``strategy``, ``device`` and ``threads`` as in
     :func:`tally.histogram`. Every method is safe to call from any thread at once (one lock
-    per histogram)."""
+    per histogram).
+
+    Merging and saving: ``h1 + h2`` and ``h1 += h2`` add histograms of the same axes and options
+    (counts exactly, a 32-bit count that would overflow raises and changes nothing; sums of
+    weights in float64); ``==`` compares axes, options, cells (sums bit for bit), flow counts and
+    samples; ``copy()``, ``copy.copy`` and ``copy.deepcopy`` copy; pickle saves everything,
+    ``device`` included (a CUDA histogram unpickled where CUDA is not usable fills on the device
+    its samples are on, as ``device=None``; its cells are on the host either way).
+
+    Plotting: the histogram is a UHI PlottableHistogram (``kind``, ``values()``, ``variances()``,
+    ``counts()``, ``axes``), so hist and mplhep plot it; see ``from_boost`` / ``to_boost`` for
+    boost-histogram."""
 
     def __init__(self, axes, *, weighted=False, channels=None, flow=False, count_bits=64,
                  strategy="automatic", device=None, threads=0):
@@ -145,6 +156,101 @@ class Histogram:
         if not isinstance(dtype, str):
             dtype = np.dtype(dtype).name
         return self._hists[0].plan(dtype, int(n))
+
+    # ---- UHI PlottableHistogram (hist, mplhep) ----
+
+    @property
+    def kind(self):
+        """UHI: "COUNT" (counts, or sums of weights)."""
+        return "COUNT"
+
+    def counts(self):
+        """UHI: the counts of an unweighted histogram. None for a weighted one: UHI's effective
+        counts need the sums of squared weights, which tally does not keep."""
+        return None if self._hists[0].weighted else self.values()
+
+    def variances(self):
+        """UHI: the counts for an unweighted histogram (Poisson variances). None for a weighted
+        one: tally does not keep the sums of squared weights."""
+        return self.counts()
+
+    # ---- boost-histogram ----
+
+    def to_boost(self, *, flow=True):
+        """This histogram as a boost_histogram.Histogram: Int64 storage for counts, Double for sums
+        of weights; regular axes (float64 edges) as Regular, other edges as Variable, integer axes
+        as Integer. A 1-D histogram of counts with flow=True fills the underflow and overflow bins
+        (NaN into overflow, where boost-histogram puts it); where tally's flow totals cannot be
+        placed in per-axis flow bins (N-D, weighted) it raises unless ``flow=False``, which makes
+        axes without flow bins."""
+        return _boost.to_boost(self, flow)
+
+    @classmethod
+    def from_boost(cls, h, *, flow=True, count_bits=64, strategy="automatic", device=None, threads=0):
+        """A tally.Histogram of a boost_histogram.Histogram's cells: Int64/AtomicInt64 storage as
+        counts, Double as sums of weights; Regular (without transform) as regular, Variable and
+        transformed Regular as variable (their edges), Integer and Boolean as integer axes. The
+        flow bins become tally's flow counters (each cell under the first axis whose flow bin it
+        is in; ``samples`` is every entry, flow included; 0 for Double, which counts none); a
+        Double histogram's flow bins hold weights, so non-zero ones raise unless ``flow=False``,
+        which leaves them out. Other storages and axes raise ValueError."""
+        return _boost.from_boost(cls, h, flow, count_bits=count_bits, strategy=strategy, device=device,
+                                 threads=threads)
+
+    # ---- merging, comparing, copying, pickling ----
+
+    def _same_kind(self, other):
+        if self._channels != other._channels:
+            describe = lambda c: "a plain histogram" if c is None else f"{c} channels"
+            raise ValueError(f"merge: {describe(self._channels)} against {describe(other._channels)}")
+
+    def __iadd__(self, other):
+        if not isinstance(other, Histogram):
+            return NotImplemented
+        self._same_kind(other)
+        _tally.merge(self._hists, other._hists)
+        return self
+
+    def __add__(self, other):
+        if not isinstance(other, Histogram):
+            return NotImplemented
+        self._same_kind(other)
+        out = self.copy()
+        out += other
+        return out
+
+    def __eq__(self, other):
+        if not isinstance(other, Histogram):
+            return NotImplemented
+        return self._channels == other._channels and _tally.equal(self._hists, other._hists)
+
+    __hash__ = None  # mutable: equal histograms stop being equal after a fill
+
+    def copy(self):
+        """An independent copy (cells, options, device)."""
+        out = object.__new__(type(self))
+        out._backend, out._channels, out._flow = self._backend, self._channels, self._flow
+        out._hists = _tally.copy(self._hists)
+        return out
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    def __getstate__(self):
+        return {"format": 1, "device": self._backend, "channels": self._channels, "flow": self._flow,
+                "histograms": [h.to_bytes() for h in self._hists]}
+
+    def __setstate__(self, state):
+        if state.get("format") != 1:
+            raise ValueError(f"tally.Histogram: unknown pickle format {state.get('format')!r}")
+        backend = state["device"]
+        if backend != "auto" and not any(n == backend and u for n, _, u, _ in _tally.backends()):
+            backend = "auto"  # a CUDA histogram where CUDA is not usable: fill where the samples are
+        self._backend, self._channels, self._flow = backend, state["channels"], state["flow"]
+        self._hists = [_tally.Hist.from_bytes(b, backend) for b in state["histograms"]]
 
     def __repr__(self):
         kinds = ", ".join(f"{a.kind}({a.bins} bins)" for a in self.axes)

@@ -1,0 +1,48 @@
+// A histogram as bytes and back: a versioned, little-endian binary format for saving histograms
+// and for sending partial histograms between processes to merge them (+=).
+//
+// Format version 1. Integers are little-endian, of the width named; f64 is an IEEE-754 double's
+// bits as a u64; str is a u8 length and that many ASCII bytes.
+//
+//   magic        8 bytes "TALLYHST"
+//   version      u32, 1
+//   storage      u8: 0 u64 counts, 1 u32 counts, 2 f64 sums of weights (options::weighted)
+//   flow         u8: 0 or 1 (options::flow)
+//   backend      str, name_of(options::backend)
+//   strategy     str, name_of(options::strategy)
+//   threads      i32 (options::threads)
+//   samples      u64 (samples())
+//   flow counts  3 x u64: underflow, overflow, nan (all 0 where flow is 0)
+//   axes         u32 D >= 1, then D axes, each a u8 tag and its parameters:
+//                  0 regular            i64 bins, f64 lo, f64 hi, str edge type (f64 f32 f16 bf16)
+//                  1 regular_exact      i64 bins, u8 lo negative, u64 |lo|, u8 hi negative, u64 |hi|
+//                  2 variable           u64 n, n x f64 edges
+//                  3 variable_integers  u64 n, n x i64 edges
+//                  4 variable_integers  u64 n, n x u64 edges (unsigned)
+//                  5 integer            i64 lo, i64 hi
+//   cells        u64 count (the product of the bins), then that many cells of the storage
+//                type, row-major (the last axis fastest)
+//
+// An axis is rebuilt by its constructor from these parameters, so it is validated again and
+// what the constructor derives (unit-integer edges) is derived again.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "tally/histogram.hpp"
+
+namespace tally {
+
+/// The histogram as bytes in the format above: axes, options, cells, flow counters, samples().
+std::vector<std::byte> serialize(const histogram& h);
+
+/// The histogram that serialize wrote as `size` bytes at `data`; deserialize(serialize(h)) == h,
+/// with h's options. Throws tally::error, without reading past the end, for bytes that are not
+/// one: a wrong magic, another format version, a truncated input or bytes after the end, an
+/// unknown tag or name, an axis its constructor rejects, a cell count that is not the product
+/// of the bins, flow counts without flow.
+histogram deserialize(const void* data, std::size_t size);
+inline histogram deserialize(const std::vector<std::byte>& bytes) { return deserialize(bytes.data(), bytes.size()); }
+
+}  // namespace tally

@@ -1,0 +1,178 @@
+"""tally.Histogram as a UHI PlottableHistogram (checked with the uhi package's runtime protocols)
+and its conversions to and from boost-histogram, compared with boost-histogram filled with the
+same data."""
+
+import numpy as np
+import pytest
+
+import tally
+from conftest import DISTRIBUTIONS, assert_same_array, samples
+
+uhi_plottable = pytest.importorskip("uhi.typing.plottable")
+bh = pytest.importorskip("boost_histogram")
+
+
+def test_histogram_and_axes_satisfy_the_plottable_protocol(rng):
+    x = rng.normal(0.5, 0.4, 5000)
+    for h in (tally.Histogram(tally.axis.regular(20, 0, 1)),
+              tally.Histogram([tally.axis.variable([0, 0.1, 0.5, 1]), tally.axis.integer(-2, 3)], weighted=True)):
+        if h.ndim == 1:
+            h.fill(x)
+        else:
+            h.fill(x, np.floor(x * 4), weight=x)
+        assert isinstance(h, uhi_plottable.PlottableHistogram)
+        assert h.kind == "COUNT"
+        assert len(h.axes) == h.values().ndim
+        for a, n in zip(h.axes, h.values().shape):
+            assert isinstance(a, uhi_plottable.PlottableAxisGeneric)
+            assert isinstance(a.traits, uhi_plottable.PlottableTraits)
+            assert len(a) == n
+        from uhi.numpy_plottable import ensure_plottable_histogram
+        assert ensure_plottable_histogram(h) is h
+
+
+def test_unweighted_counts_and_variances_are_the_counts(rng):
+    h = tally.Histogram(tally.axis.regular(30, -3, 3))
+    x = samples(rng, "f64", 4000, "skewed", -3.0, 3.0)
+    h.fill(x)
+    want, _ = np.histogram(x, bins=30, range=(-3, 3))
+    np.testing.assert_array_equal(h.counts(), want)
+    np.testing.assert_array_equal(h.variances(), want)
+    np.testing.assert_array_equal(h.values(), want)
+
+
+def test_weighted_histograms_have_no_variances_or_counts(rng):
+    h = tally.Histogram(tally.axis.regular(10, 0, 1), weighted=True)
+    h.fill(rng.random(100), weight=rng.random(100))
+    assert h.variances() is None and h.counts() is None
+    assert h.values().sum() > 0
+
+
+def test_axis_bins_as_uhi_reads_them():
+    edges = np.array([-1.5, 0.0, 0.25, 4.0])
+    v = tally.axis.variable(edges)
+    assert len(v) == 3
+    assert v[0] == (-1.5, 0.0) and v[2] == (0.25, 4.0) and v[-1] == (0.25, 4.0)
+    assert list(v) == [(-1.5, 0.0), (0.0, 0.25), (0.25, 4.0)]
+    assert not v.traits.discrete and not v.traits.circular
+    r = tally.axis.regular(7, 0.1, 0.8, "f32")
+    pairs = list(r)
+    e = r.edges()
+    assert pairs == [(e[i], e[i + 1]) for i in range(7)]  # exactly the edges the bin rule uses
+    i = tally.axis.integer(-3, 2)
+    assert i.traits.discrete and list(i) == [-3, -2, -1, 0, 1] and i[-1] == 1
+    for bad in (3, -4):
+        with pytest.raises(IndexError):
+            v[bad]
+    # The old interface is unchanged.
+    assert_same_array(v.edges(), edges)
+    assert v.kind == "variable" and v.bins == 3
+    # boost-histogram's axes read the same way.
+    assert list(bh.axis.Integer(-3, 2)) == list(i)
+    assert list(bh.axis.Variable(edges)) == list(v)
+
+
+def same_data_in_both(rng, distribution, weighted):
+    """A 2-D tally histogram and a boost-histogram one (Regular x Integer) of the same samples."""
+    x = samples(rng, "f64", 5000, distribution, -1.0, 2.0)
+    y = rng.integers(-3, 9, x.size)
+    w = rng.standard_normal(x.size) if weighted else None
+    t = tally.Histogram([tally.axis.variable(bh.axis.Regular(12, 0, 1).edges), tally.axis.integer(0, 6)],
+                        weighted=weighted)
+    t.fill(x, y.astype(np.float64), weight=w)
+    b = bh.Histogram(bh.axis.Regular(12, 0, 1), bh.axis.Integer(0, 6),
+                     storage=bh.storage.Double() if weighted else bh.storage.Int64())
+    b.fill(x, y, weight=w) if weighted else b.fill(x, y)
+    return t, b
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_to_and_from_boost_against_boost_filled_with_the_same_data(rng, distribution, weighted):
+    t, b = same_data_in_both(rng, distribution, weighted)
+    assert b.values().sum() != 0
+    # tally -> boost: no flow bins where tally has no flow counters.
+    tb = t.to_boost()
+    assert tb.storage_type is (bh.storage.Double if weighted else bh.storage.Int64)
+    assert all(not a.traits.underflow and not a.traits.overflow for a in tb.axes)
+    if weighted:
+        np.testing.assert_allclose(tb.values(), b.values(), rtol=1e-12, atol=1e-9)
+    else:
+        np.testing.assert_array_equal(tb.values(), b.values())
+    np.testing.assert_array_equal(tb.axes[0].edges, b.axes[0].edges)
+    np.testing.assert_array_equal(tb.axes[1].edges, b.axes[1].edges)
+    # boost -> tally: the inner cells; boost's flow bins become the flow counters (unweighted).
+    if weighted:
+        with pytest.raises(ValueError, match="pass flow=False"):
+            tally.Histogram.from_boost(b)
+        back = tally.Histogram.from_boost(b, flow=False)
+        assert_same_array(back.values(), np.asarray(b.values()))
+        return
+    back = tally.Histogram.from_boost(b)
+    assert_same_array(back.values(), np.asarray(b.values()))
+    assert back.samples == 5000
+    full = b.values(flow=True)
+    # Each cell in a flow bin counts once, under the first axis on whose flow bin it lies.
+    want_under = full[0, :].sum() + full[1:-1, 0].sum()
+    want_over = full[-1, :].sum() + full[1:-1, -1].sum()
+    assert back.flow == {"underflow": want_under, "overflow": want_over, "nan": 0}
+    assert want_under > 0 and want_over > 0
+
+
+def test_1d_flow_round_trip_with_boost(rng):
+    x = samples(rng, "f64", 3000, "uniform", -0.5, 1.5)
+    x[::97] = np.nan
+    t = tally.Histogram(tally.axis.regular(10, 0, 1), flow=True)
+    t.fill(x)
+    b = bh.Histogram(bh.axis.Regular(10, 0, 1))
+    b.fill(x)
+    tb = t.to_boost()
+    np.testing.assert_array_equal(tb.values(flow=True), b.values(flow=True))  # NaN in overflow, as boost
+    back = tally.Histogram.from_boost(tb)
+    assert_same_array(back.values(), t.values())
+    f = t.flow
+    assert back.flow == {"underflow": f["underflow"], "overflow": f["overflow"] + f["nan"], "nan": 0}
+    # An integer axis and u32 counts convert too; tally's own edges come back exactly.
+    ti = tally.Histogram(tally.axis.integer(-2, 5), flow=True, count_bits=32)
+    ti.fill(rng.integers(-4, 7, 500))
+    back = tally.Histogram.from_boost(ti.to_boost(), count_bits=32)
+    assert back == ti
+
+
+def test_narrow_edges_convert_as_variable_axes_with_the_exact_edges():
+    t = tally.Histogram(tally.axis.regular(9, 0.1, 0.7, "f16"))
+    t.fill(np.linspace(0, 1, 101, dtype=np.float16))
+    b = t.to_boost()
+    assert isinstance(b.axes[0], bh.axis.Variable)
+    assert_same_array(np.asarray(b.axes[0].edges), t.axes[0].edges())
+    back = tally.Histogram.from_boost(b, flow=False)
+    assert_same_array(back.values(), t.values())
+
+
+def test_conversions_that_do_not_map_raise():
+    with pytest.raises(ValueError, match="Weight storage"):
+        tally.Histogram.from_boost(bh.Histogram(bh.axis.Regular(3, 0, 1), storage=bh.storage.Weight()))
+    with pytest.raises(ValueError, match="Mean storage"):
+        tally.Histogram.from_boost(bh.Histogram(bh.axis.Regular(3, 0, 1), storage=bh.storage.Mean()))
+    with pytest.raises(ValueError, match="circular"):
+        tally.Histogram.from_boost(bh.Histogram(bh.axis.Regular(3, 0, 1, circular=True)))
+    with pytest.raises(ValueError, match="StrCategory"):
+        tally.Histogram.from_boost(bh.Histogram(bh.axis.StrCategory(["a", "b"])))
+    with pytest.raises(TypeError, match="boost_histogram.Histogram"):
+        tally.Histogram.from_boost(np.zeros(3))
+    neg = bh.Histogram(bh.axis.Integer(0, 3), storage=bh.storage.Int64())
+    neg[1] = -2
+    with pytest.raises(ValueError, match="negative counts"):
+        tally.Histogram.from_boost(neg)
+    big = bh.Histogram(bh.axis.Integer(0, 3), storage=bh.storage.Int64())
+    big[2] = 2**32
+    with pytest.raises(ValueError, match="does not fit a 32-bit count"):
+        tally.Histogram.from_boost(big, count_bits=32)
+    with pytest.raises(ValueError, match="repeat|ascending"):
+        tally.Histogram(tally.axis.variable([0, 1, 1, 2])).to_boost()
+    nd = tally.Histogram([tally.axis.integer(0, 2), tally.axis.integer(0, 2)], flow=True)
+    with pytest.raises(ValueError, match="pass flow=False"):
+        nd.to_boost()
+    assert nd.to_boost(flow=False).values().shape == (2, 2)
+    with pytest.raises(ValueError, match="channel"):
+        tally.Histogram(tally.axis.integer(0, 4), channels=3).to_boost()

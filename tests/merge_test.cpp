@@ -1,0 +1,618 @@
+// Merging (+=), comparing (==), copying and serialising histograms: histograms filled with parts
+// of the data and merged in any order equal one fill of all of it (counts exactly, sums where
+// exact and otherwise as the documented f64 additions), and bytes round-trip, with every bad
+// input rejected by a tally::error.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "check.hpp"
+#include "random_data.hpp"
+#include "reference.hpp"
+#include "tally/tally.hpp"
+
+namespace tally_test {
+namespace {
+
+using tally::count_type;
+using tally::dtype;
+
+/// An axis and the sample type that fills it.
+struct axis_case {
+  axis_spec axis;
+  dtype type;
+  std::string name;
+};
+
+/// Every axis kind: regular (f64 and f32 edges, unit-integer edges), regular_exact, variable,
+/// variable_integers (signed and unsigned) and integer.
+std::vector<axis_case> every_axis_kind() {
+  return {
+      {regular_spec(37, -1.3, 2.7), dtype::f64, "regular"},
+      {regular_spec(50, -1.3, 2.7, dtype::f32), dtype::f32, "regular_f32_edges"},
+      {regular_spec(20, -5, 15), dtype::i32, "regular_unit_integer_edges"},
+      {regular_exact_spec(16, std::int64_t{-1000}, std::int64_t{3000}), dtype::i64, "regular_exact"},
+      {variable_spec(23, -1.3, 2.7, 11), dtype::f32, "variable"},
+      {integer_edges_spec({-50, -10, 0, 3, 3, 40, 100}, false), dtype::i64, "variable_integers"},
+      {integer_edges_spec({0, 5, 17, 100, 1000}, true), dtype::u64, "variable_integers_unsigned"},
+      {integer_spec(-7, 30), dtype::i16, "integer"},
+  };
+}
+
+/// k - 1 random cut points in [0, n] (sorted; parts may be empty) around k parts.
+std::vector<std::int64_t> random_cuts(std::int64_t n, int k, std::mt19937_64& gen) {
+  std::uniform_int_distribution<std::int64_t> at(0, n);
+  std::vector<std::int64_t> cuts = {0, n};
+  for (int i = 1; i < k; ++i) cuts.push_back(at(gen));
+  std::sort(cuts.begin(), cuts.end());
+  return cuts;
+}
+
+/// The parts [cuts[i], cuts[i+1]) in a random order.
+std::vector<std::size_t> random_order(std::size_t parts, std::mt19937_64& gen) {
+  std::vector<std::size_t> order(parts);
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), gen);
+  return order;
+}
+
+tally::options options_with(count_type counts, bool flow, bool weighted = false) {
+  tally::options o = cpu_options();
+  o.counts = counts;
+  o.flow = flow;
+  o.weighted = weighted;
+  return o;
+}
+
+TEST(Merge, PartsInAnyOrderEqualOneFillForEveryAxisKindCountTypeAndFlow) {
+  std::mt19937_64 gen(2101);
+  std::uint64_t seed = 0;
+  for (const auto& c : every_axis_kind()) {
+    for (count_type counts : {count_type::u64, count_type::u32}) {
+      for (bool flow : {true, false}) {
+        for (int k = 2; k <= 5; ++k) {
+          ++seed;
+          const dist shape = all_dists[seed % 5];
+          SCOPED_TRACE(c.name + " " + std::string(tally::name_of(counts)) + (flow ? " flow" : "") + " k=" +
+                       std::to_string(k) + " " + name_of(shape));
+          const std::int64_t n = 3000 + static_cast<std::int64_t>(seed % 7) * 331;
+          const column samples = random_column_for(c.axis, c.type, shape, n, 5000 + seed);
+          const tally::options o = options_with(counts, flow);
+          tally::histogram whole(c.axis.make(), o);
+          const ref::result want = fill_both(whole, c.axis, samples.view());
+          ASSERT_GT(binned(want), 0u);
+
+          const auto cuts = random_cuts(n, k, gen);
+          std::vector<tally::histogram> parts;
+          for (int i = 0; i < k; ++i) {
+            parts.emplace_back(c.axis.make(), o);
+            parts.back().fill(slice(samples.view(), cuts[i], cuts[i + 1]));
+          }
+          const auto order = random_order(parts.size(), gen);
+          tally::histogram merged = parts[order[0]];
+          for (std::size_t i = 1; i < order.size(); ++i) merged += parts[order[i]];
+          EXPECT_TRUE(merged == whole);
+          expect_matches(merged, want);
+        }
+      }
+    }
+  }
+}
+
+TEST(Merge, NDPartsEqualOneFill) {
+  std::mt19937_64 gen(2102);
+  const auto kinds = every_axis_kind();
+  for (int dims : {2, 3}) {
+    for (int k = 2; k <= 5; ++k) {
+      // Axes of several kinds, each filled by f64 samples over its body.
+      std::vector<axis_spec> specs;
+      std::vector<tally::axis> axes;
+      std::vector<ref::axis_model> models;
+      for (int d = 0; d < dims; ++d) {
+        const auto& spec = kinds[static_cast<std::size_t>(k * 3 + d * 2) % kinds.size()].axis;
+        specs.push_back(spec);
+        axes.push_back(spec.make());
+        models.push_back(spec.model());
+      }
+      const std::int64_t n = 5000;
+      std::vector<column> cols;
+      std::vector<tally::view> views;
+      for (int d = 0; d < dims; ++d) {
+        cols.push_back(random_column_for(specs[static_cast<std::size_t>(d)], dtype::f64,
+                                         all_dists[static_cast<std::size_t>(d + k) % 5], n, 600 + 10 * k + d));
+      }
+      for (const auto& c : cols) views.push_back(c.view());
+      for (bool weighted : {false, true}) {
+        SCOPED_TRACE(std::to_string(dims) + "-D k=" + std::to_string(k) + (weighted ? " weighted" : ""));
+        const tally::options o = options_with(count_type::u64, true, weighted);
+        tally::histogram whole(axes, o);
+        whole.fill(views);
+        ref::result want = ref::empty(models, weighted);
+        ref::fill(want, models, views, nullptr);
+        expect_matches(whole, want);
+        ASSERT_GT(binned(want), 0u);
+
+        const auto cuts = random_cuts(n, k, gen);
+        std::vector<tally::histogram> parts;
+        for (int i = 0; i < k; ++i) {
+          std::vector<tally::view> part;
+          for (const auto& v : views) part.push_back(slice(v, cuts[i], cuts[i + 1]));
+          parts.emplace_back(axes, o);
+          parts.back().fill(part);
+        }
+        tally::histogram merged(axes, o);
+        for (std::size_t i : random_order(parts.size(), gen)) merged += parts[i];
+        // Unweighted fills of a weighted histogram add 1s: the sums are integers, exact in f64.
+        EXPECT_TRUE(merged == whole);
+      }
+    }
+  }
+}
+
+/// Weights that are multiples of 2^-8 below 2^8 in magnitude: every sum of a few thousand of them
+/// is exact in f64 (and in f32 for the f32 weights' conversion), in any order.
+std::vector<double> dyadic_weights(std::int64_t n, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_int_distribution<int> units(-(1 << 16), 1 << 16);
+  std::vector<double> w(static_cast<std::size_t>(n));
+  for (double& x : w) x = std::ldexp(units(gen), -8);
+  return w;
+}
+
+TEST(Merge, WeightedSumsAreTheF64SumsOfThePartsAndExactWhereThePartsAre) {
+  std::mt19937_64 gen(2103);
+  std::uint64_t seed = 0;
+  for (const auto& c : every_axis_kind()) {
+    for (dtype weight_type : {dtype::f64, dtype::f32}) {
+      for (bool exact : {true, false}) {
+        for (int k = 2; k <= 5; ++k) {
+          ++seed;
+          SCOPED_TRACE(c.name + " weights " + std::string(tally::name_of(weight_type)) +
+                       (exact ? " dyadic" : " wide") + " k=" + std::to_string(k));
+          const std::int64_t n = 4000;
+          const column samples = random_column_for(c.axis, c.type, all_dists[seed % 5], n, 7000 + seed);
+          const auto values = exact ? dyadic_weights(n, 8000 + seed) : random_weights(n, 8000 + seed);
+          const column weights = make_column(weight_type, values);
+          const tally::options o = options_with(count_type::u64, true, true);
+          tally::histogram whole(c.axis.make(), o);
+          const tally::view w = weights.view();
+          const ref::result want = fill_both(whole, c.axis, samples.view(), &w);
+          ASSERT_GT(binned(want), 0u);
+
+          const auto cuts = random_cuts(n, k, gen);
+          std::vector<tally::histogram> parts;
+          for (int i = 0; i < k; ++i) {
+            parts.emplace_back(c.axis.make(), o);
+            parts.back().fill(slice(samples.view(), cuts[i], cuts[i + 1]), slice(w, cuts[i], cuts[i + 1]));
+          }
+          const auto order = random_order(parts.size(), gen);
+          tally::histogram merged = parts[order[0]];
+          std::vector<double> folded = parts[order[0]].sums();
+          for (std::size_t i = 1; i < order.size(); ++i) {
+            merged += parts[order[i]];
+            const auto add = parts[order[i]].sums();
+            for (std::size_t j = 0; j < folded.size(); ++j) folded[j] += add[j];
+          }
+          // Always: each merged cell is the f64 sum of the parts' cells, in merge order.
+          EXPECT_TRUE(same_elements(merged.sums(), folded));
+          EXPECT_EQ(merged.samples(), whole.samples());
+          EXPECT_TRUE(same_flow(merged.flow(), whole.flow()));
+          // Where every partial sum is exact, that is one fill's sums, bit for bit.
+          if (exact) {
+            EXPECT_TRUE(merged == whole);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Merge, ChannelHistogramsMergePerChannel) {
+  std::mt19937_64 gen(2104);
+  const axis_spec spec = regular_spec(64, 0, 256);
+  for (int channels : {1, 3, 4}) {
+    for (int k = 2; k <= 5; ++k) {
+      const std::int64_t pixels = 3001;
+      const column interleaved = random_column(dtype::u8, all_dists[static_cast<std::size_t>(k) % 5], {0, 255},
+                                               pixels * channels, 900 + static_cast<std::uint64_t>(k * channels));
+      const tally::options o = options_with(count_type::u32, true);
+      std::vector<tally::histogram> whole(static_cast<std::size_t>(channels), tally::histogram(spec.make(), o));
+      tally::fill_channels(whole, interleaved.view(), channels);
+      for (int ch = 0; ch < channels; ++ch)
+        expect_matches(whole[static_cast<std::size_t>(ch)],
+                       channel_reference(spec, interleaved.view(), ch, channels, 1));
+
+      const auto cuts = random_cuts(pixels, k, gen);
+      std::vector<std::vector<tally::histogram>> parts;
+      for (int i = 0; i < k; ++i) {
+        parts.emplace_back(static_cast<std::size_t>(channels), tally::histogram(spec.make(), o));
+        tally::fill_channels(parts.back(), slice(interleaved.view(), cuts[i] * channels, cuts[i + 1] * channels),
+                             channels);
+      }
+      std::vector<tally::histogram> merged(static_cast<std::size_t>(channels), tally::histogram(spec.make(), o));
+      for (std::size_t i : random_order(parts.size(), gen))
+        for (std::size_t ch = 0; ch < merged.size(); ++ch) merged[ch] += parts[i][ch];
+      for (std::size_t ch = 0; ch < merged.size(); ++ch) EXPECT_TRUE(merged[ch] == whole[ch]) << "channel " << ch;
+    }
+  }
+}
+
+TEST(Merge, SelfMergeDoublesEverything) {
+  const axis_spec spec = variable_spec(17, -1.3, 2.7, 3);
+  const column samples = random_column_for(spec, dtype::f64, dist::normal, 2000, 41);
+  for (bool weighted : {false, true}) {
+    tally::histogram h(spec.make(), options_with(count_type::u32, true, weighted));
+    h.fill(samples.view());
+    tally::histogram twice(spec.make(), options_with(count_type::u32, true, weighted));
+    twice.fill(samples.view());
+    twice.fill(samples.view());
+    h += h;
+    EXPECT_TRUE(h == twice);
+    EXPECT_EQ(h.samples(), 4000u);
+  }
+}
+
+TEST(Merge, ExecutionOptionsMayDifferAndTheLeftOnesAreKept) {
+  const axis_spec spec = integer_spec(0, 10);
+  const column samples = random_column_for(spec, dtype::i32, dist::uniform, 500, 43);
+  tally::options a = options_with(count_type::u64, false);
+  a.threads = 1;
+  tally::options b = a;
+  b.threads = 3;
+  b.backend = tally::backend::automatic;
+  b.strategy = tally::strategy::cpu_private;
+  tally::histogram ha(spec.make(), a), hb(spec.make(), b);
+  ha.fill(samples.view());
+  hb.fill(samples.view());
+  EXPECT_TRUE(ha == hb);
+  ha += hb;
+  EXPECT_EQ(ha.opts().threads, 1);
+  EXPECT_EQ(ha.opts().backend, tally::backend::cpu);
+  EXPECT_EQ(ha.samples(), 1000u);
+}
+
+TEST(Merge, MismatchedAxesOrOptionsThrowAndChangeNothing) {
+  const auto make = [](tally::axis a, tally::options o = options_with(count_type::u64, true)) {
+    return tally::histogram(std::move(a), o);
+  };
+  tally::histogram h = make(tally::axis::regular(10, 0.0, 1.0));
+  const std::vector<double> v = random_values(dist::uniform, {0, 1}, 300, 47, true);
+  const column c = make_column(dtype::f64, v);
+  h.fill(c.view());
+  const snapshot before(h);
+  std::vector<double> edges = tally::axis::regular(10, 0.0, 1.0).edges();
+  edges[4] = std::nextafter(edges[4], 1.0);  // one ulp
+  std::vector<double> signed_zero = tally::axis::regular(10, 0.0, 1.0).edges();
+  signed_zero[0] = -0.0;
+  const struct {
+    tally::histogram other;
+    const char* expect;
+  } cases[] = {
+      {make(tally::axis::regular(11, 0.0, 1.0)), "axis 0 differs"},
+      {make(tally::axis::regular(10, 0.0, 1.0, dtype::f32)), "axis 0 differs"},
+      {make(tally::axis::variable(tally::axis::regular(10, 0.0, 1.0).edges())), "axis 0 differs"},
+      {make(tally::axis::variable(edges)), "axis 0 differs"},
+      {make(tally::axis::integer(0, 10)), "axis 0 differs"},
+      {make(tally::axis::regular_exact(10, 0, 1)), "axis 0 differs"},
+      {tally::histogram(std::vector<tally::axis>{tally::axis::regular(10, 0.0, 1.0), tally::axis::integer(0, 2)},
+                        options_with(count_type::u64, true)),
+       "1 axes against 2"},
+      {make(tally::axis::regular(10, 0.0, 1.0), options_with(count_type::u32, true)), "u64 counts against u32 counts"},
+      {make(tally::axis::regular(10, 0.0, 1.0), options_with(count_type::u64, true, true)),
+       "u64 counts against f64 sums of weights"},
+      {make(tally::axis::regular(10, 0.0, 1.0), options_with(count_type::u64, false)), "flow counters on against off"},
+  };
+  for (const auto& k : cases) {
+    SCOPED_TRACE(k.expect);
+    EXPECT_FALSE(h == k.other);
+    try {
+      h += k.other;
+      ADD_FAILURE() << "no error";
+    } catch (const tally::error& e) {
+      EXPECT_NE(std::string(e.what()).find("merge: the histograms differ: "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(k.expect), std::string::npos) << e.what();
+    }
+    expect_unchanged(h, before);
+  }
+  // Variable edges that differ from 0.0 only in the sign of zero are a different axis too.
+  tally::histogram v0 = make(tally::axis::variable(tally::axis::regular(10, 0.0, 1.0).edges()));
+  EXPECT_THROW(v0 += make(tally::axis::variable(signed_zero)), tally::error);
+}
+
+/// h's bytes with cell i replaced by `value` (the cells are the last h.size() items).
+std::vector<std::byte> with_cell(const tally::histogram& h, std::size_t i, std::uint64_t value) {
+  auto bytes = tally::serialize(h);
+  const std::size_t item = h.opts().counts == count_type::u32 ? 4 : 8;
+  const std::size_t at = bytes.size() - static_cast<std::size_t>(h.size()) * item + i * item;
+  for (std::size_t b = 0; b < item; ++b) bytes[at + b] = static_cast<std::byte>((value >> (8 * b)) & 0xFF);
+  return bytes;
+}
+
+TEST(Merge, CountsThatWouldOverflowThrowBeforeAnythingChanges) {
+  for (count_type counts : {count_type::u32, count_type::u64}) {
+    SCOPED_TRACE(std::string(tally::name_of(counts)));
+    const std::uint64_t max = counts == count_type::u32 ? 0xFFFFFFFFull : ~0ull;
+    tally::histogram base(tally::axis::integer(0, 4), options_with(counts, true));
+    const std::vector<std::int32_t> one_each = {0, 1, 2, 3, 3};
+    const column c = typed_column(one_each);
+    base.fill(c.view());
+    tally::histogram full = tally::deserialize(with_cell(base, 2, max - 1));
+    EXPECT_EQ(full.counts()[2], max - 1);
+    tally::histogram ok = tally::deserialize(with_cell(base, 2, 1));
+    full += ok;  // max - 1 + 1 fits
+    EXPECT_EQ(full.counts()[2], max);
+    EXPECT_EQ(full.counts()[3], 4u);
+    const snapshot at_max(full);
+    try {
+      full += base;
+      ADD_FAILURE() << "no error";
+    } catch (const tally::error& e) {
+      EXPECT_NE(std::string(e.what()).find("merge: bin 2 would overflow"), std::string::npos) << e.what();
+    }
+    expect_unchanged(full, at_max);
+  }
+}
+
+TEST(Histogram, CopiesAreEqualAndIndependent) {
+  for (const auto& c : every_axis_kind()) {
+    SCOPED_TRACE(c.name);
+    const column samples = random_column_for(c.axis, c.type, dist::mostly_one_bin, 1500, 53);
+    tally::histogram h(c.axis.make(), options_with(count_type::u32, true));
+    h.fill(samples.view());
+    tally::histogram copy = h;
+    EXPECT_TRUE(copy == h);
+    copy.fill(samples.view());
+    EXPECT_FALSE(copy == h);
+    EXPECT_EQ(h.samples(), 1500u);
+    tally::histogram assigned(tally::axis::integer(0, 1));
+    assigned = copy;
+    EXPECT_TRUE(assigned == copy);
+    EXPECT_EQ(assigned.opts().counts, count_type::u32);
+  }
+}
+
+TEST(Histogram, EqualityComparesCellsSamplesAndFlow) {
+  const axis_spec spec = regular_spec(8, 0, 1);
+  tally::histogram a(spec.make(), options_with(count_type::u64, true));
+  tally::histogram b(spec.make(), options_with(count_type::u64, true));
+  EXPECT_TRUE(a == b);
+  const std::vector<double> in = {0.5}, out = {2.0}, empty_fill = {};
+  a.fill(make_column(dtype::f64, in).view());
+  EXPECT_TRUE(a != b);  // a cell
+  b.fill(make_column(dtype::f64, in).view());
+  EXPECT_TRUE(a == b);
+  a.fill(make_column(dtype::f64, out).view());
+  b.fill(make_column(dtype::f64, std::vector<double>{-2.0}).view());
+  EXPECT_TRUE(a != b);  // the same cells and samples, another flow reason
+  tally::histogram c(spec.make(), options_with(count_type::u64, true));
+  c.fill(make_column(dtype::f64, std::vector<double>{0.5, 2.0}).view());
+  EXPECT_TRUE(a == c);
+}
+
+TEST(Histogram, AssignSetsCellsFlowAndSamplesOrThrowsChangingNothing) {
+  const std::vector<tally::axis> axes = {tally::axis::integer(0, 2), tally::axis::regular(3, 0.0, 1.0)};
+  tally::histogram h(axes, options_with(count_type::u32, true));
+  const std::vector<std::uint64_t> counts = {5, 0, 7, 1, 0xFFFFFFFFull, 2};
+  h.assign(counts, {1, 2, 3}, 0xFFFFFFFFull + 21);
+  EXPECT_TRUE(same_elements(h.counts(), counts));
+  EXPECT_TRUE(same_flow(h.flow(), {1, 2, 3}));
+  EXPECT_EQ(h.samples(), 0xFFFFFFFFull + 21);
+  const snapshot before(h);
+  auto big = counts;
+  big[3] = 0x100000000ull;
+  EXPECT_THROW(h.assign(big, {}, 0), tally::error);
+  EXPECT_THROW(h.assign(std::vector<std::uint64_t>(5, 1), {}, 5), tally::error);
+  EXPECT_THROW(h.assign(std::vector<double>(6, 1.0), {}, 6), tally::error);
+  expect_unchanged(h, before);
+  tally::histogram w(axes, options_with(count_type::u64, false, true));
+  const std::vector<double> sums = {0.5, -1.25, 0, 3, 1e300, -0.0};
+  w.assign(sums, {}, 9);
+  EXPECT_TRUE(same_elements(w.sums(), sums));
+  EXPECT_THROW(w.assign(sums, {0, 1, 0}, 9), tally::error);  // no flow counters
+  EXPECT_THROW(w.assign(counts, {}, 9), tally::error);
+  // An assigned histogram merges like a filled one.
+  tally::histogram twice = h;
+  EXPECT_THROW(twice += h, tally::error);  // 2^32 - 1 twice overflows u32
+}
+
+// ---- serialisation ----
+
+/// Histograms of every axis kind, storage and flow option, 1-D and 3-D, filled with data.
+std::vector<tally::histogram> filled_histograms() {
+  std::vector<tally::histogram> out;
+  std::uint64_t seed = 100;
+  for (const auto& c : every_axis_kind()) {
+    for (int storage = 0; storage < 3; ++storage) {
+      tally::options o = options_with(storage == 1 ? count_type::u32 : count_type::u64, storage != 1, storage == 2);
+      o.threads = storage;
+      o.strategy = storage == 0 ? tally::strategy::automatic : tally::strategy::cpu_private;
+      tally::histogram h(c.axis.make(), o);
+      ++seed;
+      const column s = random_column_for(c.axis, c.type, all_dists[seed % 5], 1000, seed);
+      if (o.weighted) {
+        const column w = make_column(dtype::f64, random_weights(1000, ++seed));
+        h.fill(s.view(), w.view());
+      } else {
+        h.fill(s.view());
+      }
+      out.push_back(std::move(h));
+    }
+  }
+  const auto kinds = every_axis_kind();
+  std::vector<tally::axis> axes = {kinds[1].axis.make(), kinds[4].axis.make(), kinds[7].axis.make()};
+  tally::histogram nd(axes, options_with(count_type::u64, true, true));
+  std::vector<column> cols;
+  std::vector<tally::view> views;
+  for (std::size_t d : {1u, 4u, 7u}) cols.push_back(random_column_for(kinds[d].axis, dtype::f64, dist::normal, 3000, ++seed));
+  for (const auto& c : cols) views.push_back(c.view());
+  nd.fill(views, make_column(dtype::f32, random_weights(3000, ++seed)).view());
+  out.push_back(std::move(nd));
+  return out;
+}
+
+TEST(Serialize, RoundTripsEveryAxisKindStorageOptionAndCells) {
+  for (const auto& h : filled_histograms()) {
+    const auto bytes = tally::serialize(h);
+    const tally::histogram back = tally::deserialize(bytes);
+    EXPECT_TRUE(back == h);
+    EXPECT_GT(h.samples(), 0u);
+    ASSERT_EQ(back.axes().size(), h.axes().size());
+    for (std::size_t d = 0; d < h.axes().size(); ++d) {
+      const auto& a = back.axes()[d];
+      const auto& b = h.axes()[d];
+      EXPECT_TRUE(a == b);
+      EXPECT_TRUE(same_elements(a.edges(), b.edges()));
+      EXPECT_EQ(a.unit_integer_edges(), b.unit_integer_edges());
+      EXPECT_EQ(a.has_exact_range(), b.has_exact_range());
+      EXPECT_EQ(a.integer_edges_unsigned(), b.integer_edges_unsigned());
+    }
+    EXPECT_EQ(back.opts().threads, h.opts().threads);
+    EXPECT_EQ(back.opts().strategy, h.opts().strategy);
+    EXPECT_EQ(back.opts().backend, h.opts().backend);
+    EXPECT_EQ(back.opts().counts, h.opts().counts);
+    EXPECT_TRUE(tally::serialize(back) == bytes);
+  }
+  EXPECT_TRUE(tally::axis::regular(20, -5, 15).unit_integer_edges());
+}
+
+std::vector<std::byte> bytes_of(std::initializer_list<int> v) {
+  std::vector<std::byte> out;
+  for (int b : v) out.push_back(static_cast<std::byte>(b));
+  return out;
+}
+
+TEST(Serialize, BytesFollowTheDocumentedFormat) {
+  tally::options o;
+  o.counts = count_type::u32;
+  o.flow = true;
+  o.backend = tally::backend::cpu;
+  o.threads = 2;
+  tally::histogram h(tally::axis::integer(-1, 1), o);
+  const std::vector<std::int32_t> s = {-1, 0, 0, 5, -3, 0};
+  h.fill(typed_column(s).view());
+  const auto want = bytes_of({
+      'T', 'A', 'L', 'L', 'Y', 'H', 'S', 'T', 1, 0, 0, 0,  // magic, version 1
+      1, 1,                                                  // u32 counts, flow
+      3, 'c', 'p', 'u',                                      // backend
+      9, 'a', 'u', 't', 'o', 'm', 'a', 't', 'i', 'c',        // strategy
+      2, 0, 0, 0,                                            // threads
+      6, 0, 0, 0, 0, 0, 0, 0,                                // samples
+      1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,        // underflow, overflow
+      0, 0, 0, 0, 0, 0, 0, 0,                                // nan
+      1, 0, 0, 0,                                            // one axis
+      5, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,     // integer, lo = -1
+      1, 0, 0, 0, 0, 0, 0, 0,                                // hi = 1
+      2, 0, 0, 0, 0, 0, 0, 0,                                // two cells
+      1, 0, 0, 0, 3, 0, 0, 0});                              // counts
+  EXPECT_TRUE(tally::serialize(h) == want);
+  // A regular axis: bins, lo and hi as IEEE-754 bits, the edge type's name.
+  tally::histogram r(tally::axis::regular(3, 0.5, 2.0, dtype::f32));
+  const auto bytes = tally::serialize(r);
+  const auto axis_at = bytes.end() - 8 - 3 * 8 - (1 + 8 + 8 + 8 + 4);
+  EXPECT_TRUE(std::vector<std::byte>(axis_at, axis_at + 29) ==
+              bytes_of({0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xE0, 0x3F, 0, 0, 0, 0, 0, 0, 0, 0x40, 3,
+                        'f', '3', '2'}));
+}
+
+void expect_rejected(const std::vector<std::byte>& bytes, const std::string& message) {
+  try {
+    tally::deserialize(bytes.data(), bytes.size());
+    ADD_FAILURE() << "no error for " << message;
+  } catch (const tally::memory_error& e) {
+    ADD_FAILURE() << "memory_error: " << e.what();
+  } catch (const tally::error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("deserialize: ", 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+  }
+}
+
+TEST(Serialize, TruncatedInputIsAnErrorAtEveryLength) {
+  for (const auto& h : filled_histograms()) {
+    const auto bytes = tally::serialize(h);
+    // Every prefix of the header and axes, and a sample of the cells' lengths.
+    for (std::size_t n = 0; n < bytes.size(); n += n < 400 ? 1 : 97)
+      expect_rejected(std::vector<std::byte>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n)),
+                      "truncated input");
+    auto longer = bytes;
+    longer.push_back(std::byte{0});
+    expect_rejected(longer, "1 bytes after the end");
+  }
+  EXPECT_THROW(tally::deserialize(nullptr, 3), tally::error);
+  EXPECT_THROW(tally::deserialize(nullptr, 0), tally::error);
+}
+
+TEST(Serialize, CorruptHeadersAreClearErrors) {
+  tally::histogram h(tally::axis::variable({0.0, 1.0, 4.0}), options_with(count_type::u64, false));
+  const auto good = tally::serialize(h);
+  const auto patched = [&](std::size_t at, std::initializer_list<int> v) {
+    auto b = good;
+    for (int x : v) b[at++] = static_cast<std::byte>(x);
+    return b;
+  };
+  expect_rejected(patched(0, {'X'}), "wrong magic");
+  expect_rejected(patched(8, {2}), "format version 2 is not supported");
+  expect_rejected(patched(12, {3}), "unknown storage code 3");
+  expect_rejected(patched(13, {2}), "flow flag must be 0 or 1");
+  expect_rejected(patched(15, {'x'}), "backend");
+  const std::size_t flow_at = 14 + 1 + 3 + 1 + 9 + 4 + 8;  // backend "cpu", strategy "automatic"
+  expect_rejected(patched(flow_at, {1}), "flow counts given for a histogram without flow counters");
+  const std::size_t axes_at = flow_at + 24;
+  expect_rejected(patched(axes_at, {0}), "needs at least one axis");
+  expect_rejected(patched(axes_at + 4, {9}), "unknown axis tag 9");
+  // An edge count far beyond the input: an error, not an allocation.
+  expect_rejected(patched(axes_at + 5, {0, 0, 0, 0, 0, 0, 0, 0x10}), "truncated input");
+  // Edges the variable axis rejects (decreasing).
+  expect_rejected(patched(axes_at + 13, {0, 0, 0, 0, 0, 0, 0x14, 0x40}), "variable axis");
+  // A cell count that is not the product of the bins.
+  expect_rejected(patched(good.size() - 2 * 8 - 8, {3}), "truncated input");
+  auto short_cells = good;
+  short_cells[good.size() - 2 * 8 - 8] = std::byte{1};
+  short_cells.resize(good.size() - 8);
+  expect_rejected(short_cells, "1 cells stored for axes of 2 cells");
+
+  // Huge bin counts are refused before an axis is built (its constructor would check each edge).
+  tally::histogram r(tally::axis::regular(2, 0.0, 1.0), options_with(count_type::u64, false));
+  auto huge = tally::serialize(r);
+  const std::size_t bins_at = axes_at + 5;
+  for (int b = 0; b < 8; ++b) huge[bins_at + b] = std::byte{0};
+  huge[bins_at + 4] = std::byte{1};  // 2^32 bins
+  expect_rejected(huge, "an axis of 4294967296 bins");
+  tally::histogram i(tally::axis::integer(0, 2), options_with(count_type::u64, false));
+  auto wide = tally::serialize(i);
+  wide[bins_at + 8 + 7] = std::byte{0x7F};  // hi near 2^63
+  expect_rejected(wide, "bins needs");
+}
+
+TEST(Serialize, RandomByteFlipsNeverCrash) {
+  // Each flip gives an error or a histogram (a flipped cell is a valid histogram): never a crash
+  // or an out-of-bounds read (the ASan preset runs this).
+  std::mt19937_64 gen(2105);
+  std::size_t rejected = 0, accepted = 0;
+  for (const auto& h : filled_histograms()) {
+    const auto bytes = tally::serialize(h);
+    std::uniform_int_distribution<std::size_t> at(0, std::min<std::size_t>(bytes.size() - 1, 300));
+    for (int t = 0; t < 40; ++t) {
+      auto b = bytes;
+      b[at(gen)] ^= static_cast<std::byte>(1 << (t % 8));
+      try {
+        const tally::histogram back = tally::deserialize(b);
+        ++accepted;
+        EXPECT_EQ(back.size(), static_cast<std::int64_t>(back.values().size()));
+      } catch (const tally::error&) {
+        ++rejected;
+      }
+    }
+  }
+  EXPECT_GT(rejected, 0u);
+  EXPECT_GT(accepted, 0u);
+}
+
+}  // namespace
+}  // namespace tally_test
