@@ -289,33 +289,11 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=False, *,
         if w.ndim != 1:
             raise ValueError("object too deep for desired array")
         w = w.as_weights()
-    try:
-        if len(bins) != d:
-            raise ValueError("The dimension of bins must be equal to the dimension of the sample x.")
-    except TypeError:
-        bins = d * [bins]
-    if range is None:
-        range = (None,) * d
-    elif len(range) != d:
-        raise ValueError("range argument must have one entry per dimension")
-
-    axes, edges = [], []
+    bins, range = dd_bins_and_ranges(bins, range, d)
+    edges = dd_edges(bins, lambda i: _edges.outer_edges(columns[i], range[i]))
     # numpy reads a sequence of columns as one array of their common type.
     sample_type = columns[0].type if len({c.type for c in columns}) == 1 else _common_type(columns)
-    for i in _range(d):
-        if np.ndim(bins[i]) == 0:
-            if bins[i] < 1:
-                raise ValueError(f"`bins[{i}]` must be positive, when an integer")
-            first, last = _edges.outer_edges(columns[i], range[i])
-            n = operator_index(bins[i], f"`bins[{i}]` must be an integer, when a scalar")
-            e = np.linspace(first, last, n + 1)
-        elif np.ndim(bins[i]) == 1:
-            e = _edges.check_monotonic(to_host(bins[i]),
-                                       f"`bins[{i}]` must be monotonically increasing, when an array")
-        else:
-            raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
-        axes.append(_edges.from_array(e, sample_type) if e.size > 1 else None)
-        edges.append(e)
+    axes = [_edges.from_array(e, sample_type) if e.size > 1 else None for e in edges]
     if w is not None and w.size != (columns[0].size if d else 0):
         raise ValueError("The weights and list don't have the same length.")
 
@@ -333,6 +311,39 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=False, *,
             values = values / src.result(np.diff(e).reshape(shape))
         values = values / total
     return values, [src.result(e) for e in edges]
+
+
+def dd_bins_and_ranges(bins, range, d):
+    """numpy.histogramdd's reading of `bins` and `range`: one entry per dimension each."""
+    try:
+        if len(bins) != d:
+            raise ValueError("The dimension of bins must be equal to the dimension of the sample x.")
+    except TypeError:
+        bins = d * [bins]
+    if range is None:
+        range = (None,) * d
+    elif len(range) != d:
+        raise ValueError("range argument must have one entry per dimension")
+    return bins, range
+
+
+def dd_edges(bins, outer_edges_of):
+    """numpy.histogramdd's edges of each dimension: linspace over outer_edges_of(i), the first
+    and last edge, for a number of bins, else the edges given (checked)."""
+    edges = []
+    for i, b in enumerate(bins):
+        if np.ndim(b) == 0:
+            if b < 1:
+                raise ValueError(f"`bins[{i}]` must be positive, when an integer")
+            first, last = outer_edges_of(i)
+            n = operator_index(b, f"`bins[{i}]` must be an integer, when a scalar")
+            edges.append(np.linspace(first, last, n + 1))
+        elif np.ndim(b) == 1:
+            edges.append(_edges.check_monotonic(to_host(b), f"`bins[{i}]` must be monotonically increasing, "
+                                                "when an array"))
+        else:
+            raise ValueError(f"`bins[{i}]` must be a scalar or 1d array")
+    return edges
 
 
 def _common_type(columns):
@@ -374,14 +385,17 @@ def histogram2d(x, y, bins=10, range=None, weights=None, density=False, *,
     numpy's. Keywords as :func:`histogram`."""
     if len(x) != len(y):
         raise ValueError("x and y must have the same length.")
+    hist, edges = histogramdd([x, y], bins_2d(bins), range, weights, density, strategy=strategy, device=device)
+    return hist, edges[0], edges[1]
+
+
+def bins_2d(bins):
+    """numpy.histogram2d's `bins` as histogramdd's: one edges array is both axes' edges."""
     try:
         n = len(bins)
     except TypeError:
         n = 1
-    if n != 1 and n != 2:
-        bins = [bins, bins]
-    hist, edges = histogramdd([x, y], bins, range, weights, density, strategy=strategy, device=device)
-    return hist, edges[0], edges[1]
+    return [bins, bins] if n != 1 and n != 2 else bins
 
 
 def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None):
