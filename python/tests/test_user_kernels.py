@@ -226,7 +226,8 @@ def test_torch_mixed_types_and_two_outputs(torch, rng):
                                 "z = x * y; w = s + y", "mixed")
     x, y = _f32(rng, (64, 9)), rng.integers(-100, 100, (9,)).astype(np.int32)
     z, w = k(_t(torch, x), _t(torch, y), np.int64(7))
-    np.testing.assert_array_equal(host(z), (x * y).astype(np.float64))
+    # float32 * int32 is a float32 product in C (numpy would give float64).
+    np.testing.assert_array_equal(host(z), (x * y.astype(np.float32)).astype(np.float64))
     assert w.dtype == torch.int64
     np.testing.assert_array_equal(host(w), np.broadcast_to(7 + y.astype(np.int64), (64, 9)))
 
@@ -337,8 +338,10 @@ def test_torch_reduction_mean_post_map_and_scalars(torch, rng):
 def test_torch_reduction_two_inputs_broadcast_non_contiguous(torch, rng):
     dot = tally.ReductionKernel("T x, T y", "T z", "x * y", "a + b", "z = a", "0", "dot", reduce_type="float64")
     x, y = rng.uniform(-1, 1, (64, 2, 300)), rng.uniform(-1, 1, (300,))
-    got = dot(_t(torch, x)[:, 1, ::-1], _t(torch, y), axis=-1)  # negative strides and broadcasting
-    np.testing.assert_allclose(host(got), (x[:, 1, ::-1] * y).sum(axis=-1), rtol=1e-13)
+    got = dot(_t(torch, x)[:, 1, ::3], _t(torch, y)[1::3], axis=-1)  # strided views, y broadcast
+    np.testing.assert_allclose(host(got), (x[:, 1, ::3] * y[1::3]).sum(axis=-1), rtol=1e-13)
+    got = dot(_t(torch, x).transpose(0, 2), _t(torch, y)[:, None, None], axis=(0, 2))
+    np.testing.assert_allclose(host(got), np.einsum("abc,c->b", x, y), rtol=1e-13)
 
 
 # ---- CUDA: cupy ----
@@ -350,7 +353,7 @@ def test_cupy_elementwise_and_reduction(cupy, rng):
     assert isinstance(z, cupy.ndarray) and z.dtype == np.float32
     np.testing.assert_array_equal(host(z), (x - y) * (x - y))
     r = tally.ReductionKernel(*L2NORM, reduce_type="float64")
-    with cupy.cuda.Stream(non_blocking=True) as stream:
+    with cupy.cuda.Stream(non_blocking=True) as stream:  # the kernel runs on this current stream
         got = r(cupy.asarray(x), axis=0)
         stream.synchronize()
     np.testing.assert_allclose(host(got), np.sqrt((x.astype(np.float64) ** 2).sum(axis=0)).astype(np.float32),

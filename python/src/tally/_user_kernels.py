@@ -807,11 +807,12 @@ class ReductionKernel:
         output_args = []
         for k in outputs:
             output_args += [_pointer(layouts[k][0]), _strides_bytes(kept_out[k])]
-        partials, partials_address = None, 0
+        scratch, partials_address = None, 0
         if splits > 1:
-            nbytes = outputs_count * splits * _ITEMSIZE[reduce_type]
-            partials = _empty(ref, (nbytes,), "u8")
-            partials_address = _layout(Source(partials))[0]
+            # From the library's pool on the current stream: freed when this call returns, it is
+            # reused only by work enqueued after the two kernels.
+            scratch = Source(_empty(ref, (outputs_count * splits * _ITEMSIZE[reduce_type],), "u8"))
+            partials_address = _layout(scratch)[0]
         input_args = []
         for k in inputs:
             input_args += [_pointer(layouts[k][0]), _strides_bytes(kept_in[k]), _strides_bytes(red_in[k])]
@@ -823,7 +824,6 @@ class ReductionKernel:
             finish = ([_shape_bytes(kept), _int64(splits), _pointer(partials_address)] + scalars + output_args +
                       [_int64(elements)])
             _launch(ref, source, f"{self.name}_finish", outputs_count * 32, finish)
-        del partials  # the allocator's stream ordering keeps it alive for the kernels enqueued
         return outs
 
     def source(self, *args):
