@@ -23,6 +23,7 @@
 #include "tally/patterns/elementwise.hpp"
 #include "tally/patterns/matmul.hpp"
 #include "tally/patterns/reduce.hpp"
+#include "tally/patterns/runtime_kernel.hpp"
 #include "tally/tally.hpp"
 
 namespace nb = nanobind;
@@ -496,6 +497,34 @@ void matmul(const any_array& a, const any_array& b, const out_ndarray& c, std::u
   tally::matmul(pa, pb, pc, m, n, k, on_stream<tally::matmul_options>(stream));
 }
 
+// ---- user-defined kernels (tally.ElementwiseKernel, tally.ReductionKernel) ----
+
+/// Binds the run-time kernel API: the package generates the source and packs each kernel
+/// parameter's bytes; here they are compiled (once per source and architecture) and launched.
+void bind_runtime_kernels(nb::module_& m) {
+  m.def("runtime_kernels_compiled", &tally::runtime_kernels_compiled);
+  m.def("runtime_device", [] {
+    const auto d = tally::current_runtime_device();
+    return std::make_tuple(d.ordinal, d.arch, d.multiprocessors);
+  });
+  m.def("runtime_compile", [](const std::string& source, int arch) {
+    nb::gil_scoped_release release;
+    return tally::compile_runtime_source(source, arch);
+  }, "source"_a, "arch"_a);
+  m.def("runtime_kernel", [](const std::string& source, const std::string& name) {
+    nb::gil_scoped_release release;
+    return reinterpret_cast<std::uintptr_t>(tally::get_runtime_kernel(source, name));
+  }, "source"_a, "name"_a);
+  m.def("runtime_compilations", &tally::runtime_compilations);
+  m.def("runtime_launch", [](std::uintptr_t kernel, std::int64_t blocks, int threads, const std::vector<nb::bytes>& args,
+                             std::uintptr_t stream) {
+    std::vector<const void*> pointers;
+    for (const auto& a : args) pointers.push_back(a.c_str());
+    tally::launch_runtime_kernel(reinterpret_cast<tally::runtime_kernel>(kernel), blocks, threads, pointers,
+                                 reinterpret_cast<void*>(stream));
+  }, "kernel"_a, "blocks"_a, "threads"_a, "args"_a, "stream"_a);
+}
+
 }  // namespace
 
 NB_MODULE(_tally, m) {
@@ -634,4 +663,6 @@ NB_MODULE(_tally, m) {
   m.def("binary", &binary, "op"_a, "a"_a, "b"_a, "out"_a.noconvert(), "stream"_a);
   m.def("reduce", &reduce, "op"_a, "x"_a, "along_rows"_a, "out"_a.noconvert(), "stream"_a);
   m.def("matmul", &matmul, "a"_a, "b"_a, "out"_a.noconvert(), "stream"_a);
+
+  bind_runtime_kernels(m);
 }

@@ -3,15 +3,16 @@
 Functions with numpy's and torch's names and arguments (histogram, histogram2d, histogramdd,
 bincount, histc) that read numpy, torch (CPU and CUDA) and cupy arrays in place and answer in the
 same library on the same device; a streaming Histogram object; plan(), the planner's choice; and
-the parallel patterns (activations, broadcasting arithmetic, reductions, matmul) in kind, which
-live in tally.patterns and are exported here too.
+the parallel patterns (activations, broadcasting arithmetic, reductions, matmul, and user-defined
+kernels: ElementwiseKernel, ReductionKernel) in kind, which live in tally.patterns and are
+exported here too.
 """
 
 from . import _tally, axis, patterns
 from ._functions import bincount, histc, histogram, histogram2d, histogram_bin_edges, histogramdd, plan
 from ._histogram import Histogram
-from .patterns import (add, div, gelu, matmul, max, mean, min, mul, relu, sigmoid, silu, sub, sum,
-                       tanh)
+from .patterns import (ElementwiseKernel, ReductionKernel, add, div, gelu, matmul, max, mean, min, mul, relu,
+                       sigmoid, silu, sub, sum, tanh)
 
 __version__ = _tally.version()
 STRATEGIES = tuple(_tally.strategy_names())

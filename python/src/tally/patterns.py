@@ -1,6 +1,7 @@
 """tally.patterns: the parallel patterns with numpy's semantics: activations, broadcasting
 arithmetic, reductions and matmul over numpy arrays (CPU) and torch/cupy arrays (CUDA on the
-caller's current stream). Outputs are allocated here, in the input's library on its device, and
+caller's current stream), and user-defined kernels (ElementwiseKernel, ReductionKernel, CuPy's
+API, compiled at run time). Outputs are allocated here, in the input's library on its device, and
 written by the extension. The package's top level exports the same functions."""
 
 import numpy as np
@@ -8,9 +9,10 @@ import numpy as np
 from . import _tally
 from ._arrays import NUMPY_NAMES, Source, _cupy, _torch, same_device
 from ._functions import _device_of, _require_cuda
+from ._user_kernels import ElementwiseKernel, ReductionKernel
 
-__all__ = ["add", "div", "gelu", "matmul", "max", "mean", "min", "mul", "relu", "sigmoid", "silu", "sub",
-           "sum", "tanh"]
+__all__ = ["ElementwiseKernel", "ReductionKernel", "add", "div", "gelu", "matmul", "max", "mean", "min", "mul",
+           "relu", "sigmoid", "silu", "sub", "sum", "tanh"]
 
 _TYPES = ("f16", "bf16", "f32")
 
