@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "progress.hpp"
 #include "report.hpp"
 #include "staged_file.hpp"
+#include "tally/device.hpp"
 
 namespace tally_cli {
 namespace {
@@ -119,6 +121,48 @@ void fill_chunk(std::vector<tally::histogram>& hists, layout_mode mode, int colu
   }
 }
 
+/// --backend cuda: the fill pass streamed through the GPU (fill_stream: pinned buffers of
+/// `buffer_bytes` a round, each round's copy overlapped with the previous round's count), then the
+/// device's cells assigned to `hists` for the report. `on_samples` sees every chunk read, as the
+/// host loop's caller does; `on_weights` the weights' bytes.
+void fill_streamed(std::vector<tally::histogram>& hists, layout_mode mode, int columns, source& src,
+                   std::optional<source>& weights, std::size_t buffer_bytes,
+                   const std::function<void(const void*, std::int64_t)>& on_samples,
+                   const std::function<void(std::int64_t)>& on_weights) {
+  tally::options o = hists.front().opts();
+  o.counts = tally::count_type::u64;  // a device histogram's; assign checks a u32 histogram's bound
+  std::vector<tally::device_histogram> dev;
+  for (const tally::histogram& h : hists) dev.emplace_back(h.axes(), o);
+  std::uint64_t rows = 0;
+  const tally::stream_reader read_samples = [&](void* out, std::int64_t max) {
+    const std::int64_t n = src.reader->read(out, max);
+    on_samples(out, n);
+    rows += static_cast<std::uint64_t>(n / columns);
+    return n;
+  };
+  const tally::stream_reader read_weights = [&](void* out, std::int64_t max) {
+    const std::int64_t n = weights->reader->read(out, max);
+    on_weights(n);
+    return n;
+  };
+  tally::stream_options so;
+  so.buffer_bytes = buffer_bytes;
+  const tally::dtype weight_type = weights ? weights->type : tally::dtype::f64;
+  if (mode == layout_mode::channels)
+    tally::fill_channels_stream(dev, src.type, columns, read_samples, weights ? &read_weights : nullptr, weight_type,
+                                nullptr, so);
+  else if (weights)
+    dev[0].fill_stream(src.type, read_samples, weight_type, read_weights, nullptr, so);
+  else
+    dev[0].fill_stream(src.type, read_samples, nullptr, so);
+  for (std::size_t i = 0; i < hists.size(); ++i) {
+    if (hists[i].weighted())
+      hists[i].assign(dev[i].sums(), dev[i].flow(), rows);
+    else
+      hists[i].assign(dev[i].counts(), dev[i].flow(), rows);
+  }
+}
+
 /// A chunk buffer for `values` values of type t, aligned for any sample type.
 struct chunk_buffer {
   chunk_buffer(tally::dtype t, std::int64_t values)
@@ -219,17 +263,29 @@ int run_hist(const hist_args& a) {
   for (int c = 0; c < columns; ++c) axes.push_back(make_axis(specs[c], src, bounds[c]));
   std::vector<tally::histogram> hists = make_histograms(a, lay.mode, axes, opts);
 
-  while (const std::int64_t n = src.reader->read(samples.data(), samples.capacity)) {
-    if (!two_passes) extrema_of.add(samples.data(), n);
-    const tally::view sample_view{samples.data(), n, 1, src.type};
-    std::optional<tally::view> weight_view;
-    if (weights) {
-      const std::int64_t got = weights->reader->read(weight_buf->data(), n / columns);
-      weight_view = tally::view{weight_buf->data(), got, 1, weights->type};
-      bar.advance(got * tally::size_of(weights->type));
+  if (opts.backend == tally::backend::cuda) {
+    const std::uint64_t row_bytes = item * columns + (weights ? tally::size_of(weights->type) : 0);
+    fill_streamed(
+        hists, lay.mode, columns, src, weights,
+        static_cast<std::size_t>(std::min<double>(a.chunk_mb * 1048576.0, static_cast<double>(rows * row_bytes) + 4096)),
+        [&](const void* chunk, std::int64_t n) {
+          if (!two_passes) extrema_of.add(chunk, n);
+          bar.advance(n * item);
+        },
+        [&](std::int64_t n) { bar.advance(n * tally::size_of(weights->type)); });
+  } else {
+    while (const std::int64_t n = src.reader->read(samples.data(), samples.capacity)) {
+      if (!two_passes) extrema_of.add(samples.data(), n);
+      const tally::view sample_view{samples.data(), n, 1, src.type};
+      std::optional<tally::view> weight_view;
+      if (weights) {
+        const std::int64_t got = weights->reader->read(weight_buf->data(), n / columns);
+        weight_view = tally::view{weight_buf->data(), got, 1, weights->type};
+        bar.advance(got * tally::size_of(weights->type));
+      }
+      fill_chunk(hists, lay.mode, columns, sample_view, weight_view ? &*weight_view : nullptr);
+      bar.advance(n * item);
     }
-    fill_chunk(hists, lay.mode, columns, sample_view, weight_view ? &*weight_view : nullptr);
-    bar.advance(n * item);
   }
 
   hist_result r;

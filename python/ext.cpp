@@ -218,6 +218,31 @@ class py_histogram {
     });
   }
 
+  /// fill's samples, in host memory, streamed through the current CUDA device
+  /// (device_histogram::fill_from_host in rounds of `buffer_bytes`); the device's cells are then
+  /// added into this histogram, so data larger than the device's memory fill it.
+  void fill_streamed(const std::vector<any_array>& columns, const std::optional<any_array>& weights,
+                     std::size_t buffer_bytes, int buffers) {
+    const fill_views v(columns, weights);
+    locked([&](tally::histogram& h) {
+      tally::options o = h.opts();
+      o.backend = tally::backend::cuda;
+      o.counts = tally::count_type::u64;  // the device's; assign and += check a u32 histogram's bound
+      tally::device_histogram d(h.axes(), o);
+      tally::stream_options so;
+      so.buffer_bytes = buffer_bytes;
+      so.buffers = buffers;
+      if (v.weights) d.fill_from_host(v.columns, *v.weights, nullptr, so);
+      else d.fill_from_host(v.columns, nullptr, so);
+      tally::histogram part(h.axes(), h.opts());
+      const tally::flow_counts dropped = o.flow ? d.flow() : tally::flow_counts{};
+      const auto n = static_cast<std::uint64_t>(v.columns[0].size);
+      if (h.weighted()) part.assign(d.sums(), dropped, n);
+      else part.assign(d.counts(), dropped, n);
+      h += part;
+    });
+  }
+
   nb::object values() const {
     const auto shape = h_.shape();
     if (h_.weighted())
@@ -622,6 +647,7 @@ NB_MODULE(_tally, m) {
            "axes"_a, "weighted"_a = false, "strategy"_a = "automatic", "backend"_a = "auto",
            "flow"_a = false, "counts32"_a = false, "threads"_a = 0)
       .def("fill", &py_histogram::fill, "columns"_a, "weights"_a = nb::none())
+      .def("fill_streamed", &py_histogram::fill_streamed, "columns"_a, "weights"_a.none(), "buffer_bytes"_a, "buffers"_a)
       .def("reset", &py_histogram::reset)
       .def("values", &py_histogram::values)
       .def("density", &py_histogram::density)

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -27,6 +28,29 @@ struct device_allocator {
   void* (*allocate)(void* context, std::size_t bytes, void* stream) = nullptr;
   void (*deallocate)(void* context, void* p, std::size_t bytes, void* stream) = nullptr;
 };
+
+/// How the streaming fills (fill_from_host, fill_stream, fill_channels_stream) move host data to
+/// the device. Each of `buffers` rounds in flight has a pinned host staging buffer and a device
+/// buffer of `buffer_bytes` (the round's samples and weights together), so a fill holds
+/// buffers x buffer_bytes of device memory beside the histogram, whatever the data's size: the
+/// device buffers come from the histogram's allocator for the call; the pinned buffers are kept
+/// by the histogram for its next streaming fill and freed with it. While round i is counted on
+/// the caller's stream, round i+1 is copied on a copy stream of the histogram's own, and the host
+/// writes round i+2 into its staging buffer.
+struct stream_options {
+  /// Positive; a round holds at least one row, however small the buffer.
+  std::size_t buffer_bytes = std::size_t{64} << 20;
+  /// Rounds in flight, 2 or more (3: the host, the copy and the count each busy with one).
+  int buffers = 3;
+  /// CPU threads that copy pageable host memory into the staging buffers (one thread's memcpy is
+  /// slower than a PCIe 5 link); 0: half the hardware threads, at most 8.
+  int copy_threads = 0;
+};
+
+/// The source of fill_stream: writes up to `max` values into `out` (a staging buffer, aligned for
+/// any type) and returns how many it wrote; 0 ends the stream. It may throw: the fill then stops
+/// and rethrows once nothing it enqueued reads the staging buffers.
+using stream_reader = std::function<std::int64_t(void* out, std::int64_t max)>;
 
 /// A histogram whose cells live in device memory, with the axes, options and bin rule of
 /// tally::histogram. The samples (and weights) of a fill must be in device memory of the device
@@ -62,6 +86,34 @@ class device_histogram {
   void fill(const view& samples, const view& weights, void* stream = nullptr);
   void fill(const std::vector<view>& columns, void* stream = nullptr);
   void fill(const std::vector<view>& columns, const view& weights, void* stream = nullptr);
+
+  /// Streaming fills of host data, for data larger than the device's memory: the data go through
+  /// the device in rounds of stream_options (pinned double or triple buffering, each round's copy
+  /// overlapped with the previous round's count). Each round is a fill() of its rows on `stream`,
+  /// so the counts equal one fill's, and weighted sums are the rounds' sums added in f64 (bit for
+  /// bit one fill's where every partial sum is exact). On return the host data may be reused or
+  /// freed: every copy from it has completed. The counting itself stays stream-ordered (read the
+  /// result with counts(stream)). The call waits for copies, and a copy waits for the count of the
+  /// round `buffers` earlier, so `stream` must make progress during the call. On an exception the
+  /// rounds filled before it stay in the histogram.
+  ///
+  /// fill_from_host: samples (and weights) in host memory, pageable or pinned, any stride; 1-D
+  /// or one column per axis, as fill(). Contiguous pinned memory is copied to the device straight
+  /// from where it is; pageable memory through the staging buffers, by stream_options::copy_threads.
+  void fill_from_host(const view& samples, void* stream = nullptr, stream_options o = {});
+  void fill_from_host(const view& samples, const view& weights, void* stream = nullptr, stream_options o = {});
+  void fill_from_host(const std::vector<view>& columns, void* stream = nullptr, stream_options o = {});
+  void fill_from_host(const std::vector<view>& columns, const view& weights, void* stream = nullptr,
+                      stream_options o = {});
+  /// fill_stream: samples of type `type` from a reader, as rows of D = axes().size() values
+  /// (row-major: an n x D matrix read row by row); the reader must return whole rows. With
+  /// weights, the weights reader is then asked for exactly as many weights as rows were read and
+  /// must return that many. A reader that returns more than asked, a partial row or too few
+  /// weights is an error.
+  void fill_stream(dtype type, const stream_reader& samples, void* stream = nullptr, stream_options o = {});
+  void fill_stream(dtype type, const stream_reader& samples, dtype weight_type, const stream_reader& weights,
+                   void* stream = nullptr, stream_options o = {});
+
   /// Zeroes the cells and flow counters (cudaMemsetAsync).
   void reset(void* stream = nullptr);
 
@@ -99,8 +151,14 @@ class device_histogram {
  private:
   friend void fill_channels(std::vector<device_histogram>& per_channel, const view& samples, int channels,
                             void* stream);
+  friend void fill_channels_stream(std::vector<device_histogram>& per_channel, dtype type, int channels,
+                                   const stream_reader& pixels, const stream_reader* weights, dtype weight_type,
+                                   void* stream, stream_options o);
   struct state;  // device memory and the axes' tables (src/cuda/device_histogram.cu)
   void fill_impl(const std::vector<view>& columns, const view* weights, void* stream);
+  void from_host_impl(const std::vector<view>& columns, const view* weights, void* stream, const stream_options& o);
+  void stream_impl(dtype type, const stream_reader& samples, const stream_reader* weights, dtype weight_type,
+                   void* stream, const stream_options& o);
 
   std::vector<axis> axes_;
   options opts_;
@@ -119,5 +177,13 @@ class device_histogram {
 /// histogram's allocator).
 void fill_channels(std::vector<device_histogram>& per_channel, const view& samples, int channels,
                    void* stream = nullptr);
+
+/// fill_channels of interleaved pixels from a reader, streamed as device_histogram::fill_stream
+/// streams (the reader returns whole pixels of `channels` values of `type`). With `weights` (one
+/// per pixel, of `weight_type`), each channel's histogram gets its channel with the pixel's
+/// weight. The first histogram keeps the pinned buffers.
+void fill_channels_stream(std::vector<device_histogram>& per_channel, dtype type, int channels,
+                          const stream_reader& pixels, const stream_reader* weights = nullptr,
+                          dtype weight_type = dtype::f64, void* stream = nullptr, stream_options o = {});
 
 }  // namespace tally

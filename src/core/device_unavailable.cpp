@@ -24,6 +24,19 @@ void device_histogram::fill(const view&, const view&, void*) { unavailable(); }
 void device_histogram::fill(const std::vector<view>&, void*) { unavailable(); }
 void device_histogram::fill(const std::vector<view>&, const view&, void*) { unavailable(); }
 void device_histogram::fill_impl(const std::vector<view>&, const view*, void*) { unavailable(); }
+void device_histogram::fill_from_host(const view&, void*, stream_options) { unavailable(); }
+void device_histogram::fill_from_host(const view&, const view&, void*, stream_options) { unavailable(); }
+void device_histogram::fill_from_host(const std::vector<view>&, void*, stream_options) { unavailable(); }
+void device_histogram::fill_from_host(const std::vector<view>&, const view&, void*, stream_options) { unavailable(); }
+void device_histogram::from_host_impl(const std::vector<view>&, const view*, void*, const stream_options&) { unavailable(); }
+void device_histogram::fill_stream(dtype, const stream_reader&, void*, stream_options) { unavailable(); }
+void device_histogram::fill_stream(dtype, const stream_reader&, dtype, const stream_reader&, void*, stream_options) {
+  unavailable();
+}
+void device_histogram::stream_impl(dtype, const stream_reader&, const stream_reader*, dtype, void*,
+                                   const stream_options&) {
+  unavailable();
+}
 void device_histogram::reset(void*) { unavailable(); }
 void device_histogram::release_on_default_stream() { unavailable(); }
 std::vector<std::int64_t> device_histogram::shape() const { unavailable(); }
@@ -35,5 +48,9 @@ std::vector<double> device_histogram::sums(void*) const { unavailable(); }
 flow_counts device_histogram::flow(void*) const { unavailable(); }
 policy device_histogram::plan_for(dtype, std::int64_t, dtype) const { unavailable(); }
 void fill_channels(std::vector<device_histogram>&, const view&, int, void*) { unavailable(); }
+void fill_channels_stream(std::vector<device_histogram>&, dtype, int, const stream_reader&, const stream_reader*, dtype,
+                          void*, stream_options) {
+  unavailable();
+}
 
 }  // namespace tally

@@ -9,6 +9,7 @@
 
 #include "core/backend.hpp"
 #include "cuda/fill.hpp"
+#include "cuda/host_stream.hpp"
 #include "tally/device.hpp"
 
 namespace tally {
@@ -168,6 +169,7 @@ struct device_histogram::state {
   char* late_tables = nullptr;  // the tables uploaded by a later fill, and their size
   std::size_t late_bytes = 0;
   std::vector<std::uint64_t> late_words;
+  std::unique_ptr<detail::cuda::host_staging> staging;  // of the streaming fills, made by the first
 
   explicit state(const std::vector<axis>& axes) : rules(axes, false) {}
   ~state() {
@@ -212,6 +214,16 @@ struct device_histogram::state {
     late_tables = m.release();
     device_words = reinterpret_cast<const std::uint64_t*>(late_tables);
     rules.point_at(device_words);
+  }
+  /// A streaming fill's rounds (host_stream.hpp) through a device ring from the allocator,
+  /// allocated and freed in the order of `s`.
+  void stream_rounds(const std::vector<detail::cuda::stream_part>& parts, std::int64_t total_rows,
+                     const stream_options& o, void* s, const detail::cuda::produce_fn& produce,
+                     const detail::cuda::consume_fn& consume) {
+    const detail::cuda::stream_layout layout = detail::cuda::layout_for(parts, total_rows, o);
+    if (!staging) staging = std::make_unique<detail::cuda::host_staging>();
+    stream_memory ring(allocator, static_cast<std::size_t>(layout.slots) * layout.slot_bytes, s);
+    detail::cuda::stream_rounds(*staging, layout, parts, ring.get(), as_stream(s), produce, consume);
   }
 };
 
@@ -323,6 +335,134 @@ void device_histogram::fill_impl(const std::vector<view>& columns, const view* w
     detail::cuda::enqueue_counts(in, reinterpret_cast<unsigned long long*>(state_->memory), temp.get(),
                                  as_stream(stream));
   }
+}
+
+void device_histogram::fill_from_host(const view& samples, void* stream, stream_options o) {
+  from_host_impl({samples}, nullptr, stream, o);
+}
+void device_histogram::fill_from_host(const view& samples, const view& weights, void* stream, stream_options o) {
+  from_host_impl({samples}, &weights, stream, o);
+}
+void device_histogram::fill_from_host(const std::vector<view>& columns, void* stream, stream_options o) {
+  from_host_impl(columns, nullptr, stream, o);
+}
+void device_histogram::fill_from_host(const std::vector<view>& columns, const view& weights, void* stream,
+                                      stream_options o) {
+  from_host_impl(columns, &weights, stream, o);
+}
+
+namespace {
+
+/// A streaming fill's host data must not be in device memory (fill() takes that).
+void require_host(const view& v, int column) {
+  if (v.size == 0) return;
+  const int at = device_of(v.data);
+  if (at < 0) return;
+  throw error("device_histogram::fill_from_host: " + (column < 0 ? std::string("the weights are") : "column " + std::to_string(column) + " is") +
+              " in memory of device " + std::to_string(at) + "; fill_from_host takes host memory (use fill)");
+}
+
+/// The columns of a round's rows in the device ring: `dims` values of `type` a row, row-major.
+std::vector<view> round_columns(const std::vector<const char*>& device, std::int64_t rows, dtype type, int dims) {
+  return columns_of(view{device[0], rows * dims, 1, type}, dims);
+}
+
+}  // namespace
+
+void device_histogram::from_host_impl(const std::vector<view>& columns, const view* weights, void* stream,
+                                      const stream_options& o) {
+  require_state(state_.get());
+  detail::check_fill(axes_, opts_.weighted, columns, weights);
+  for (std::size_t d = 0; d < columns.size(); ++d) require_host(columns[d], static_cast<int>(d));
+  if (weights) require_host(*weights, -1);
+  state_->use(stream);
+  const std::int64_t n = columns[0].size;
+  if (n == 0) return;
+  const device_guard guard(device_);
+  std::vector<view> host = columns;
+  if (weights) host.push_back(*weights);
+  std::vector<detail::cuda::stream_part> parts;
+  for (const view& v : host) parts.push_back({v.type, 1});
+  state_->stream_rounds(parts, n, o, stream, detail::cuda::produce_from_views(host, o.copy_threads),
+                        [&](const std::vector<const char*>& device, std::int64_t rows) {
+                          std::vector<view> round;
+                          for (std::size_t d = 0; d < columns.size(); ++d)
+                            round.push_back(view{device[d], rows, 1, columns[d].type});
+                          if (!weights) return fill_impl(round, nullptr, stream);
+                          const view w{device[columns.size()], rows, 1, weights->type};
+                          fill_impl(round, &w, stream);
+                        });
+}
+
+void device_histogram::fill_stream(dtype type, const stream_reader& samples, void* stream, stream_options o) {
+  stream_impl(type, samples, nullptr, dtype::f64, stream, o);
+}
+void device_histogram::fill_stream(dtype type, const stream_reader& samples, dtype weight_type,
+                                   const stream_reader& weights, void* stream, stream_options o) {
+  stream_impl(type, samples, &weights, weight_type, stream, o);
+}
+
+namespace {
+
+/// The parts of a streaming fill from readers, its arguments checked.
+std::vector<detail::cuda::stream_part> reader_parts(const char* call, dtype type, std::int64_t per_row,
+                                                    const stream_reader& samples, const stream_reader* weights,
+                                                    dtype weight_type, bool weighted) {
+  if (!samples) throw error(std::string(call) + ": the samples reader is empty");
+  std::vector<detail::cuda::stream_part> parts = {{type, per_row}};
+  if (!weights) return parts;
+  if (!*weights) throw error(std::string(call) + ": the weights reader is empty");
+  if (!weighted) throw error(std::string(call) + ": weights given to an unweighted histogram; construct it with options.weighted = true");
+  if (weight_type != dtype::f32 && weight_type != dtype::f64)
+    throw error(std::string(call) + ": weights must be f32 or f64, got " + std::string(name_of(weight_type)));
+  parts.push_back({weight_type, 1});
+  return parts;
+}
+
+}  // namespace
+
+void device_histogram::stream_impl(dtype type, const stream_reader& samples, const stream_reader* weights,
+                                   dtype weight_type, void* stream, const stream_options& o) {
+  require_state(state_.get());
+  const int dims = static_cast<int>(axes_.size());
+  const auto parts = reader_parts("device_histogram::fill_stream", type, dims, samples, weights, weight_type, opts_.weighted);
+  state_->use(stream);
+  const device_guard guard(device_);
+  state_->stream_rounds(parts, -1, o, stream, detail::cuda::produce_from_readers(parts, samples, weights),
+                        [&](const std::vector<const char*>& device, std::int64_t rows) {
+                          const std::vector<view> round = round_columns(device, rows, type, dims);
+                          if (!weights) return fill_impl(round, nullptr, stream);
+                          const view w{device[1], rows, 1, weight_type};
+                          fill_impl(round, &w, stream);
+                        });
+}
+
+void fill_channels_stream(std::vector<device_histogram>& per_channel, dtype type, int channels,
+                          const stream_reader& pixels, const stream_reader* weights, dtype weight_type, void* stream,
+                          stream_options o) {
+  const char* call = "tally::fill_channels_stream";
+  if (channels < 1) throw error(std::string(call) + ": channels must be 1 or more, got " + std::to_string(channels));
+  if (per_channel.size() > static_cast<std::size_t>(channels))
+    throw error(std::string(call) + ": " + std::to_string(per_channel.size()) + " histograms for " +
+                std::to_string(channels) + " channels");
+  if (per_channel.empty()) return;
+  bool weighted = true;
+  for (const auto& h : per_channel) {
+    require_state(h.state_.get());
+    if (h.device() != per_channel[0].device()) throw error(std::string(call) + ": the histograms are on different devices");
+    weighted = weighted && h.weighted();
+  }
+  const auto parts = reader_parts(call, type, channels, pixels, weights, weight_type, weighted);
+  auto& first = *per_channel[0].state_;
+  const device_guard guard(per_channel[0].device());
+  first.stream_rounds(parts, -1, o, stream, detail::cuda::produce_from_readers(parts, pixels, weights),
+                      [&](const std::vector<const char*>& device, std::int64_t rows) {
+                        const view round{device[0], rows * channels, 1, type};
+                        if (!weights) return fill_channels(per_channel, round, channels, stream);
+                        const view w{device[1], rows, 1, weight_type};
+                        for (std::size_t c = 0; c < per_channel.size(); ++c)
+                          per_channel[c].fill(detail::channel_of(round, static_cast<int>(c), channels), w, stream);
+                      });
 }
 
 void fill_channels(std::vector<device_histogram>& per_channel, const view& samples, int channels, void* stream) {

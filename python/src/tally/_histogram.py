@@ -6,7 +6,9 @@ import numpy as np
 
 from . import _boost, _tally
 from ._arrays import Source, backend_for, same_device, strategy_arg
-from ._functions import _device_of, fill_into
+from ._functions import _device_of, _in_layout, fill_into
+
+_STREAM_ABOVE = 64 << 20  # host bytes above which a CUDA histogram's fill streams (fill_streamed)
 
 
 class Histogram:
@@ -73,11 +75,36 @@ class Histogram:
         return 1 if self._channels is not None else len(self._hists[0].axes)
 
     def fill(self, *samples, weight=None):
-        """Adds samples (and their weights, for a weighted histogram)."""
+        """Adds samples (and their weights, for a weighted histogram). On a CUDA histogram
+        (``device="cuda"``), host arrays of more than 64 MiB stream through the GPU as
+        :meth:`fill_streamed` streams them."""
         if not samples:
             raise TypeError("fill() needs samples")
         if self._channels is not None:
             return self._fill_channels(samples, weight)
+        src, columns, w = self._fill_args(samples, weight)
+        if self._backend == "cuda" and not src.on_cuda and _host_bytes(columns, w) > _STREAM_ABOVE:
+            return self._stream(columns, w, _STREAM_ABOVE, 3)
+        fill_into(self._hists[0], columns, w, src)
+
+    def fill_streamed(self, *samples, weight=None, buffer_bytes=64 << 20, buffers=3):
+        """fill() of host arrays, numpy's memory maps of files larger than the GPU's memory
+        included, streamed through the current CUDA device in rounds: ``buffers`` (2 or more)
+        pinned host buffers and as many device buffers of ``buffer_bytes`` each, each round's copy
+        overlapped with the previous round's count. Uses the GPU whatever the histogram's
+        ``device``; counts equal fill()'s, sums of weights are the rounds' sums added in float64.
+        Not for channel histograms or samples already on a GPU (use fill)."""
+        if self._channels is not None:
+            raise ValueError("fill_streamed: a channel histogram fills with fill()")
+        if not samples:
+            raise TypeError("fill_streamed() needs samples")
+        src, columns, w = self._fill_args(samples, weight)
+        if src.on_cuda:
+            raise ValueError(f"fill_streamed: the samples are in CUDA memory ({src.where()}); use fill()")
+        self._stream(columns, w, operator.index(buffer_bytes), operator.index(buffers))
+
+    def _fill_args(self, samples, weight):
+        """The fill's first Source, its column Sources and its weights Source (or None)."""
         d = self.ndim
         if len(samples) == 1 and d > 1:
             src = Source(samples[0], "sample")
@@ -101,7 +128,10 @@ class Histogram:
             if w.size != columns[0].size:
                 raise ValueError(f"fill: {columns[0].size} samples need as many weights, got {w.size}")
             w = w.as_weights()
-        fill_into(self._hists[0], columns, w, src)
+        return src, columns, w
+
+    def _stream(self, columns, w, buffer_bytes, buffers):
+        _in_layout(lambda cols, wt: self._hists[0].fill_streamed(cols, wt, buffer_bytes, buffers), columns, w)
 
     def _fill_channels(self, samples, weight):
         if len(samples) != 1 or weight is not None:
@@ -255,3 +285,8 @@ class Histogram:
     def __repr__(self):
         kinds = ", ".join(f"{a.kind}({a.bins} bins)" for a in self.axes)
         return f"tally.Histogram([{kinds}], samples={self.samples})"
+
+
+def _host_bytes(columns, weights):
+    return sum(c.size * c.np_dtype.itemsize for c in columns + ([weights] if weights is not None else [])
+               if c.np_dtype is not None)
