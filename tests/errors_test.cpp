@@ -10,6 +10,7 @@
 #include "core/backend.hpp"
 #include "random_data.hpp"
 #include "reference.hpp"
+#include "tally/nccl.hpp"
 #include "tally/tally.hpp"
 
 #if __has_include(<sys/mman.h>)
@@ -356,6 +357,23 @@ TEST(FillErrors, U32CountOverflowThrowsAndWritesNothing) {
   EXPECT_TRUE(same_flow(h.flow(), {0, 4, 0}));
 }
 #endif
+
+TEST(NcclErrors, CallsSayWhyTheyCannotRun) {
+  // In a build without NCCL every call says so; with it, an empty sharded fill is rejected (or
+  // NCCL is missing from this machine, which the message names).
+  try {
+    std::vector<tally::device_histogram> none;
+    tally::sharded_fill(none, {}, {}, {});
+    ADD_FAILURE() << "sharded_fill of no histograms returned";
+  } catch (const tally::error& e) {
+    const std::string what = e.what();
+    if (tally::nccl_available()) {
+      EXPECT_TRUE(what.find("no histograms") != std::string::npos || what.find("libnccl") != std::string::npos) << what;
+    } else {
+      EXPECT_NE(what.find("no NCCL support"), std::string::npos) << what;
+    }
+  }
+}
 
 }  // namespace
 }  // namespace tally_test

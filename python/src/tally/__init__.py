@@ -8,7 +8,7 @@ kernels: ElementwiseKernel, ReductionKernel) in kind, which live in tally.patter
 exported here too.
 """
 
-from . import _tally, axis, patterns
+from . import _tally, axis, distributed, patterns
 from ._functions import bincount, histc, histogram, histogram2d, histogram_bin_edges, histogramdd, plan
 from ._histogram import Histogram
 from .patterns import (ElementwiseKernel, ReductionKernel, add, div, gelu, matmul, max, mean, min, mul, relu,
@@ -23,6 +23,6 @@ def backends():
     return [dict(name=n, compiled=c, usable=u, detail=d) for n, c, u, d in _tally.backends()]
 
 
-__all__ = ["Histogram", "axis", "backends", "bincount", "histc", "histogram", "histogram2d",
+__all__ = ["Histogram", "axis", "backends", "bincount", "distributed", "histc", "histogram", "histogram2d",
            "histogram_bin_edges", "histogramdd", "patterns", "plan", "STRATEGIES", "__version__",
            *patterns.__all__]
