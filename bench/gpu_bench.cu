@@ -261,10 +261,7 @@ void run_overhead(std::vector<row>& rows) {
 }  // namespace
 
 int main(int argc, char** argv) {
-#ifndef NDEBUG
-  std::fprintf(stderr, "tally_gpu_bench: refusing to time a debug build\n");
-  return 1;
-#endif
+  if (refuses_debug_build("tally_gpu_bench")) return 1;
   const std::string out = argc > 1 ? argv[1] : "gpu_bench.json";
   const std::string only = argc > 2 ? argv[2] : "";
   const std::string only_spread = argc > 3 ? argv[3] : "";

@@ -82,10 +82,7 @@ double raw_all_reduce_ms(const gpus& g, std::size_t bytes, std::vector<void*>& b
 }  // namespace
 
 int main(int argc, char** argv) {
-#ifndef NDEBUG
-  std::fprintf(stderr, "tally_nccl_bench: refusing to time a debug build\n");
-  return 1;
-#endif
+  if (refuses_debug_build("tally_nccl_bench")) return 1;
   const std::string out = argc > 1 ? argv[1] : "nccl_bench.json";
   const int log2_n = argc > 2 ? std::stoi(argv[2]) : 30;
   const std::int64_t n = std::int64_t{1} << log2_n;  // samples a GPU

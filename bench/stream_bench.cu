@@ -57,10 +57,7 @@ struct row {
 }  // namespace
 
 int main(int argc, char** argv) {
-#ifndef NDEBUG
-  std::fprintf(stderr, "tally_stream_bench: refusing to time a debug build\n");
-  return 1;
-#endif
+  if (refuses_debug_build("tally_stream_bench")) return 1;
   const std::string out = argc > 1 ? argv[1] : "stream_bench.json";
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));

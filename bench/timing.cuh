@@ -19,6 +19,18 @@
     }                                                                                             \
   } while (0)
 
+/// True, after saying so, in a build without NDEBUG, whose timings mean nothing: a benchmark's
+/// main returns 1 then.
+inline bool refuses_debug_build(const char* program) {
+#ifndef NDEBUG
+  std::fprintf(stderr, "%s: refusing to time a debug build\n", program);
+  return true;
+#else
+  (void)program;
+  return false;
+#endif
+}
+
 /// Median of timed runs after one warm-up (CUDA events around each run); 15 runs, or 3 where
 /// one run takes over 20 ms (the slow rungs of the ladder on hot data).
 inline double median_ms(const std::function<void()>& run) {

@@ -121,8 +121,9 @@ def _lazy_values(h, shape, dtype):
     return da.from_delayed(dask.delayed(_values, pure=True)(h, dtype), shape=shape, dtype=dtype)
 
 
-def _weights(weights, shape, message):
-    """1-D f32 or f64 weights of the samples' shape, and their own dtype (numpy's result's)."""
+def _weights(weights, shape=None, message=None):
+    """1-D f32 or f64 weights (of `shape`, else ValueError(message)), and their own dtype (numpy's
+    result's)."""
     if weights is None:
         return None, None
     w = _as_dask_array(weights, "weights")
@@ -192,7 +193,7 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=False, *, spl
     d = len(columns)
     if d == 0:
         raise ValueError("tally.dask.histogramdd: the sample has no dimensions")
-    w, _ = _weights(weights, None, "")
+    w, _ = _weights(weights)
     bins, range = dd_bins_and_ranges(bins, range, d)
     missing = [i for i in _range(d) if np.ndim(bins[i]) == 0 and range[i] is None]
     found = dict(zip(missing, _min_max([columns[i] for i in missing]))) if missing else {}
