@@ -34,12 +34,17 @@ namespace {
 
 using cuda::stream_of;
 
-/// Stream-ordered device memory for one call: cudaMallocAsync now, cudaFreeAsync on the same
-/// stream when the call's work is enqueued.
+/// Stream-ordered device memory for one call from tally's pool on the current device (which
+/// keeps freed memory: the default pool's mapping it again after every wait cost a 2^28 f32 sum
+/// 85 us, bench/PERFORMANCE.md entry 51), freed on the same stream when the call's work is
+/// enqueued.
 class stream_buffer {
  public:
   stream_buffer(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
-    if (bytes) TALLY_CUDA_CHECK(cudaMallocAsync(&p_, bytes, stream));
+    if (!bytes) return;
+    int device = 0;
+    TALLY_CUDA_CHECK(cudaGetDevice(&device));
+    TALLY_CUDA_CHECK(cudaMallocFromPoolAsync(&p_, bytes, cuda::pool_of(device), stream));
   }
   ~stream_buffer() {
     if (p_) cudaFreeAsync(p_, stream_);
