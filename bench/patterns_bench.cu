@@ -1,8 +1,10 @@
 // GPU benchmark of the parallel patterns, against CUB and cuBLAS in the same run: sigmoid (every
-// tally::transform strategy and the library call), a + b[:, None], sum, and SGEMM (TF32 off).
+// tally::transform strategy and the library call), a + b[:, None], the reductions (sum, min, max,
+// mean of a whole array, sums of rows), and SGEMM (TF32 off).
 // Device-resident data, CUDA events after warm-up, median (bench/timing.cuh). Prints a table and
 // writes JSON to argv[1] (default patterns_bench.json). torch anchors: bench/patterns_torch.py.
 #include <cub/device/device_reduce.cuh>
+#include <cub/device/device_segmented_reduce.cuh>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -150,6 +152,51 @@ double sums() {
   CHECK(cudaMemcpy(&again, out, sizeof again, cudaMemcpyDeviceToHost));
   std::printf("sum f32 2^28: %.9g, again %.9g (%s)\n", first, again, first == again ? "same bits" : "DIFFERENT");
   CHECK(cudaFree(temp));
+
+  // min and max against CUB's; mean (CUB has none) against CUB's sum above.
+  const auto cub_extreme = [&](const char* workload, bool minimum, tally::reduce_op op) {
+    std::size_t bytes = 0;
+    if (minimum) cub::DeviceReduce::Min(nullptr, bytes, x, out, static_cast<int>(n));
+    else cub::DeviceReduce::Max(nullptr, bytes, x, out, static_cast<int>(n));
+    void* scratch;
+    CHECK(cudaMalloc(&scratch, bytes));
+    const double cms = median_ms([&] {
+      if (minimum) cub::DeviceReduce::Min(scratch, bytes, x, out, static_cast<int>(n));
+      else cub::DeviceReduce::Max(scratch, bytes, x, out, static_cast<int>(n));
+    });
+    record(workload, "cub", "GB/s", cms, gb / cms * 1e3, limit::read);
+    CHECK(cudaFree(scratch));
+    const double tms = median_ms([&] { tally::reduce(op, tally::dtype::f32, x, count, tally::dtype::f32, out); });
+    record(workload, "tally::reduce", "GB/s", tms, gb / tms * 1e3, limit::read);
+  };
+  cub_extreme("min f32 2^28", true, tally::reduce_op::min);
+  cub_extreme("max f32 2^28", false, tally::reduce_op::max);
+  ms = median_ms([&] { tally::reduce(tally::reduce_op::mean, tally::dtype::f32, x, count, tally::dtype::f32, out); });
+  record("mean f32 2^28", "tally::reduce", "GB/s", ms, gb / ms * 1e3, limit::read);
+
+  // Sums of the 16384 rows of a 16384 x 16384 matrix (the same 2^28 elements) against CUB's
+  // segmented sum.
+  const int side = 16384;
+  float* row_sums;
+  CHECK(cudaMalloc(&row_sums, side * sizeof(float)));
+  std::vector<int> host_offsets(side + 1);
+  for (int r = 0; r <= side; ++r) host_offsets[static_cast<std::size_t>(r)] = r * side;
+  int* offsets;
+  CHECK(cudaMalloc(&offsets, host_offsets.size() * sizeof(int)));
+  CHECK(cudaMemcpy(offsets, host_offsets.data(), host_offsets.size() * sizeof(int), cudaMemcpyHostToDevice));
+  std::size_t seg_bytes = 0;
+  cub::DeviceSegmentedReduce::Sum(nullptr, seg_bytes, x, row_sums, side, offsets, offsets + 1);
+  void* seg_temp;
+  CHECK(cudaMalloc(&seg_temp, seg_bytes));
+  ms = median_ms([&] { cub::DeviceSegmentedReduce::Sum(seg_temp, seg_bytes, x, row_sums, side, offsets, offsets + 1); });
+  record("sum rows f32 16384^2", "cub", "GB/s", ms, gb / ms * 1e3, limit::read);
+  ms = median_ms([&] {
+    tally::reduce_rows(tally::reduce_op::sum, tally::dtype::f32, x, side, side, side, tally::dtype::f32, row_sums);
+  });
+  record("sum rows f32 16384^2", "tally::reduce_rows", "GB/s", ms, gb / ms * 1e3, limit::read);
+  CHECK(cudaFree(seg_temp));
+  CHECK(cudaFree(offsets));
+  CHECK(cudaFree(row_sums));
   CHECK(cudaFree(x));
   CHECK(cudaFree(out));
   CHECK(cudaFree(out64));
