@@ -47,7 +47,7 @@ __device__ __forceinline__ void load_row(const T* p, std::int64_t stride, float 
 #pragma unroll
     for (int j = 0; j < V; ++j) v[j] = x;
   } else if (Vector) {
-    const auto pk = *reinterpret_cast<const map::pack<T, V>*>(p);
+    const auto pk = map::pack<T, V>::load(p);
 #pragma unroll
     for (int j = 0; j < V; ++j) v[j] = map::widen(pk.v[j]);
   } else {
@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(256) binary_kernel(binary_op op, binary_layout
         map::pack<O, V> pk;
 #pragma unroll
         for (int j = 0; j < V; ++j) pk.v[j] = map::narrow<O>(apply(op, x[k][j], y[k][j]));
-        *reinterpret_cast<map::pack<O, V>*>(o[k]) = pk;
+        pk.store(o[k]);
       } else {
 #pragma unroll
         for (int j = 0; j < V; ++j) o[k][j * l.out[last]] = map::narrow<O>(apply(op, x[k][j], y[k][j]));
