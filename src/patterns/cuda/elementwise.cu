@@ -14,8 +14,8 @@ namespace tally::detail::cuda {
 namespace {
 
 /// 2^u and 1/v by the special function unit: ex2.approx.ftz.f32 is documented within 2 ulp of
-/// the correctly rounded result, rcp.approx.ftz.f32 within 1 ulp (PTX ISA); both flush
-/// subnormal results to zero.
+/// the correctly rounded result, rcp.approx.ftz.f32 within 1 ulp (PTX ISA; counted below as
+/// 1 ulp from the correctly rounded result too); both flush subnormal results to zero.
 __device__ __forceinline__ float ex2_approx(float u) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(u));
@@ -43,14 +43,14 @@ template <class T> __device__ __forceinline__ bool same_rounding(float lo, float
 
 /// s * sigmoid(t) for a result rounded to T (half or bfloat16): the same T as the accurate
 /// ops::detail::scaled_sigmoid rounded to T, for every t and s, in about a third of its work.
-/// A cheap y (ex2 and rcp approximations) is within eps = 5.5 * 2^-23 of the exact value F:
-/// ex2 2.5 ulp and its fma correction 0.5, 1 + e 0.5, rcp 1, the products 0.5 each (the
+/// A cheap y (ex2 and rcp approximations) is within eps = 6 * 2^-23 of the exact value F:
+/// ex2 2.5 ulp and its fma correction 0.5, 1 + e 0.5, rcp 1.5, the products 0.5 each (the
 /// error of e counts once: its weight is 1 / (1 + e) for s e / (1 + e), e / (1 + e) for
 /// s / (1 + e)). The argument u = -|t| log2 e is carried exactly as u_hi + u_lo, so it adds
 /// nothing. The accurate result A is within delta = 2^-23 of F (a CPU test checks every f16
-/// and bf16 input). With E = 8 * 2^-23 >= eps + delta + 2^-24 (the rounding of y (1 -+ E))
-/// and room for second-order terms, [y (1 - E), y (1 + E)] holds F and A: where both ends
-/// round to the same T, A rounds to it too. Otherwise (for inputs uniform in (-4, 4): 0.2-0.35%
+/// and bf16 input). With E = 9 * 2^-23 >= eps + delta + 2^-24 (the rounding of y (1 -+ E))
+/// and 1.5 ulp of room, [y (1 - E), y (1 + E)] holds F and A: where both ends
+/// round to the same T, A rounds to it too. Otherwise (for inputs uniform in (-4, 4): 0.2-0.4%
 /// of f16 elements, 0.02-0.2% of bf16 ones), for y infinite or NaN, and for bf16 results below
 /// 2^-125 (where the flushes to zero and subnormal products break the relative bound) the
 /// accurate formula runs.
@@ -59,7 +59,7 @@ template <class T> __device__ __forceinline__ bool same_rounding(float lo, float
 template <class T> __device__ __forceinline__ float rounded_scaled_sigmoid(float t, float s) {
   constexpr float log2e = 1.44269504088896341f, log2e_lo = 1.925963033e-8f;  // log2 e - log2e
   constexpr float ln2 = 0.693147180559945309f;
-  constexpr float E = 8.0f * 0x1p-23f;
+  constexpr float E = 9.0f * 0x1p-23f;
   const float m = fabsf(t) > 200.0f ? 200.0f : fabsf(t);  // as the accurate formula; NaN stays NaN
   const float u_hi = -m * log2e;
   const float u_lo = fmaf(-m, log2e_lo, fmaf(-m, log2e, -u_hi));  // -m log2 e - u_hi
