@@ -90,19 +90,29 @@ template <class T> void sigmoid_ladder(const std::string& workload, std::size_t 
   strategy(std::integral_constant<S, S::x4>{}, "x4");
   strategy(std::integral_constant<S, S::x8>{}, "x8");
   strategy(std::integral_constant<S, S::packed128>{}, "packed128");
+  strategy(std::integral_constant<S, S::packed128_resident>{}, "packed128_resident");
   const double ms = median_ms([&] { tally::sigmoid(x, y, count); });
   record(workload, "tally::sigmoid", "GB/s", ms, gb / ms * 1e3, limit::copy);
   CHECK(cudaFree(x));
   CHECK(cudaFree(y));
 }
 
+/// Sigmoid over side^2 f32 in microseconds: tally::sigmoid, and the packed transform on its own
+/// grid and on the resident one.
 void sigmoid_small(std::size_t side) {
   const std::size_t n = side * side;
   float* x = device_array<float>(n, 2);
   float* y;
   CHECK(cudaMalloc(&y, n * sizeof(float)));
-  const double ms = median_ms([&] { tally::sigmoid(x, y, static_cast<std::int64_t>(n)); });
-  record("sigmoid f32 " + std::to_string(side) + "^2", "tally::sigmoid", "us", ms, ms * 1e3);
+  const auto count = static_cast<std::int64_t>(n);
+  const std::string workload = "sigmoid f32 " + std::to_string(side) + "^2";
+  using S = tally::map_strategy;
+  double ms = median_ms([&] { tally::transform<S::packed128>(nullptr, count, y, tally::ops::sigmoid{}, x); });
+  record(workload, "transform packed128", "us", ms, ms * 1e3);
+  ms = median_ms([&] { tally::transform<S::packed128_resident>(nullptr, count, y, tally::ops::sigmoid{}, x); });
+  record(workload, "transform packed128_resident", "us", ms, ms * 1e3);
+  ms = median_ms([&] { tally::sigmoid(x, y, count); });
+  record(workload, "tally::sigmoid", "us", ms, ms * 1e3);
   CHECK(cudaFree(x));
   CHECK(cudaFree(y));
 }
