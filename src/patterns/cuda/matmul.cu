@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "cuda/common.cuh"
@@ -256,13 +257,16 @@ __global__ void __launch_bounds__(T::threads, T::min_blocks) matmul_warptiled_ke
   const std::int64_t b_pass_step = static_cast<std::int64_t>(b_rows_per_pass) * p.n;
   const std::uint32_t b_to = shared_address(bs + b_row * T::bn + b_col);
 
-  // Copies the tile of k columns k0 .. k0 + bk into pipeline stage `stage`; zeros outside.
-  const auto copy_tile = [&](int stage, int k0) {
-    const bool a_col_inside = k0 + a_col < p.k;
+  // Copies the tile of k columns k0 .. k0 + bk into pipeline stage `stage`. Guarded: zeros
+  // outside the matrices (copies of no bytes from the matrix's start); unguarded, for tiles wholly
+  // inside, the copies take no predicate and no address select.
+  const auto copy_tile = [&](int stage, int k0, auto guarded) {
+    constexpr bool kGuarded = decltype(guarded)::value;
+    const bool a_col_inside = !kGuarded || k0 + a_col < p.k;
     const std::uint32_t a_stage_to = a_to + stage * T::a_stage * sizeof(float);
 #pragma unroll
     for (int pass = 0; pass < T::a_passes; ++pass) {
-      const bool inside = a_col_inside && (a_rows_inside >> pass & 1u);
+      const bool inside = !kGuarded || (a_col_inside && (a_rows_inside >> pass & 1u));
       copy_async<4>(a_stage_to + pass * T::a_rows_per_pass * sizeof(float), inside ? a_from + pass * a_pass_step + k0 : p.a,
                     inside);
     }
@@ -270,10 +274,16 @@ __global__ void __launch_bounds__(T::threads, T::min_blocks) matmul_warptiled_ke
     const std::uint32_t b_stage_to = b_to + stage * T::b_stage * sizeof(float);
 #pragma unroll
     for (int pass = 0; pass < b_passes; ++pass) {
-      const bool inside = b_col_inside && k0 + b_row + pass * b_rows_per_pass < p.k;
+      const bool inside = !kGuarded || (b_col_inside && k0 + b_row + pass * b_rows_per_pass < p.k);
       copy_async<4 * b_width>(b_stage_to + pass * b_rows_per_pass * T::bn * sizeof(float),
                               inside ? b_tile + pass * b_pass_step : p.b, inside);
     }
+  };
+  // Tile `step` of k, guarded unless it lies wholly inside A and B (the same for the whole block).
+  const bool block_inside = row0 + T::bm <= p.m && col0 + T::bn <= p.n;
+  const auto copy_step = [&](int stage, int step) {
+    if (block_inside && (step + 1) * T::bk <= p.k) copy_tile(stage, step * T::bk, std::false_type{});
+    else copy_tile(stage, step * T::bk, std::true_type{});
   };
 
   // This thread's outputs: pieces at rows m_base + i * 4 * lanes_m, columns n_base + j * 4 * lanes_n.
@@ -284,7 +294,7 @@ __global__ void __launch_bounds__(T::threads, T::min_blocks) matmul_warptiled_ke
   const int steps = (p.k + T::bk - 1) / T::bk;
 #pragma unroll
   for (int s = 0; s < T::stages - 1; ++s) {
-    if (s < steps) copy_tile(s, s * T::bk);
+    if (s < steps) copy_step(s, s);
     commit_copies();  // one group per stage, empty or not, so that wait_copies counts tiles
   }
   int read_stage = 0, write_stage = T::stages - 1;
@@ -293,7 +303,7 @@ __global__ void __launch_bounds__(T::threads, T::min_blocks) matmul_warptiled_ke
     // Everyone's copies of tile `step` are visible, and everyone is done with tile step - 1,
     // whose stage the copies of tile step + stages - 1 overwrite.
     __syncthreads();
-    if (step + T::stages - 1 < steps) copy_tile(write_stage, (step + T::stages - 1) * T::bk);
+    if (step + T::stages - 1 < steps) copy_step(write_stage, step + T::stages - 1);
     commit_copies();
 
     const float* const a_tile = as + read_stage * T::a_stage + m_base;
