@@ -72,8 +72,11 @@ inline constexpr matmul_tiling cuda_matmul_tilings[] = {
     {256, 128, 16, 64, 64, 8, 16, 3, 1},
 };
 inline constexpr int cuda_matmul_tiling_count = sizeof cuda_matmul_tilings / sizeof cuda_matmul_tilings[0];
-/// The tiling of warptiled and automatic: to be set from the H100 sweep.
-inline constexpr int cuda_matmul_default_tiling = 0;
+/// The tiling of warptiled and automatic (an index above). 128x128x16 w64x64 t8x16 s3 until the
+/// H100 sweep (tally_patterns_bench --sgemm-sweep) has measured them all: 8x16 per thread asks
+/// 6 float4 shared loads per 128 FMAs (8x8: 4 per 64), and 4-warp blocks, two per multiprocessor,
+/// wait at their barriers while the other block computes.
+inline constexpr int cuda_matmul_default_tiling = 3;
 
 struct matmul_job {
   const float* a;
