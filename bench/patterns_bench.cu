@@ -250,7 +250,7 @@ bool sgemm(cublasHandle_t handle, int size, const std::vector<std::pair<std::str
 }
 
 /// The SGEMM runs: warptiled (its default tiling) and the older kernels; with `sweep`, warptiled
-/// with every tiling instead, to pick the default from.
+/// with every tiling instead, named by its index (cuda_matmul_default_tiling picks one).
 std::vector<std::pair<std::string, tally::matmul_options>> sgemm_runs(bool sweep, bool naive) {
   std::vector<std::pair<std::string, tally::matmul_options>> runs;
   const auto add = [&](const std::string& who, tally::matmul_strategy s, int tiling) {
@@ -262,7 +262,8 @@ std::vector<std::pair<std::string, tally::matmul_options>> sgemm_runs(bool sweep
   if (sweep) {
     const auto& tilings = tally::matmul_tilings();
     for (std::size_t t = 0; t < tilings.size(); ++t)
-      add("warptiled " + tally::name_of(tilings[t]), tally::matmul_strategy::warptiled, static_cast<int>(t));
+      add("warptiled #" + std::to_string(t) + " " + tally::name_of(tilings[t]), tally::matmul_strategy::warptiled,
+          static_cast<int>(t));
   } else {
     add("tally warptiled", tally::matmul_strategy::warptiled, -1);
   }
