@@ -666,15 +666,26 @@ void check_matmul(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t o
 
 TEST_P(Patterns, MatmulAnyShapeAgainstF64) {
   std::mt19937_64 g(29);
-  const std::vector<std::array<std::int64_t, 3>> shapes = {{1, 1, 1},   {1, 7, 3},     {17, 33, 65}, {64, 128, 8},
-                                                           {130, 129, 257}, {128, 256, 36}, {5, 3, 0}};
-  std::vector<tally::matmul_strategy> strategies = {tally::matmul_strategy::automatic};
-  if (GetParam() == backend::cuda)
-    strategies = {tally::matmul_strategy::automatic, tally::matmul_strategy::tiled16, tally::matmul_strategy::blocked128};
-  for (auto s : strategies) {
-    tally::matmul_options o;
+  // Single elements and vectors; sizes off every tile side (7, 129, 257) and on them (128, 256);
+  // k of one partial tile, of several pipeline stages, of none. Offset 1 misaligns all three.
+  const std::vector<std::array<std::int64_t, 3>> shapes = {
+      {1, 1, 1},     {1, 7, 3},      {7, 1, 129},    {17, 33, 65},   {64, 128, 8}, {130, 129, 257},
+      {128, 256, 36}, {257, 130, 67}, {300, 516, 20}, {256, 260, 48}, {5, 3, 0}};
+  // Every strategy, and warptiled with every tiling the CUDA backend compiles.
+  std::vector<tally::matmul_options> runs(1);
+  if (GetParam() == backend::cuda) {
+    for (auto s : {tally::matmul_strategy::tiled16, tally::matmul_strategy::blocked128, tally::matmul_strategy::warptiled})
+      runs.emplace_back().strategy = s;
+    for (int t = 0; t < static_cast<int>(tally::matmul_tilings().size()); ++t) {
+      auto& o = runs.emplace_back();
+      o.strategy = tally::matmul_strategy::warptiled;
+      o.tiling = t;
+    }
+  }
+  for (auto& o : runs) {
     o.backend = GetParam();
-    o.strategy = s;
+    SCOPED_TRACE(o.tiling < 0 ? std::string("default tiling")
+                              : "tiling " + tally::name_of(tally::matmul_tilings()[static_cast<std::size_t>(o.tiling)]));
     for (auto [m, n, k] : shapes)
       for (std::int64_t offset : {0, 1}) check_matmul(m, n, k, offset, o, g);
   }
@@ -687,12 +698,37 @@ TEST_P(Patterns, MatmulRejectsBadArguments) {
   EXPECT_THROW(tally::matmul(a.data(), b.data(), a.data() + 4, 4, 4, 4, o), tally::error);  // c overlaps a
   EXPECT_THROW(tally::matmul(a.data(), b.data(), nullptr, 4, 4, 4, o), tally::error);
   EXPECT_THROW(tally::matmul(a.data(), b.data(), b.data() + 32, -1, 4, 4, o), tally::error);
+  std::vector<float> c(16, 2.0f);
   if (GetParam() == backend::cpu) {
-    std::vector<float> c(16);
-    o.strategy = tally::matmul_strategy::tiled16;
+    for (auto s : {tally::matmul_strategy::tiled16, tally::matmul_strategy::warptiled}) {
+      o.strategy = s;
+      EXPECT_THROW(tally::matmul(a.data(), b.data(), c.data(), 4, 4, 4, o), tally::error);  // CUDA strategies
+    }
+  }
+  const auto tilings = static_cast<int>(tally::matmul_tilings().size());
+  for (int t : {-2, tilings, 1 << 30}) {  // not an index into the tilings
+    o.strategy = tally::matmul_strategy::warptiled;
+    o.tiling = t;
+    EXPECT_THROW(tally::matmul(a.data(), b.data(), c.data(), 4, 4, 4, o), tally::error);
+  }
+  for (auto s : {tally::matmul_strategy::automatic, tally::matmul_strategy::blocked128}) {  // a tiling, not warptiled
+    o.strategy = s;
+    o.tiling = 0;
     EXPECT_THROW(tally::matmul(a.data(), b.data(), c.data(), 4, 4, 4, o), tally::error);
   }
   for (float v : a) EXPECT_EQ(v, 1.0f);
+  for (float v : c) EXPECT_EQ(v, 2.0f);
+}
+
+TEST(PatternsApi, MatmulTilingsAreNamedAndTheDefaultIsOne) {
+  const auto& tilings = tally::matmul_tilings();
+  ASSERT_FALSE(tilings.empty());
+  EXPECT_GE(tally::matmul_default_tiling(), 0);
+  EXPECT_LT(tally::matmul_default_tiling(), static_cast<int>(tilings.size()));
+  EXPECT_EQ(tally::name_of(tally::matmul_tiling{128, 256, 16, 64, 32, 8, 4, 3, 2}), "128x256x16 w64x32 t8x4 s3");
+  for (std::size_t i = 0; i < tilings.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j) EXPECT_NE(tally::name_of(tilings[i]), tally::name_of(tilings[j]));
+  EXPECT_EQ(tally::name_of(tally::matmul_strategy::warptiled), "warptiled");
 }
 
 TEST(PatternsApi, PromotionAndBroadcastShapes) {

@@ -56,9 +56,27 @@ struct reduce_job {
 };
 
 /// What the CUDA matmul kernels take (tally::matmul checks it before running): dimensions of
-/// 32-bit indices with room for a tile past them, and one block per tile of at most this side.
-inline constexpr std::int64_t cuda_matmul_tile = 128;
-inline constexpr std::int64_t cuda_matmul_max_dim = (std::int64_t{1} << 31) - cuda_matmul_tile;
+/// 32-bit indices with room for the largest tile past them, and fewer than 2^31 blocks when one
+/// block takes a tile of the smallest side.
+inline constexpr std::int64_t cuda_matmul_min_tile = 128, cuda_matmul_max_tile = 256;
+inline constexpr std::int64_t cuda_matmul_max_dim = (std::int64_t{1} << 31) - cuda_matmul_max_tile;
+
+/// The warptiled kernel's tilings (matmul.cu compiles one kernel per entry; the tests run each,
+/// the benchmark's --sgemm-sweep times each): 8x8 outputs per thread in 256-thread blocks of
+/// 2x4 warps, two blocks per multiprocessor; 8x16 per thread in 64x64 warp tiles, as 4 warps of
+/// 128 threads (cuBLAS's fp32 kernels' shape), two blocks per multiprocessor, or 8 warps in
+/// 128x256 and 256x128 tiles, one block.
+inline constexpr matmul_tiling cuda_matmul_tilings[] = {
+    {128, 128, 16, 64, 32, 8, 8, 3, 2},  {128, 128, 16, 64, 32, 8, 8, 4, 2},   {128, 128, 8, 64, 64, 8, 16, 3, 2},
+    {128, 128, 16, 64, 64, 8, 16, 3, 2}, {128, 128, 16, 64, 64, 8, 16, 4, 2},  {128, 256, 16, 64, 64, 8, 16, 3, 1},
+    {256, 128, 16, 64, 64, 8, 16, 3, 1},
+};
+inline constexpr int cuda_matmul_tiling_count = sizeof cuda_matmul_tilings / sizeof cuda_matmul_tilings[0];
+/// The tiling of warptiled and automatic (an index above). 128x128x16 w64x64 t8x16 s3 until the
+/// H100 sweep (tally_patterns_bench --sgemm-sweep) has measured them all: 8x16 per thread asks
+/// 6 float4 shared loads per 128 FMAs (8x8: 4 per 64), and 4-warp blocks, two per multiprocessor,
+/// wait at their barriers while the other block computes.
+inline constexpr int cuda_matmul_default_tiling = 3;
 
 struct matmul_job {
   const float* a;
