@@ -104,5 +104,9 @@ void enqueue_channels(const channels_input& in, void* temp, cudaStream_t stream)
 /// cell gets one addition of the fill's total: exact and correctly rounded (plan.exact_sums),
 /// else computed in a fixed order.
 void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, void* temp, cudaStream_t stream);
+/// options::exact_sums: adds the fill's exact sums to wide[0, cells x kWideCellWords) (zeroed by
+/// the caller; core/exact_sum.hpp's wide words and flags) and its dropped samples to flow[0, 3):
+/// the f32 exact kernel's words widened (plan.exact_sums), or f64 weights' atomics (plan.exact_wide).
+void enqueue_exact(const fill_input& in, std::uint64_t* wide, unsigned long long* flow, void* temp, cudaStream_t stream);
 
 }  // namespace tally::detail::cuda
