@@ -210,34 +210,48 @@ void run_rgba(spread s, std::vector<row>& rows) {
   CHECK(cudaFree(d));
 }
 
-/// i32 bin indices with f32 weights over 256 bins (2^27 pairs, 1 GiB): no CUB anchor (CUB has
-/// no weights); reported in G samples/s as well.
+/// i32 bin indices with f32 weights over 256 bins (2^27 pairs, 1 GiB), then with f64 weights: no
+/// CUB anchor (CUB has no weights); reported in G samples/s as well. Plain sums (tally::histogram
+/// and device_histogram) and exact_sums (the fixed-point words kept in the histogram).
 void run_weighted(spread s, std::vector<row>& rows) {
   const std::size_t n = kBytes / 8;
   std::int32_t* index;
   float* weight;
+  double* weight64;
   CHECK(cudaMalloc(&index, n * sizeof(std::int32_t)));
   CHECK(cudaMalloc(&weight, n * sizeof(float)));
+  CHECK(cudaMalloc(&weight64, n * sizeof(double)));
   generate<std::int32_t><<<1024, 256>>>(index, n, 256, s, nullptr);
   generate<float><<<1024, 256>>>(weight, n, 1024, spread::uniform, nullptr);
+  generate<double><<<1024, 256>>>(weight64, n, 1024, spread::uniform, nullptr);
   CHECK(cudaGetLastError());
-  tally::options o;
-  o.backend = tally::backend::cuda;
-  o.weighted = true;
-  tally::histogram h(tally::axis::integer(0, 256), o);
   const auto iv = tally::make_view(index, static_cast<std::int64_t>(n));
-  const auto wv = tally::make_view(weight, static_cast<std::int64_t>(n));
-  const double ms = median_ms([&] { h.fill(iv, wv); });
-  record(rows, {"i32+f32 w, 256 (" + std::to_string(static_cast<int>(n / ms / 1e6)) + " Gs/s)", name_of(s),
-                  "tally automatic", ms, kBytes / 1e9 / ms * 1e3});
-  tally::options dopts;
-  dopts.weighted = true;
-  tally::device_histogram dh(tally::axis::integer(0, 256), dopts);
-  const double dms = median_ms([&] { dh.fill(iv, wv); });
-  record(rows, {"i32+f32 w, 256 (" + std::to_string(static_cast<int>(n / dms / 1e6)) + " Gs/s)", name_of(s),
-                  "tally device_histogram", dms, kBytes / 1e9 / dms * 1e3});
+  const auto time = [&](const char* weights, std::size_t bytes, const std::string& who, auto&& fill) {
+    const double ms = median_ms(fill);
+    record(rows, {std::string("i32+") + weights + " w, 256 (" + std::to_string(static_cast<int>(n / ms / 1e6)) +
+                      " Gs/s)",
+                  name_of(s), who, ms, static_cast<double>(bytes) / 1e9 / ms * 1e3});
+  };
+  for (const auto& [name, weights] : {std::pair{"f32", tally::make_view(weight, static_cast<std::int64_t>(n))},
+                                      std::pair{"f64", tally::make_view(weight64, static_cast<std::int64_t>(n))}}) {
+    const tally::view wv = weights;  // a lambda may not capture a structured binding (C++17)
+    const std::size_t bytes = n * (sizeof(std::int32_t) + tally::size_of(wv.type));
+    tally::options o;
+    o.backend = tally::backend::cuda;
+    o.weighted = true;
+    tally::histogram h(tally::axis::integer(0, 256), o);
+    time(name, bytes, "tally automatic", [&] { h.fill(iv, wv); });
+    tally::options dopts;
+    dopts.weighted = true;
+    tally::device_histogram dh(tally::axis::integer(0, 256), dopts);
+    time(name, bytes, "tally device_histogram", [&] { dh.fill(iv, wv); });
+    o.exact_sums = true;
+    tally::histogram exact(tally::axis::integer(0, 256), o);
+    time(name, bytes, "tally exact_sums", [&] { exact.fill(iv, wv); });
+  }
   CHECK(cudaFree(index));
   CHECK(cudaFree(weight));
+  CHECK(cudaFree(weight64));
 }
 
 /// The fixed cost of one fill of 1 device-resident sample, in microseconds: synchronous
