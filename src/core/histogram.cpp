@@ -217,9 +217,12 @@ void histogram::filled(std::uint64_t n) {
 
 void histogram::round_exact() {
   const std::uint64_t* words = exact_.data();
-  for (std::int64_t c = 0; c < cells_; ++c, words += detail::kWideCellWords)
-    sums_[static_cast<std::size_t>(c)] =
-        detail::exact_value<detail::wide_exact>(words, static_cast<unsigned>(words[detail::kWideWords]));
+  for (std::int64_t c = 0; c < cells_; ++c, words += detail::kWideCellWords) {
+    const double v = detail::exact_value<detail::wide_exact>(words, static_cast<unsigned>(words[detail::kWideWords]));
+    // Written only where it changed: calloc's untouched zeros cost no memory until written.
+    double& sum = sums_[static_cast<std::size_t>(c)];
+    if (std::memcmp(&sum, &v, sizeof v) != 0) sum = v;
+  }
 }
 
 void histogram::reset() {
