@@ -133,3 +133,26 @@ def test_exact_and_plain_sums_do_not_mix():
 def test_plan_says_exact():
     h = tally.Histogram(tally.axis.integer(0, 4), weighted=True, exact_sums=True, device="cpu")
     assert any("exact sums" in r for r in h.plan("i64", 1 << 20)["reasons"])
+
+
+@pytest.mark.parametrize("weight_type", [np.float64, np.float32])
+def test_cpu_and_cuda_parts_merge_to_one_cpu_fill(rng, weight_type):
+    """Host arrays filled by the CUDA backend (device="cuda") and the CPU, merged: one CPU fill."""
+    if not any(b["name"] == "cuda" and b["usable"] for b in tally.backends()):
+        pytest.skip("tally's CUDA backend is not compiled in or finds no device")
+    for axis, lo, hi in ((tally.axis.regular(64, -1.3, 2.7), -2.0, 3.5), (tally.axis.integer(-7, 4000), -12, 4010)):
+        n = 200000
+        x = samples(rng, "f32" if lo == -2.0 else "i32", n, "hot", lo, hi)
+        w = spread_weights(rng, n, specials=True).astype(weight_type)
+        cpu = tally.Histogram(axis, weighted=True, exact_sums=True, flow=True, device="cpu")
+        cpu.fill(x, weight=w)
+        gpu = tally.Histogram(axis, weighted=True, exact_sums=True, flow=True, device="cuda")
+        gpu.fill(x, weight=w)
+        assert gpu == cpu
+        merged = tally.Histogram(axis, weighted=True, exact_sums=True, flow=True, device="cuda")
+        for i, p in enumerate(parts_of(n, 5, rng)):
+            h = tally.Histogram(axis, weighted=True, exact_sums=True, flow=True, device="cuda" if i % 2 else "cpu")
+            h.fill(x[p], weight=w[p])
+            merged += h
+        assert merged == cpu
+        assert_same_array(merged.values(), cpu.values())

@@ -113,10 +113,10 @@ struct exact_sink {
       return;
     }
     std::uint64_t* cell = words + k * kWideCellWords;
-    const bool atomic = shared;
-    const unsigned flag = add_wide(cell, weight_at(weights, i), [atomic](std::uint64_t* w, std::uint64_t v) {
-      return atomic ? __atomic_fetch_add(w, v, __ATOMIC_RELAXED) : plain_fetch_add{}(w, v);
-    });
+    const double x = weight_at(weights, i);
+    const unsigned flag = shared ? add_wide(cell, x, [](std::uint64_t* w, std::uint64_t v) {
+      return __atomic_fetch_add(w, v, __ATOMIC_RELAXED);
+    }) : add_wide(cell, x, plain_fetch_add{});
     if (flag) {
       if (shared) __atomic_fetch_or(cell + kWideWords, std::uint64_t{flag}, __ATOMIC_RELAXED);
       else cell[kWideWords] |= flag;
