@@ -227,12 +227,9 @@ void cuda_fill(const fill_job& job) {
   in.cells = job.cells;
   in.plan = job.plan;
 
-  if (exact)
-    cuda::enqueue_exact(in, reinterpret_cast<std::uint64_t*>(base + wide_at), reinterpret_cast<unsigned long long*>(base + flow_at),
-                        base + temp_at, nullptr);
-  else if (sums)
+  if (sums)
     cuda::enqueue_sums(in, reinterpret_cast<double*>(base + sums_at), reinterpret_cast<unsigned long long*>(base + flow_at),
-                       base + temp_at, nullptr);
+                       base + temp_at, nullptr, exact ? reinterpret_cast<std::uint64_t*>(base + wide_at) : nullptr);
   else
     cuda::enqueue_counts(in, reinterpret_cast<unsigned long long*>(base + counts_at), base + temp_at, nullptr);
   TALLY_CUDA_CHECK(cudaMemcpyAsync(host, base, tables_at, cudaMemcpyDeviceToHost, nullptr));

@@ -4,6 +4,7 @@
 // the same on every run, grid and device, and equal the CPU backend's.
 #include "core/exact_sum.hpp"
 #include "cuda/common.cuh"
+#include "cuda/fill.hpp"
 #include "cuda/kernels.hpp"
 
 namespace tally::detail::cuda {
@@ -20,6 +21,17 @@ __global__ void widen_exact_kernel(const std::uint64_t* words, const unsigned* f
     cell[kWideWords] |= flags[c];
   }
 }
+
+/// The wide atomics' arguments: the fill's samples and weights, the cells' wide words.
+struct exact_wide_args {
+  device_axes axes{};
+  const char* weights = nullptr;  // f32 or f64 (W), any alignment; null: every weight is 1
+  std::int64_t weight_stride_bytes = 0;
+  std::int64_t n = 0;
+  std::int64_t cells = 0;
+  std::uint64_t* wide = nullptr;      // cells x kWideCellWords, added to
+  unsigned long long* flow = nullptr; // underflow, overflow, nan: added to
+};
 
 template <class W> __global__ void exact_wide_kernel(exact_wide_args a) {
   unsigned long long under = 0, over = 0, nan = 0;
@@ -51,11 +63,18 @@ void widen_exact(const exact_sums_args& args, std::uint64_t* wide, cudaStream_t 
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
-void sum_exact_wide(const exact_wide_args& args, const launch_shape& shape) {
-  if (args.weights && args.weight_type == dtype::f32)
-    exact_wide_kernel<float><<<shape.grid, shape.block, 0, shape.stream>>>(args);
-  else
-    exact_wide_kernel<double><<<shape.grid, shape.block, 0, shape.stream>>>(args);
+void enqueue_exact_wide(const fill_input& in, std::uint64_t* wide, unsigned long long* flow, cudaStream_t stream) {
+  exact_wide_args a;
+  a.axes = in.axes;
+  a.weights = in.weights;
+  a.weight_stride_bytes = in.weight_stride_bytes;
+  a.n = in.n;
+  a.cells = in.cells;
+  a.wide = wide;
+  a.flow = flow;
+  const auto grid = static_cast<unsigned>(in.plan.grid_blocks), block = static_cast<unsigned>(in.plan.block_threads);
+  if (in.weights && in.weight_type == dtype::f32) exact_wide_kernel<float><<<grid, block, 0, stream>>>(a);
+  else exact_wide_kernel<double><<<grid, block, 0, stream>>>(a);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 

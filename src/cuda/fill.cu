@@ -362,32 +362,33 @@ void enqueue_channels(const channels_input& in, void* temp, cudaStream_t stream)
   fold_values(in.samples.type, folds, stream);
 }
 
-/// The f32 exact kernel (plan.exact_sums) over the fill, its words and flags in temp (zeroed here).
-exact_sums_args enqueue_exact_words(const fill_input& in, unsigned long long* flow, void* temp, cudaStream_t stream) {
-  const policy& plan = in.plan;
-  if (in.weights && in.weight_type != dtype::f32)
-    throw error("enqueue_sums: the plan sums f32 weights exactly, the weights are " +
-                std::string(name_of(in.weight_type)));
-  exact_sums_args a;
-  a.weights = in.weights;
-  a.weight_stride_bytes = in.weight_stride_bytes;
-  a.n = in.n;
-  a.cells = in.cells;
-  a.words = static_cast<std::uint64_t*>(temp);
-  a.flags = reinterpret_cast<unsigned*>(a.words + in.cells * kExactWords);
-  a.flow = flow;
-  a.in_shared = plan.chosen == strategy::shared;
-  TALLY_CUDA_CHECK(cudaMemsetAsync(temp, 0, sums_temp_bytes(plan, in.cells), stream));
-  sum_exact(in.axes, plan.vector_bytes != 0, a, shape_of(plan, stream));
-  return a;
-}
-
-/// Exact sums (f32 weights, or none): the words of every cell, then their values added. Else
+/// Exact sums (f32 weights, or none): the words of every cell, then their values added (or, with
+/// `wide`, the words widened into it). options::exact_sums with f64 weights: the wide atomics. Else
 /// window by window: the block partials of a window, then their fixed-order sum added to it.
-void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, void* temp, cudaStream_t stream) {
+void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, void* temp, cudaStream_t stream,
+                  std::uint64_t* wide) {
   const policy& plan = in.plan;
+  if (plan.exact_wide) {
+    enqueue_exact_wide(in, wide, flow, stream);
+    return;
+  }
   if (plan.exact_sums) {
-    finish_exact(enqueue_exact_words(in, flow, temp, stream), sums, stream);
+    if (in.weights && in.weight_type != dtype::f32)
+      throw error("enqueue_sums: the plan sums f32 weights exactly, the weights are " +
+                  std::string(name_of(in.weight_type)));
+    exact_sums_args a;
+    a.weights = in.weights;
+    a.weight_stride_bytes = in.weight_stride_bytes;
+    a.n = in.n;
+    a.cells = in.cells;
+    a.words = static_cast<std::uint64_t*>(temp);
+    a.flags = reinterpret_cast<unsigned*>(a.words + in.cells * kExactWords);
+    a.flow = flow;
+    a.in_shared = plan.chosen == strategy::shared;
+    TALLY_CUDA_CHECK(cudaMemsetAsync(temp, 0, sums_temp_bytes(plan, in.cells), stream));
+    sum_exact(in.axes, plan.vector_bytes != 0, a, shape_of(plan, stream));
+    if (wide) widen_exact(a, wide, stream);
+    else finish_exact(a, sums, stream);
     return;
   }
   weighted_args a;
@@ -411,25 +412,6 @@ void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, 
     shape.shared_bytes = static_cast<std::size_t>(plan.block_threads / 32 * a.window) * sizeof(double);
     sum_weighted(a, shape);
   }
-}
-
-void enqueue_exact(const fill_input& in, std::uint64_t* wide, unsigned long long* flow, void* temp, cudaStream_t stream) {
-  const policy& plan = in.plan;
-  if (plan.exact_sums) {
-    widen_exact(enqueue_exact_words(in, flow, temp, stream), wide, stream);
-    return;
-  }
-  if (!plan.exact_wide) throw error("enqueue_exact: the plan does not keep exact sums");
-  exact_wide_args a;
-  a.axes = in.axes;
-  a.weights = in.weights;
-  a.weight_type = in.weight_type;
-  a.weight_stride_bytes = in.weight_stride_bytes;
-  a.n = in.n;
-  a.cells = in.cells;
-  a.wide = wide;
-  a.flow = flow;
-  sum_exact_wide(a, shape_of(plan, stream));
 }
 
 }  // namespace tally::detail::cuda

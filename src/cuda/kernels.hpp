@@ -147,25 +147,6 @@ void sum_exact(const device_axes& axes, bool column, const exact_sums_args& args
 /// sums[c] += the words' value of cell c, correctly rounded (one addition per cell).
 void finish_exact(const exact_sums_args& args, double* sums, cudaStream_t stream);
 
-/// options::exact_sums: the exact kernel's words and flags (args.words, args.flags) added into the
-/// cells' wide words (core/exact_sum.hpp, cells x kWideCellWords) in device memory.
-void widen_exact(const exact_sums_args& args, std::uint64_t* wide, cudaStream_t stream);
-
-/// options::exact_sums with f64 weights (or f32 ones where the exact kernel's keys do not reach):
-/// each weight added into its cell's wide words with global 64-bit atomics, one sample per thread.
-/// Counts the samples that no cell takes in flow[0..3).
-struct exact_wide_args {
-  device_axes axes{};
-  const char* weights = nullptr;  // f32 or f64, any alignment; null: every weight is 1
-  dtype weight_type = dtype::f64;
-  std::int64_t weight_stride_bytes = 0;
-  std::int64_t n = 0;
-  std::int64_t cells = 0;
-  std::uint64_t* wide = nullptr;      // cells x kWideCellWords, added to
-  unsigned long long* flow = nullptr; // underflow, overflow, nan: added to
-};
-void sum_exact_wide(const exact_wide_args& args, const launch_shape& shape);
-
 /// Deterministic weighted sums of the cells [window_lo, window_lo + window) into `partials`
 /// (grid x window doubles, block-major), then reduced in a fixed order and added, one addition
 /// per cell, to sums[window_lo, window_lo + window). Flow counts of dropped samples go to
@@ -185,5 +166,9 @@ struct weighted_args {
   bool count_flow = false;
 };
 void sum_weighted(const weighted_args& args, const launch_shape& shape);
+
+/// options::exact_sums: the exact kernel's words and flags (args.words, args.flags) added into the
+/// cells' wide words (core/exact_sum.hpp, cells x kWideCellWords) in device memory.
+void widen_exact(const exact_sums_args& args, std::uint64_t* wide, cudaStream_t stream);
 
 }  // namespace tally::detail::cuda
