@@ -58,14 +58,21 @@ def _first_difference(got, want):
     return f"{diff.size} differ; first at {k}: got {got.ravel()[k]!r}, want {want.ravel()[k]!r}"
 
 
-def counts_by_edges(a, edges):
-    """Brute-force reference: the count of samples in each [e_k, e_k+1) (last bin closed)."""
+def bins_by_edges(a, edges):
+    """Brute-force reference: each sample's bin of [e_k, e_k+1) (last bin closed), and whether it
+    is in one."""
     x = np.asarray(a).ravel().astype(np.float64)
     e = np.asarray(edges, np.float64)
     idx = np.searchsorted(e, x, side="right") - 1
     idx[x == e[-1]] = e.size - 2
     inside = (idx >= 0) & (idx < e.size - 1) & ~np.isnan(x)
-    return np.bincount(idx[inside], minlength=e.size - 1).astype(np.int64)
+    return idx, inside
+
+
+def counts_by_edges(a, edges):
+    """Brute-force reference: the count of samples in each [e_k, e_k+1) (last bin closed)."""
+    idx, inside = bins_by_edges(a, edges)
+    return np.bincount(idx[inside], minlength=np.asarray(edges).size - 1).astype(np.int64)
 
 
 def ulp_distance(a, b):

@@ -240,6 +240,9 @@ device_histogram::device_histogram(std::vector<axis> axes, options opts, void* s
                 "reading it back; use tally::histogram for checked u32 counts)");
   if (opts_.strategy == strategy::cpu_private)
     throw error("device_histogram: strategy cpu_private is a CPU strategy");
+  if (opts_.exact_sums)
+    throw error("device_histogram: exact_sums is kept by tally::histogram only (its sums here are f64); "
+                "fill a tally::histogram with options.exact_sums on the cuda backend instead");
   std::string detail;
   if (!detail::cuda_backend().usable(detail)) throw error("device_histogram: " + detail);
   TALLY_CUDA_CHECK(cudaGetDevice(&device_));
