@@ -73,6 +73,24 @@ template <class T> T* device_array(std::size_t n, std::uint32_t seed) {
   return p;
 }
 
+/// Every activation over 2^28 elements of T through tally::unary: GB/s of bytes read and written
+/// (workloads "<op> <type> 2^28"; torch's rows come from patterns_torch.py).
+template <class T> void activations(const char* type_name) {
+  const std::size_t n = std::size_t{1} << 28;
+  T* x = device_array<T>(n, 2);
+  T* y;
+  CHECK(cudaMalloc(&y, n * sizeof(T)));
+  const double gb = 2.0 * n * sizeof(T) / 1e9;
+  using op = tally::unary_op;
+  for (op o : {op::sigmoid, op::silu, op::gelu_tanh, op::gelu_erf, op::tanh, op::relu}) {
+    const double ms = median_ms([&] { tally::unary(o, tally::dtype_of<T>, x, y, static_cast<std::int64_t>(n)); });
+    record(std::string(tally::name_of(o)) + " " + type_name + " 2^28", "tally::unary", "GB/s", ms, gb / ms * 1e3,
+           limit::copy);
+  }
+  CHECK(cudaFree(x));
+  CHECK(cudaFree(y));
+}
+
 /// Sigmoid over n elements of T: every transform strategy, then tally::sigmoid; GB/s of bytes
 /// read and written.
 template <class T> void sigmoid_ladder(const std::string& workload, std::size_t n) {
@@ -369,6 +387,9 @@ int main(int argc, char** argv) {
   const double read_gbs = sums();
   sigmoid_ladder<float>("sigmoid f32 2^28", std::size_t{1} << 28);
   sigmoid_ladder<tally::half>("sigmoid f16 2^28", std::size_t{1} << 28);
+  activations<float>("f32");
+  activations<tally::half>("f16");
+  activations<tally::bfloat16>("bf16");
   sigmoid_small(1024);
   sigmoid_small(4096);
   broadcast_add();

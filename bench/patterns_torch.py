@@ -23,6 +23,17 @@ def torch_rows():
         rows.append({"workload": f"sigmoid {name} 2^28", "who": "torch.sigmoid", "ms": ms,
                      "gbs": 2 * x.numel() * x.element_size() / ms / 1e6})
         del x, y
+    # Every activation in every type at 2^28 (tally's rows: "<op> <type> 2^28", tally::unary).
+    F = torch.nn.functional
+    ops = {"sigmoid": torch.sigmoid, "silu": F.silu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"),
+           "gelu_erf": F.gelu, "tanh": torch.tanh, "relu": torch.relu}
+    for dtype, name in ((torch.float32, "f32"), (torch.float16, "f16"), (torch.bfloat16, "bf16")):
+        x = torch.rand(1 << 28, device="cuda", dtype=dtype) * 8 - 4
+        for op, fn in ops.items():
+            ms = median_ms(torch, lambda: fn(x))
+            rows.append({"workload": f"{op} {name} 2^28", "who": f"torch ({op})", "ms": ms,
+                         "gbs": 2 * x.numel() * x.element_size() / ms / 1e6})
+        del x
     for side in (1024, 4096):
         x = torch.rand(side, side, device="cuda") * 8 - 4
         y = torch.empty_like(x)
@@ -82,6 +93,10 @@ def main():
     targets = []
     for w in ("sigmoid f32 2^28", "sigmoid f16 2^28"):
         targets.append((w, "tally::sigmoid", "GB/s", True, max(torch_of(w), 2900.0), ">= torch and >= 2900"))
+    for op in ("sigmoid", "silu", "gelu_tanh", "gelu_erf", "tanh", "relu"):
+        for name in ("f32", "f16", "bf16"):
+            w = f"{op} {name} 2^28"
+            targets.append((w, "tally::unary", "GB/s", True, max(torch_of(w), 2900.0), ">= torch and >= 2900"))
     for w in ("sigmoid f32 1024^2", "sigmoid f32 4096^2"):
         targets.append((w, "tally::sigmoid", "us", False, torch_of(w), "<= torch"))
     targets.append(("a + b[:, None] f32 16384^2", "tally::add", "GB/s", True, 2800.0, ">= 2800"))
