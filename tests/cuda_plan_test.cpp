@@ -283,7 +283,7 @@ TEST(CudaPlan, F32WeightsSumExactlyInPartitions) {
   EXPECT_EQ(p.partition_chunk, std::int64_t{1} << 25);
   EXPECT_EQ(p.partition_blocks, 2 * 132);
   EXPECT_EQ(p.block_threads, 512);
-  EXPECT_EQ(p.shared_bytes, 8192 * 6 + (3 * 1024 + 2) * 4);  // a tile of pairs; counts, starts, totals
+  EXPECT_EQ(p.shared_bytes, 8192 * 6 + (3 * 1024 + 5) * 4);  // a tile of pairs; counts, starts, totals; flow
   EXPECT_NE(tally::describe(p).find("1024 buckets of 2^10 slots"), std::string::npos);
   EXPECT_NE(tally::describe(p).find("summing blocks"), std::string::npos);
   // The fewest cells whose words do not fit a block: two buckets, the second part full.

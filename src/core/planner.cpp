@@ -147,8 +147,8 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
     p.partition_chunk = partition_chunk(r.n, kPartitionExactChunk);
     p.partition_blocks = std::max(1, r.device_sms) * 2;  // one wave of two a multiprocessor
     p.grid_blocks = std::max(1, r.device_sms) * 2;
-    // A sorted tile of pairs; each bucket's count, start and block total.
-    p.shared_bytes = kPartitionTile * 6 + (3 * part_buckets + 2) * 4;
+    // A sorted tile of pairs; each bucket's count, start and block total; the block's flow counts.
+    p.shared_bytes = kPartitionTile * 6 + (3 * part_buckets + 5) * 4;
     p.vector_bytes = 16;
     p.unroll = static_cast<int>(kPartitionTile / p.block_threads * size_of(r.sample) / 16);
     p.merge_runs = true;

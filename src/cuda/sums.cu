@@ -356,8 +356,8 @@ template <int N> __device__ __forceinline__ void load_floats(const char* p, floa
 
 /// The partitioned exact sums' first pass: each block sorts tiles of (cell, weight) pairs by bucket,
 /// cell >> bits (sort_tiles), the cells' low bits into sorted.entries and the weights into
-/// a.weights at the same places. A block keeps its buckets' totals in shared memory and adds them to
-/// device memory once, at the end (up to 1024 buckets a tile). Samples that no cell takes are
+/// a.weights at the same places. A block keeps its buckets' totals and its flow counts in shared
+/// memory and adds them to device memory once, at the end (up to 1024 buckets a tile). Samples that no cell takes are
 /// counted, non-finite weights flagged, and both sorted past every bucket; the head and tail are
 /// added to the device words directly.
 template <class T, class Binner>
@@ -371,8 +371,9 @@ __global__ void __launch_bounds__(kTypedThreads, 2) exact_sort_kernel(Binner bin
   auto* counts = reinterpret_cast<unsigned*>(sorted_weights + kPartitionTile);    // buckets + 1
   unsigned* starts = counts + buckets + 1;                                        // buckets + 1
   unsigned* totals = starts + buckets + 1;                                        // buckets
+  unsigned* flow = totals + buckets;  // underflow, overflow, NaN: rare, so not in registers
   for (int k = threadIdx.x; k <= buckets; k += blockDim.x) counts[k] = 0;
-  for (int k = threadIdx.x; k < buckets; k += blockDim.x) totals[k] = 0;
+  for (int k = threadIdx.x; k < buckets + 3; k += blockDim.x) totals[k] = 0;
 
   const exact_sums_args& e = a.sums;
   const int cells = static_cast<int>(e.cells);
@@ -401,19 +402,13 @@ __global__ void __launch_bounds__(kTypedThreads, 2) exact_sort_kernel(Binner bin
     }
     return v;
   };
-  unsigned under = 0, over = 0, nan = 0;
   // The pair's sort key: its cell, or `past` for a sample that no cell takes (counted) or a
   // non-finite weight (flagged).
   const auto key_of = [&](int s, float w) {
     const unsigned b = __float_as_uint(w);
     if (s < cells && (b & 0x7F800000u) != 0x7F800000u) return s;
-    if (s < cells) {
-      atomicOr(e.flags + s, exact_flag_of(b));
-    } else {
-      under += s == cells;
-      over += s == cells + 1;
-      nan += s == cells + 2;
-    }
+    if (s < cells) atomicOr(e.flags + s, exact_flag_of(b));
+    else atomicAdd(flow + (s - cells), 1u);
     return past;
   };
   // The head and the tail: straight into the device words.
@@ -454,9 +449,9 @@ __global__ void __launch_bounds__(kTypedThreads, 2) exact_sort_kernel(Binner bin
           else to_weights[k - words] = reinterpret_cast<const uint4*>(sorted_weights)[k - words];
         }
       });
-  add_warp_flow(under, over, nan, e.flow);
   for (int k = threadIdx.x; k < buckets; k += blockDim.x)
     if (totals[k]) atomicAdd(&out.totals[k], totals[k]);
+  if (threadIdx.x < 3 && flow[threadIdx.x]) atomicAdd(e.flow + threadIdx.x, static_cast<unsigned long long>(flow[threadIdx.x]));
 }
 
 /// The exclusive prefix sum of v over the block's threads, and the block's sum in `total`;
@@ -504,14 +499,14 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_partition_sum_kernel(e
   const unsigned b0 = partition_blocks_for(static_cast<double>(t0) / samples, a.blocks);
   const unsigned b1 = partition_blocks_for(static_cast<double>(t1) / samples, a.blocks);
   int parts = 0;
-  const auto at = static_cast<unsigned>(block_exclusive_sum(static_cast<int>(b0 + b1), tables.warp_sums, parts));
-  if (blockIdx.x >= at && blockIdx.x < at + b0) {
+  const auto before = static_cast<unsigned>(block_exclusive_sum(static_cast<int>(b0 + b1), tables.warp_sums, parts));
+  if (blockIdx.x >= before && blockIdx.x < before + b0) {
     tables.mine[0] = k0;
-    tables.mine[1] = static_cast<int>(blockIdx.x - at);
+    tables.mine[1] = static_cast<int>(blockIdx.x - before);
     tables.mine[2] = static_cast<int>(b0);
-  } else if (blockIdx.x >= at + b0 && blockIdx.x < at + b0 + b1) {
+  } else if (blockIdx.x >= before + b0 && blockIdx.x < before + b0 + b1) {
     tables.mine[0] = k1;
-    tables.mine[1] = static_cast<int>(blockIdx.x - at - b0);
+    tables.mine[1] = static_cast<int>(blockIdx.x - before - b0);
     tables.mine[2] = static_cast<int>(b1);
   }
   __syncthreads();
