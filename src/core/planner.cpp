@@ -177,10 +177,11 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
   p.reasons.push_back(p.chosen == strategy::shared
                           ? "shared: one copy of the words per block, as 16-bit digits (" + std::to_string(shared) + " bytes)"
                           : "global_atomic: the words in device memory (" +
-                                std::string(r.wanted == strategy::global_atomic
-                                                ? "asked for"
-                                                : "a block's copy would not fit, and partitions take one contiguous "
-                                                  "column of samples wider than 8 bits, at most 2^20 cells") + ")");
+                                (r.wanted == strategy::global_atomic
+                                     ? std::string("asked for")
+                                     : "a block's copy would not fit; partitions take one contiguous column of samples "
+                                       "wider than 8 bits, at most 2^20 cells, and " + std::to_string(bucket_bytes) +
+                                           " bytes of shared memory a block, " + std::to_string(budget) + " here") + ")");
   p.reasons.push_back("runs: a thread's terms at one digit of one cell add once (two runs kept)");
   if (ring)
     p.reasons.push_back("ring: each thread's next " + std::to_string(detail::kExactStages - 1) +
