@@ -4,8 +4,9 @@ functions on a 16-sample CUDA tensor (and torch's own calls beside them for scal
 
     python3 bench/call_profile.py [--calls 2000] [--top 25]
 
-Prints microseconds a call (wall clock, the stream synchronised at the end) and, per call, the
-functions that take the most time of their own."""
+Prints microseconds a call (wall clock, the stream synchronised at the end), the extension's
+one-shot fill alone (its axis made once: the C++ floor of a call, nanobind's conversions
+included) and, per call, the functions that take the most time of their own."""
 
 import argparse
 import cProfile
@@ -16,6 +17,7 @@ import numpy as np
 import torch
 
 import tally
+from tally import _tally
 
 
 def per_call_us(fn, calls):
@@ -36,12 +38,16 @@ def main():
     args = p.parse_args()
     x = torch.from_numpy(np.random.default_rng(2).random(16)).cuda()
     xi = torch.from_numpy(np.arange(16, dtype=np.int64) % 5).cuda()
+    axis = tally.axis.regular(16, 0, 1)
+    stream = torch.cuda.current_stream().cuda_stream
     calls = [("tally.histogram(x, 16, (0, 1))", lambda: tally.histogram(x, 16, (0, 1))),
              ("tally.histc(x, 16, 0, 1)", lambda: tally.histc(x, 16, 0, 1)),
              ("tally.bincount(xi)", lambda: tally.bincount(xi)),
              ("tally.bincount(xi, minlength=16)", lambda: tally.bincount(xi, minlength=16)),
              ("torch.histc(x, 16, 0, 1)", lambda: torch.histc(x, 16, 0, 1)),
-             ("torch.bincount(xi)", lambda: torch.bincount(xi))]
+             ("torch.bincount(xi)", lambda: torch.bincount(xi)),
+             ("_tally.fill_on_stream alone (C++ floor)",
+              lambda: _tally.fill_on_stream([axis], [x], None, "automatic", stream, x.device.index, False))]
     for name, fn in calls:
         print(f"{name}: {per_call_us(fn, args.calls):.1f} us a call")
     for name, fn in calls[:4]:

@@ -22,12 +22,16 @@ import time
 import numpy as np
 
 
-def timed(fn, repeats):
-    fn()  # warm-up (and the first import of everything on the workers)
+def timed(fn, repeats, sync=lambda: None):
+    """The median wall time of fn() over `repeats` runs after a warm-up (the first import of
+    everything on the workers); sync() waits for work fn() left on a device."""
+    fn()
+    sync()
     times = []
     for _ in range(repeats):
         t = time.perf_counter()
         fn()
+        sync()
         times.append(time.perf_counter() - t)
     return statistics.median(times)
 

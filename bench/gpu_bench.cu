@@ -241,6 +241,42 @@ void run_weighted(int bins, spread s, std::vector<row>& rows) {
   CHECK(cudaFree(weight));
 }
 
+/// i32 bin indices with f32 and f64 weights over 256 bins (2^27 samples) into histograms that keep
+/// exact sums (options::exact_sums: f32 weights take the exact kernel and a widening pass, f64
+/// weights the wide atomics), beside the plain f64-weight sums; in G samples/s as well.
+void run_exact_weighted(spread s, std::vector<row>& rows) {
+  const std::size_t n = kBytes / 8;
+  std::int32_t* index;
+  float* weight;
+  double* weight64;
+  CHECK(cudaMalloc(&index, n * sizeof(std::int32_t)));
+  CHECK(cudaMalloc(&weight, n * sizeof(float)));
+  CHECK(cudaMalloc(&weight64, n * sizeof(double)));
+  generate<std::int32_t><<<1024, 256>>>(index, n, 256, s, nullptr);
+  generate<float><<<1024, 256>>>(weight, n, 1024, spread::uniform, nullptr);
+  generate<double><<<1024, 256>>>(weight64, n, 1024, spread::uniform, nullptr);
+  CHECK(cudaGetLastError());
+  const auto iv = tally::make_view(index, static_cast<std::int64_t>(n));
+  const auto time = [&](const tally::view& wv, bool exact) {
+    tally::options o;
+    o.backend = tally::backend::cuda;
+    o.weighted = true;
+    o.exact_sums = exact;
+    tally::histogram h(tally::axis::integer(0, 256), o);
+    const double ms = median_ms([&] { h.fill(iv, wv); });
+    const std::string weights = wv.type == tally::dtype::f32 ? "f32" : "f64";
+    const double bytes = static_cast<double>(n * (sizeof(std::int32_t) + tally::size_of(wv.type)));
+    record(rows, {"i32+" + weights + " w, 256 (" + std::to_string(static_cast<int>(n / ms / 1e6)) + " Gs/s)",
+                  name_of(s), exact ? "tally exact_sums" : "tally automatic", ms, bytes / 1e9 / ms * 1e3});
+  };
+  time(tally::make_view(weight, static_cast<std::int64_t>(n)), true);
+  time(tally::make_view(weight64, static_cast<std::int64_t>(n)), false);
+  time(tally::make_view(weight64, static_cast<std::int64_t>(n)), true);
+  CHECK(cudaFree(index));
+  CHECK(cudaFree(weight));
+  CHECK(cudaFree(weight64));
+}
+
 /// The fixed cost of one fill of 1 device-resident sample, in microseconds: synchronous
 /// (planning, the counters' reset, the launch, the copy of 259 counts back) and stream-ordered
 /// (planning and the launch, timed on the stream).
@@ -285,6 +321,7 @@ int main(int argc, char** argv) {
       const std::string name = "i32, " + std::to_string(bins) + " bins";
       if (want(name)) run_case<std::int32_t>(name, bins, s, false, rows);
     }
+    if (want("exact")) run_exact_weighted(s, rows);
     if (want("f32, 256 even")) run_case<float>("f32, 256 even bins", 256, s, false, rows);
     if (want("f32, 256 edges")) run_case<float>("f32, 256 edges", 256, s, true, rows);
     for (int bins : {256, 4096, 65536, 1 << 20})

@@ -79,9 +79,12 @@ int main(int argc, char** argv) {
   const double copy_gbs = kBytes / copy_ms / 1e6;
 
   std::vector<row> rows;
-  const auto time_fill = [&](const char* source, const char* type, const tally::view& v, const tally::axis& a) {
+  const auto time_fill = [&](const std::string& source, const char* type, const tally::view& v, const tally::axis& a,
+                             int copy_threads = 0) {
     tally::device_histogram h(a);
-    const double ms = median_ms([&] { h.fill_from_host(v); });
+    tally::stream_options o;
+    o.copy_threads = copy_threads;
+    const double ms = median_ms([&] { h.fill_from_host(v, nullptr, o); });
     rows.push_back({source, type, ms, kBytes / ms / 1e6});
   };
   const auto i32 = tally::axis::regular(256, -2147483648.0, 2147483648.0);
@@ -89,6 +92,18 @@ int main(int argc, char** argv) {
   time_fill("pinned", "i32", {pinned, static_cast<std::int64_t>(n), 1, tally::dtype::i32}, i32);
   std::memcpy(pageable.get(), pinned, kBytes);
   time_fill("pageable", "i32", {pageable.get(), static_cast<std::int64_t>(n), 1, tally::dtype::i32}, i32);
+  // Pageable memory by the number of threads that copy it into staging (the row above: the default).
+  for (int threads : {4, 16})
+    time_fill("pageable, " + std::to_string(threads) + " copy threads", "i32",
+              {pageable.get(), static_cast<std::int64_t>(n), 1, tally::dtype::i32}, i32, threads);
+  // The driver's own rate from pageable memory (its staging), 1 GiB blocks: a reference.
+  CHECK(cudaMalloc(&block, kGiB));
+  const double pageable_ms = median_ms([&] {
+    for (std::size_t at = 0; at < kBytes; at += kGiB)
+      CHECK(cudaMemcpyAsync(block, reinterpret_cast<char*>(pageable.get()) + at, kGiB, cudaMemcpyHostToDevice, nullptr));
+  });
+  CHECK(cudaFree(block));
+  rows.push_back({"pageable cudaMemcpyAsync (no fill)", "i32", pageable_ms, kBytes / pageable_ms / 1e6});
   fill_random(pinned, n, true);
   time_fill("pinned", "f32", {pinned, static_cast<std::int64_t>(n), 1, tally::dtype::f32}, f32);
   CHECK(cudaFreeHost(pinned));
@@ -96,13 +111,13 @@ int main(int argc, char** argv) {
   std::printf("device %s: host-to-device copy %.1f GB/s (cudaMemcpyAsync, 1 GiB blocks from pinned memory)\n",
               prop.name, copy_gbs);
   std::printf("streaming fill of 8 GiB, 256 bins, 3 x 64 MiB buffers (target: from pinned >= 90%% of the copy rate)\n");
-  std::printf("%-10s %-5s %9s %9s %12s %9s\n", "source", "type", "ms", "GB/s", "samples/s", "of copy");
+  std::printf("%-36s %-5s %9s %9s %12s %9s\n", "source", "type", "ms", "GB/s", "samples/s", "of copy");
   std::ofstream json(out);
   json << "{\"device\":\"" << prop.name << "\",\"h2d_gbs\":" << copy_gbs << ",\"bytes\":" << kBytes << ",\"rows\":[";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const row& r = rows[i];
     const double per_s = r.gbs * 1e9 / 4;
-    std::printf("%-10s %-5s %9.1f %9.1f %12.3g %8.1f%%\n", r.source.c_str(), r.type.c_str(), r.ms, r.gbs, per_s,
+    std::printf("%-36s %-5s %9.1f %9.1f %12.3g %8.1f%%\n", r.source.c_str(), r.type.c_str(), r.ms, r.gbs, per_s,
                 100 * r.gbs / copy_gbs);
     json << (i ? "," : "") << "{\"source\":\"" << r.source << "\",\"type\":\"" << r.type << "\",\"ms\":" << r.ms
          << ",\"gbs\":" << r.gbs << ",\"samples_per_s\":" << per_s << ",\"of_copy\":" << r.gbs / copy_gbs << "}";

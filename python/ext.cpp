@@ -111,9 +111,10 @@ tally::backend backend_named(const std::string& name) {
 }
 
 tally::options make_options(bool weighted, const std::string& strategy, tally::backend backend, bool flow,
-                            bool counts32 = false, int threads = 0) {
+                            bool counts32 = false, int threads = 0, bool exact_sums = false) {
   tally::options o;
   o.weighted = weighted;
+  o.exact_sums = exact_sums;
   o.strategy = tally::strategy_from_name(strategy);
   o.backend = backend;
   o.flow = flow;
@@ -153,6 +154,7 @@ nb::dict policy_dict(const tally::policy& p) {
   d["shared_bytes"] = p.shared_bytes;
   d["window_cells"] = p.window_cells;
   d["exact_sums"] = p.exact_sums;
+  d["exact_wide"] = p.exact_wide;
   d["reasons"] = p.reasons;
   d["description"] = tally::describe(p);
   return d;
@@ -194,8 +196,8 @@ template <class Out> struct cell_copy {
 class py_histogram {
  public:
   py_histogram(std::vector<tally::axis> axes, bool weighted, const std::string& strategy,
-               const std::string& backend, bool flow, bool counts32, int threads)
-      : h_(std::move(axes), make_options(weighted, strategy, backend_named(backend), flow, counts32, threads)) {}
+               const std::string& backend, bool flow, bool counts32, int threads, bool exact_sums)
+      : h_(std::move(axes), make_options(weighted, strategy, backend_named(backend), flow, counts32, threads, exact_sums)) {}
   explicit py_histogram(tally::histogram h) : h_(std::move(h)) {}
 
   /// f(histogram) under the lock, without the GIL.
@@ -643,9 +645,9 @@ NB_MODULE(_tally, m) {
       });
 
   nb::class_<py_histogram>(m, "Hist")
-      .def(nb::init<std::vector<tally::axis>, bool, const std::string&, const std::string&, bool, bool, int>(),
+      .def(nb::init<std::vector<tally::axis>, bool, const std::string&, const std::string&, bool, bool, int, bool>(),
            "axes"_a, "weighted"_a = false, "strategy"_a = "automatic", "backend"_a = "auto",
-           "flow"_a = false, "counts32"_a = false, "threads"_a = 0)
+           "flow"_a = false, "counts32"_a = false, "threads"_a = 0, "exact_sums"_a = false)
       .def("fill", &py_histogram::fill, "columns"_a, "weights"_a = nb::none())
       .def("fill_streamed", &py_histogram::fill_streamed, "columns"_a, "weights"_a.none(), "buffer_bytes"_a, "buffers"_a)
       .def("reset", &py_histogram::reset)
@@ -655,6 +657,7 @@ NB_MODULE(_tally, m) {
       .def("plan", &py_histogram::plan, "sample_type"_a, "n"_a, "weight_type"_a = "f64")
       .def_prop_ro("samples", &py_histogram::samples)
       .def_prop_ro("weighted", [](const py_histogram& h) { return h.get().weighted(); })
+      .def_prop_ro("exact_sums", [](const py_histogram& h) { return h.get().opts().exact_sums; })
       .def_prop_ro("shape", [](const py_histogram& h) { return h.get().shape(); })
       .def_prop_ro("axes", [](const py_histogram& h) { return h.get().axes(); })
       .def("assign", &assign_cells<std::uint64_t>, "cells"_a, "flow"_a, "samples"_a)

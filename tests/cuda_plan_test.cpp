@@ -438,4 +438,35 @@ TEST(CudaPlan, DescribeDeviceFillsTheFiguresWhereCudaIsUsable) {
   EXPECT_TRUE(tally::describe_device(r));
 }
 
+TEST(CudaPlan, ExactSumsHistogramsKeepTheF32KernelAndTakeWideAtomicsForF64Weights) {
+  auto r = h100_request(256);
+  r.weighted = true;
+  r.exact_sums = true;
+  r.weight_type = tally::dtype::f32;  // the f32 kernel, its words widened afterwards
+  auto p = tally::plan(r);
+  EXPECT_TRUE(p.exact_sums);
+  EXPECT_FALSE(p.exact_wide);
+  r.weight_type = tally::dtype::f64;
+  p = tally::plan(r);
+  EXPECT_TRUE(p.exact_wide);
+  EXPECT_FALSE(p.exact_sums);
+  EXPECT_EQ(p.window_cells, 0);
+  EXPECT_EQ(p.chosen, tally::strategy::global_atomic);
+  EXPECT_EQ(p.shared_bytes, 0);
+  EXPECT_NE(tally::describe(p).find("34 fixed-point words"), std::string::npos);
+  r.wanted = tally::strategy::shared;
+  EXPECT_THROW(tally::plan(r), tally::error);
+  // f32 weights beyond the f32 kernel's keys take the wide atomics too.
+  r.wanted = tally::strategy::automatic;
+  r.weight_type = tally::dtype::f32;
+  r.cells = std::int64_t{1} << 27;
+  EXPECT_TRUE(tally::plan(r).exact_wide);
+  // Without exact_sums, f64 weights keep the fixed-order sums.
+  r.exact_sums = false;
+  r.weight_type = tally::dtype::f64;
+  r.cells = 256;
+  EXPECT_FALSE(tally::plan(r).exact_wide);
+  EXPECT_GT(tally::plan(r).window_cells, 0);
+}
+
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -116,6 +117,95 @@ TEST(ExactSum, InfinitiesAndNanAsIeeeAdditionGivesThem) {
   expect_exact({inf, -inf}, 14);
   expect_exact({nan, 1.0f}, 15);
   expect_exact({-inf, nan, inf}, 16);
+}
+
+/// A wide sum (units of 2^-1074) and its flags.
+struct wide {
+  std::uint64_t w[tally::detail::kWideCellWords] = {};
+  void add(double x) { w[tally::detail::kWideWords] |= tally::detail::add_wide(w, x, tally::detail::plain_fetch_add{}); }
+  double value() const {
+    return tally::detail::exact_value<tally::detail::wide_exact>(w, static_cast<unsigned>(w[tally::detail::kWideWords]));
+  }
+  bool operator==(const wide& o) const { return std::memcmp(w, o.w, sizeof w) == 0; }
+};
+
+double from_bits64(std::uint64_t b) {
+  double x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+
+TEST(ExactSum, WideSumsOfAnyDoublesInAnyOrderAreCorrectlyRounded) {
+  std::mt19937_64 gen(72);
+  for (int trial = 0; trial < 200; ++trial) {
+    // Exponents over most of the range (the reference's partials must not overflow), narrower
+    // spreads, subnormals, both signs, and cancelling pairs.
+    const int spread = trial % 4 == 0 ? 1900 : trial % 4 == 1 ? 120 : trial % 4 == 2 ? 8 : 1;
+    const std::uint64_t base = trial % 4 == 0 ? 0 : 900 + static_cast<std::uint64_t>(trial % 100);
+    std::uniform_int_distribution<std::uint64_t> mantissa(0, (std::uint64_t{1} << 52) - 1), sign(0, 1);
+    std::uniform_int_distribution<std::uint64_t> exponent(0, static_cast<std::uint64_t>(spread - 1));
+    std::vector<double> xs(1 + trial * 7 % 1000);
+    for (std::size_t i = 0; i < xs.size(); ++i)
+      xs[i] = i % 9 == 8 ? -xs[i - 1] : from_bits64(sign(gen) << 63 | (base + exponent(gen)) << 52 | mantissa(gen));
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    ref::exact_sum r;
+    wide forward;
+    for (double x : xs) {
+      r.add(x);
+      forward.add(x);
+    }
+    for (int round = 0; round < 2; ++round) {
+      std::shuffle(xs.begin(), xs.end(), gen);
+      wide shuffled;
+      for (double x : xs) shuffled.add(x);
+      ASSERT_TRUE(shuffled == forward) << "the order changed the words";
+    }
+    EXPECT_TRUE(same_bits(forward.value(), r.value())) << std::hexfloat << "got " << forward.value() << ", correctly rounded "
+                                                       << r.value();
+  }
+}
+
+TEST(ExactSum, WideSumsOverflowOnlyWhereTheRoundedSumDoes) {
+  const double big = std::numeric_limits<double>::max();
+  wide w;
+  for (double x : {big, big, -big}) w.add(x);  // in f64 left to right: inf
+  EXPECT_EQ(w.value(), big);
+  w.add(big);
+  EXPECT_EQ(w.value(), std::numeric_limits<double>::infinity());
+  wide n;
+  for (double x : {-big, -big}) n.add(x);
+  EXPECT_EQ(n.value(), -std::numeric_limits<double>::infinity());
+  wide flags;
+  flags.add(1.0);
+  flags.add(-std::numeric_limits<double>::infinity());
+  EXPECT_EQ(flags.value(), -std::numeric_limits<double>::infinity());
+  flags.add(std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(flags.value()));
+}
+
+TEST(ExactSum, F32WordsWidenToTheWideWordsOfTheSameValues) {
+  std::mt19937_64 gen(73);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::uniform_int_distribution<std::uint32_t> mantissa(0, 0x7FFFFF), sign(0, 1), exponent(0, 253);
+    std::vector<float> xs(1 + trial * 13 % 500);
+    for (float& x : xs) x = from_bits(sign(gen) << 31 | exponent(gen) << 23 | mantissa(gen));
+    if (trial % 5 == 0) xs.push_back(std::numeric_limits<float>::quiet_NaN());
+    if (trial % 7 == 0) xs.push_back(-std::numeric_limits<float>::infinity());
+    words narrow;
+    wide direct;
+    for (float x : xs) {
+      narrow.add(x);
+      direct.add(x);
+    }
+    wide widened;
+    widened.add(static_cast<double>(xs[0]));  // widening adds into a sum that is not empty
+    widened.add(-static_cast<double>(xs[0]));
+    tally::detail::add_f32_words_to_wide(widened.w, narrow.w, tally::detail::plain_fetch_add{});
+    widened.w[tally::detail::kWideWords] = narrow.flags;
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    EXPECT_TRUE(widened == direct) << "the widened words differ";
+    EXPECT_TRUE(same_bits(widened.value(), narrow.value()));
+  }
 }
 
 }  // namespace

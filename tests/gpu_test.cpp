@@ -4,8 +4,10 @@
 // tally::backends() reports CUDA not usable.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -612,6 +614,80 @@ TEST_F(Cuda, MoreThanTwoToThe31Samples) {
       ASSERT_EQ(counts[static_cast<std::size_t>(v)], want) << "value " << v;
     }
   }
+}
+
+/// options::exact_sums on the GPU: the f32 kernel's words widened (f32 weights, shared or device
+/// memory) and the wide atomics (f64 weights), each equal to the CPU backend's words; fills split
+/// between the backends and merged in any order equal one CPU fill bit for bit.
+TEST_F(Cuda, ExactSumsSplitAcrossBackendsEqualOneCpuFillBitForBit) {
+  std::mt19937_64 gen(3301);
+  const std::vector<std::pair<axis_spec, dtype>> cases = {{regular_spec(64, -1.3, 2.7, dtype::f32), dtype::f32},
+                                                          {integer_spec(-7, 30), dtype::i32},
+                                                          {variable_spec(23, -1.3, 2.7, 11), dtype::f64},
+                                                          {regular_spec(5000, -1.3, 2.7), dtype::f64}};
+  std::uint64_t seed = 0;
+  for (const auto& [a, type] : cases) {
+    for (dtype wt : {dtype::f32, dtype::f64}) {
+      for (strategy s : {strategy::automatic, strategy::global_atomic}) {
+        for (std::int64_t stride : {1, 2}) {
+          ++seed;
+          SCOPED_TRACE(std::string(tally::name_of(type)) + " samples, " + std::to_string(a.bins) + " bins, " +
+                       std::string(tally::name_of(wt)) + " weights, " + std::string(tally::name_of(s)) + ", stride " +
+                       std::to_string(stride));
+          const std::int64_t n = 300000;
+          const column data = random_column_for(a, type, all_dists[seed % 5], n, 3400 + seed, stride);
+          const column weights = make_column(wt, spread_weights(n, 3500 + seed, seed % 2 == 0));
+          const tally::view x = data.view(), w = weights.view();
+          tally::options exact = cpu_options();
+          exact.weighted = exact.exact_sums = true;
+          tally::histogram cpu(a.make(), exact);
+          cpu.fill(x, w);
+          const ref::result want = ref::exact_fill({a.model()}, {x}, &w);
+          expect_matches(cpu, want);
+          ASSERT_GT(binned(want), 0u);
+          tally::options on_gpu = cuda_options(true, s);
+          on_gpu.exact_sums = true;
+          tally::histogram gpu(a.make(), on_gpu);
+          gpu.fill(x, w);
+          EXPECT_TRUE(gpu == cpu) << "the GPU's words differ from the CPU's";
+          expect_matches(gpu, want);
+
+          const int k = 2 + static_cast<int>(seed % 4);
+          std::vector<std::int64_t> cuts = {0, n};
+          for (int i = 1; i < k; ++i) cuts.push_back(std::uniform_int_distribution<std::int64_t>(0, n)(gen));
+          std::sort(cuts.begin(), cuts.end());
+          std::vector<tally::histogram> parts;
+          for (int i = 0; i < k; ++i) {
+            parts.emplace_back(a.make(), i % 2 ? exact : on_gpu);
+            parts.back().fill(slice(x, cuts[i], cuts[i + 1]), slice(w, cuts[i], cuts[i + 1]));
+          }
+          std::shuffle(parts.begin(), parts.end(), gen);
+          tally::histogram merged = parts[0];
+          for (std::size_t i = 1; i < parts.size(); ++i) merged += parts[i];
+          EXPECT_TRUE(merged == cpu);
+        }
+      }
+    }
+  }
+  // A 2-D fill (the generic kernels), unweighted fills adding ones, and device_histogram's refusal.
+  const axis_spec ax = regular_spec(30, -1.3, 2.7), ay = integer_spec(-7, 30);
+  const column xs = random_column_for(ax, dtype::f64, dist::normal, 200000, 3601);
+  const column ys = random_column_for(ay, dtype::i64, dist::uniform, 200000, 3602);
+  const column ws = make_column(dtype::f64, spread_weights(200000, 3603, true));
+  const tally::view w = ws.view();
+  tally::options exact = cpu_options();
+  exact.weighted = exact.exact_sums = true;
+  tally::options on_gpu = cuda_options(true);
+  on_gpu.exact_sums = true;
+  tally::histogram cpu({ax.make(), ay.make()}, exact), gpu({ax.make(), ay.make()}, on_gpu);
+  cpu.fill({xs.view(), ys.view()}, w);
+  gpu.fill({xs.view(), ys.view()}, w);
+  EXPECT_TRUE(gpu == cpu);
+  expect_matches(gpu, ref::exact_fill({ax.model(), ay.model()}, {xs.view(), ys.view()}, &w));
+  cpu.fill({xs.view(), ys.view()});
+  gpu.fill({xs.view(), ys.view()});
+  EXPECT_TRUE(gpu == cpu);
+  EXPECT_THROW(tally::device_histogram(ax.make(), on_gpu), tally::error);
 }
 
 }  // namespace

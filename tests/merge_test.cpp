@@ -214,6 +214,194 @@ TEST(Merge, WeightedSumsAreTheF64SumsOfThePartsAndExactWhereThePartsAre) {
   }
 }
 
+tally::options exact_options(int threads = 1) {
+  tally::options o = options_with(count_type::u64, true, true);
+  o.exact_sums = true;
+  o.threads = threads;
+  return o;
+}
+
+TEST(ExactSums, PartsInAnyOrderAndOnAnyThreadsEqualOneFillBitForBitAndTheExactSums) {
+  std::mt19937_64 gen(2111);
+  std::uint64_t seed = 0;
+  int order_dependent = 0;  // cases where plain f64 sums of the same parts differ from one fill
+  for (const auto& c : every_axis_kind()) {
+    for (dtype weight_type : {dtype::f64, dtype::f32}) {
+      for (int k = 2; k <= 5; ++k) {
+        ++seed;
+        const bool specials = k % 2 == 0;
+        SCOPED_TRACE(c.name + " weights " + std::string(tally::name_of(weight_type)) + " k=" + std::to_string(k) +
+                     (specials ? " with inf/NaN" : ""));
+        const std::int64_t n = 4000;
+        const column samples = random_column_for(c.axis, c.type, all_dists[seed % 5], n, 9000 + seed);
+        const column weights = make_column(weight_type, spread_weights(n, 9500 + seed, specials));
+        const tally::view w = weights.view();
+        tally::histogram whole(c.axis.make(), exact_options(1 + static_cast<int>(seed % 2)));
+        whole.fill(samples.view(), w);
+        const ref::result want = ref::exact_fill({c.axis.model()}, {samples.view()}, &w);
+        expect_matches(whole, want);
+        ASSERT_GT(binned(want), 0u);
+
+        const auto cuts = random_cuts(n, k, gen);
+        std::vector<tally::histogram> parts;
+        tally::options plain = options_with(count_type::u64, true, true);
+        tally::histogram plain_whole(c.axis.make(), plain), plain_merged(c.axis.make(), plain);
+        plain_whole.fill(samples.view(), w);
+        for (int i = 0; i < k; ++i) {
+          parts.emplace_back(c.axis.make(), exact_options(1 + i % 2));
+          parts.back().fill(slice(samples.view(), cuts[i], cuts[i + 1]), slice(w, cuts[i], cuts[i + 1]));
+          tally::histogram p(c.axis.make(), plain);
+          p.fill(slice(samples.view(), cuts[i], cuts[i + 1]), slice(w, cuts[i], cuts[i + 1]));
+          plain_merged += p;
+        }
+        order_dependent += plain_merged == plain_whole ? 0 : 1;
+        const auto order = random_order(parts.size(), gen);
+        tally::histogram merged = parts[order[0]];
+        for (std::size_t i = 1; i < order.size(); ++i) merged += parts[order[i]];
+        EXPECT_TRUE(merged == whole);
+        expect_matches(merged, want);
+      }
+    }
+  }
+  EXPECT_GT(order_dependent, 0) << "the weights never made f64 sums depend on the order";
+}
+
+TEST(ExactSums, NDPartsEqualOneFill) {
+  std::mt19937_64 gen(2112);
+  const auto kinds = every_axis_kind();
+  for (int dims : {2, 3}) {
+    for (dtype weight_type : {dtype::f64, dtype::f32}) {
+      const int k = dims + (weight_type == dtype::f32 ? 2 : 0);
+      std::vector<axis_spec> specs;
+      std::vector<tally::axis> axes;
+      std::vector<ref::axis_model> models;
+      for (int d = 0; d < dims; ++d) {
+        specs.push_back(kinds[static_cast<std::size_t>(k * 3 + d * 2) % kinds.size()].axis);
+        axes.push_back(specs.back().make());
+        models.push_back(specs.back().model());
+      }
+      SCOPED_TRACE(std::to_string(dims) + "-D weights " + std::string(tally::name_of(weight_type)));
+      const std::int64_t n = 6000;
+      std::vector<column> cols;
+      std::vector<tally::view> views;
+      for (int d = 0; d < dims; ++d)
+        cols.push_back(random_column_for(specs[static_cast<std::size_t>(d)], dtype::f64,
+                                         all_dists[static_cast<std::size_t>(d + k) % 5], n, 700 + 10 * k + d));
+      for (const auto& c : cols) views.push_back(c.view());
+      const column weights = make_column(weight_type, spread_weights(n, 800 + k, k % 2 == 1));
+      const tally::view w = weights.view();
+      tally::histogram whole(axes, exact_options(2));
+      whole.fill(views, w);
+      const ref::result want = ref::exact_fill(models, views, &w);
+      expect_matches(whole, want);
+      ASSERT_GT(binned(want), 0u);
+
+      const auto cuts = random_cuts(n, k, gen);
+      tally::histogram merged(axes, exact_options());
+      std::vector<tally::histogram> parts;
+      for (int i = 0; i < k; ++i) {
+        std::vector<tally::view> part;
+        for (const auto& v : views) part.push_back(slice(v, cuts[i], cuts[i + 1]));
+        parts.emplace_back(axes, exact_options(1 + i % 2));
+        parts.back().fill(part, slice(w, cuts[i], cuts[i + 1]));
+      }
+      for (std::size_t i : random_order(parts.size(), gen)) merged += parts[i];
+      EXPECT_TRUE(merged == whole);
+      expect_matches(merged, want);
+    }
+  }
+}
+
+TEST(ExactSums, ThreadsAddIntoTheSameWordsAtomicallyAndAgree) {
+  const axis_spec spec = regular_spec(5, -1.3, 2.7);
+  const std::int64_t n = 400000;  // several 65536-sample shares: the planner gives each thread one
+  for (dist shape : {dist::uniform, dist::mostly_one_bin}) {
+    SCOPED_TRACE(name_of(shape));
+    const column samples = random_column_for(spec, dtype::f64, shape, n, 48);
+    const column weights = make_column(dtype::f64, spread_weights(n, 49, true));
+    tally::histogram one(spec.make(), exact_options(1)), two(spec.make(), exact_options(2));
+    ASSERT_EQ(two.plan_for(dtype::f64, n).threads, 2);
+    one.fill(samples.view(), weights.view());
+    two.fill(samples.view(), weights.view());
+    EXPECT_TRUE(one == two);
+    const tally::view w = weights.view();
+    expect_matches(two, ref::exact_fill({spec.model()}, {samples.view()}, &w));
+  }
+}
+
+TEST(ExactSums, SelfMergeUnweightedFillsAndAssignStayExact) {
+  const axis_spec spec = variable_spec(17, -1.3, 2.7, 3);
+  const column samples = random_column_for(spec, dtype::f64, dist::normal, 3000, 43);
+  const column weights = make_column(dtype::f64, spread_weights(3000, 44, false));
+  tally::histogram h(spec.make(), exact_options(2)), twice(spec.make(), exact_options());
+  h.fill(samples.view(), weights.view());
+  twice.fill(samples.view(), weights.view());
+  twice.fill(samples.view(), weights.view());
+  h += h;
+  EXPECT_TRUE(h == twice);
+  EXPECT_EQ(h.samples(), 6000u);
+
+  // A fill without weights adds 1 per sample.
+  tally::histogram ones(spec.make(), exact_options());
+  ones.fill(samples.view());
+  ref::result counted = ref::empty({spec.model()}, true);
+  ref::fill(counted, spec.model(), samples.view());
+  expect_matches(ones, counted);
+
+  // assign keeps each sum exactly (they are representable), including the non-finite ones; a
+  // merge after it is exact too.
+  std::vector<double> sums = spread_weights(spec.bins, 45, true);
+  tally::histogram assigned(spec.make(), exact_options());
+  assigned.assign(sums, {1, 2, 3}, 7);
+  EXPECT_TRUE(same_elements(assigned.sums(), sums));
+  tally::histogram negated(spec.make(), exact_options());
+  std::vector<double> minus(sums.size());
+  for (std::size_t i = 0; i < sums.size(); ++i) minus[i] = std::isfinite(sums[i]) ? -sums[i] : 0.0;
+  negated.assign(minus, {}, 0);
+  assigned += negated;
+  for (std::size_t i = 0; i < sums.size(); ++i)
+    EXPECT_TRUE(std::isfinite(sums[i]) ? assigned.sums()[i] == 0.0 && !std::signbit(assigned.sums()[i])
+                                       : bits_of(assigned.sums()[i]) == bits_of(sums[i]))
+        << "cell " << i;
+}
+
+TEST(ExactSums, TheRoundedSumIsTheNearestDoubleEvenWhereF64AdditionOverflows) {
+  const double big = std::numeric_limits<double>::max();
+  const std::vector<double> w = {big, big, -big, 0x1p-1074, -0x1p-1074, 1.0, 0x1p-53, 0x1p-60};
+  const std::vector<std::int64_t> x = {0, 0, 0, 0, 0, 1, 1, 1};
+  tally::histogram h(tally::axis::integer(0, 2), exact_options());
+  h.fill(typed_column(x).view(), make_column(dtype::f64, w).view());
+  EXPECT_EQ(bits_of(h.sums()[0]), bits_of(big));  // left to right in f64: inf
+  // Just above the tie 1 + 2^-53, which left to right in f64 rounds down to 1.
+  EXPECT_EQ(bits_of(h.sums()[1]), bits_of(1.0 + 0x1p-52));
+  tally::histogram over(tally::axis::integer(0, 1), exact_options());
+  over.fill(typed_column(std::vector<std::int64_t>{0, 0}).view(), make_column(dtype::f64, {big, big}).view());
+  EXPECT_EQ(over.sums()[0], std::numeric_limits<double>::infinity());
+}
+
+TEST(ExactSums, ExactAndPlainSumsDoNotMix) {
+  const axis_spec spec = regular_spec(8, 0, 1);
+  tally::histogram exact(spec.make(), exact_options()), plain(spec.make(), options_with(count_type::u64, true, true));
+  try {
+    exact += plain;
+    ADD_FAILURE() << "no error";
+  } catch (const tally::error& e) {
+    EXPECT_NE(std::string(e.what()).find("exact sums of weights against f64 sums of weights"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(plain += exact, tally::error);
+  EXPECT_FALSE(exact == plain);
+  EXPECT_FALSE(plain == exact);
+  tally::options unweighted = exact_options();
+  unweighted.weighted = false;
+  try {
+    tally::histogram h(spec.make(), unweighted);
+    ADD_FAILURE() << "no error";
+  } catch (const tally::error& e) {
+    EXPECT_NE(std::string(e.what()).find("exact_sums keeps sums of weights"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Merge, ChannelHistogramsMergePerChannel) {
   std::mt19937_64 gen(2104);
   const axis_spec spec = regular_spec(64, 0, 256);
@@ -429,9 +617,10 @@ std::vector<tally::histogram> filled_histograms() {
   std::vector<tally::histogram> out;
   std::uint64_t seed = 100;
   for (const auto& c : every_axis_kind()) {
-    for (int storage = 0; storage < 3; ++storage) {
-      tally::options o = options_with(storage == 1 ? count_type::u32 : count_type::u64, storage != 1, storage == 2);
-      o.threads = storage;
+    for (int storage = 0; storage < 4; ++storage) {  // u64, u32, f64 sums, exact sums
+      tally::options o = options_with(storage == 1 ? count_type::u32 : count_type::u64, storage != 1, storage >= 2);
+      o.exact_sums = storage == 3;
+      o.threads = storage % 3;
       o.strategy = storage == 0 ? tally::strategy::automatic : tally::strategy::cpu_private;
       tally::histogram h(c.axis.make(), o);
       ++seed;
@@ -512,6 +701,7 @@ TEST(Serialize, BytesFollowTheDocumentedFormat) {
       2, 0, 0, 0, 0, 0, 0, 0,                                // two cells
       1, 0, 0, 0, 3, 0, 0, 0});                              // counts
   EXPECT_TRUE(tally::serialize(h) == want);
+  EXPECT_TRUE(tally::deserialize(want) == h);  // version 1 bytes load
   // A regular axis: bins, lo and hi as IEEE-754 bits, the edge type's name.
   tally::histogram r(tally::axis::regular(3, 0.5, 2.0, dtype::f32));
   const auto bytes = tally::serialize(r);
@@ -557,8 +747,10 @@ TEST(Serialize, CorruptHeadersAreClearErrors) {
     return b;
   };
   expect_rejected(patched(0, {'X'}), "wrong magic");
-  expect_rejected(patched(8, {2}), "format version 2 is not supported");
-  expect_rejected(patched(12, {3}), "unknown storage code 3");
+  expect_rejected(patched(8, {3}), "format version 3 is not supported");
+  expect_rejected(patched(8, {0}), "format version 0 is not supported");
+  expect_rejected(patched(12, {3}), "unknown storage code 3 in format version 1");
+  expect_rejected(patched(8, {2, 0, 0, 0, 4}), "unknown storage code 4 in format version 2");
   expect_rejected(patched(13, {2}), "flow flag must be 0 or 1");
   expect_rejected(patched(15, {'x'}), "backend");
   const std::size_t flow_at = 14 + 1 + 3 + 1 + 9 + 4 + 8;  // backend "cpu", strategy "automatic"
@@ -612,6 +804,32 @@ TEST(Serialize, RandomByteFlipsNeverCrash) {
   }
   EXPECT_GT(rejected, 0u);
   EXPECT_GT(accepted, 0u);
+}
+
+TEST(ExactSums, SerializeKeepsTheWordsInVersion2) {
+  const axis_spec spec = integer_spec(-7, 30);
+  const column samples = random_column_for(spec, dtype::i16, dist::mostly_one_bin, 5000, 46);
+  const column weights = make_column(dtype::f32, spread_weights(5000, 47, true));
+  tally::histogram h(spec.make(), exact_options());
+  h.fill(samples.view(), weights.view());
+  const auto bytes = tally::serialize(h);
+  EXPECT_EQ(bytes[8], std::byte{2});   // version 2
+  EXPECT_EQ(bytes[12], std::byte{3});  // exact sums
+  const tally::histogram back = tally::deserialize(bytes);
+  EXPECT_TRUE(back == h);
+  EXPECT_TRUE(back.opts().exact_sums);
+  EXPECT_TRUE(same_elements(back.sums(), h.sums()));
+  // Merging after the round trip is still exact.
+  tally::histogram merged = back;
+  merged += h;
+  tally::histogram twice(spec.make(), exact_options());
+  twice.fill(samples.view(), weights.view());
+  twice.fill(samples.view(), weights.view());
+  EXPECT_TRUE(merged == twice);
+  // Flags beyond +inf, -inf and NaN are corrupt.
+  auto corrupt = bytes;
+  corrupt[bytes.size() - 8] = std::byte{8};
+  expect_rejected(corrupt, "exact-sum flags 8");
 }
 
 }  // namespace

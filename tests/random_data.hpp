@@ -118,6 +118,24 @@ inline std::vector<double> random_weights(std::int64_t n, std::uint64_t seed) {
   return w;
 }
 
+/// Weights whose f64 sums depend on the order: magnitudes 2^-60 .. 2^60 of both signs, one in
+/// eight the negation of the one before (cancelling), and with `specials` two infinities and a
+/// NaN at fixed places.
+inline std::vector<double> spread_weights(std::int64_t n, std::uint64_t seed, bool specials) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> mantissa(1.0, 2.0);
+  std::uniform_int_distribution<int> exponent(-60, 60), sign(0, 1), cancel(0, 7);
+  std::vector<double> w(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < w.size(); ++i)
+    w[i] = i > 0 && cancel(gen) == 0 ? -w[i - 1] : (sign(gen) ? -1 : 1) * std::ldexp(mantissa(gen), exponent(gen));
+  if (specials && n >= 4) {
+    w[static_cast<std::size_t>(n / 4)] = std::numeric_limits<double>::infinity();
+    w[static_cast<std::size_t>(n / 2)] = -std::numeric_limits<double>::infinity();
+    w[static_cast<std::size_t>(3 * n / 4)] = std::numeric_limits<double>::quiet_NaN();
+  }
+  return w;
+}
+
 /// x stored as T: integers rounded to nearest and saturated (NaN -> 0), floats rounded.
 template <class T>
 T convert(double x) {

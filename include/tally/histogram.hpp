@@ -1,6 +1,7 @@
 // The histogram: axes x storage, filled chunk by chunk on a backend, read at the end.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
@@ -52,6 +53,14 @@ struct options {
   /// order, so the bits are the same on every run and for any number of threads (for
   /// regular axes this is numpy.histogram's order, so the sums equal numpy's bit for bit).
   bool weighted = false;
+  /// With weighted: keep each cell's sum of weights exactly, as fixed-point integer words (every
+  /// f32 and f64 weight is an integer multiple of 2^-1074) with flags for +inf, -inf and NaN, on
+  /// every backend. Integer additions commute, so any split of the data into fills, on any
+  /// backends, merged (+=) in any order, gives the same words, and sums() their one correctly
+  /// rounded value (the nearest double to the exact sum; NaN for a NaN weight or both infinities,
+  /// else the infinity seen, or the one the rounding overflows to). Costs 280 bytes of words a
+  /// cell beside the 8-byte rounded sum, and each fill and merge rounds every cell once.
+  bool exact_sums = false;
   /// Count underflow, overflow and NaN samples (dropped from the bins either way).
   bool flow = false;
   /// CPU threads; 0 means all hardware threads.
@@ -100,13 +109,16 @@ class histogram {
   /// fill does. Sums of weights add in f64: each merged cell is fl(a + b), so a merge equals one
   /// fill of all the data bit for bit where every partial sum is exact in f64 (weights that are
   /// small multiples of a power of two), and otherwise within the rounding of the additions.
+  /// With options::exact_sums the words add exactly and the flags combine, so a merge always
+  /// equals one fill bit for bit; exact and plain f64 sums do not mix (tally::error).
   histogram& operator+=(const histogram& other);
   /// How other's axes, storage or flow option differ from this histogram's, in words; empty
   /// where += can combine them.
   std::string layout_difference(const histogram& other) const;
 
   /// The same axes, storage and flow option (as +=), and the same cells (sums compared bit for
-  /// bit), flow counters and samples(). How a histogram fills (backend, strategy, threads) is
+  /// bit; exact sums by their words and flags), flow counters and samples(). An exact and a plain
+  /// histogram of sums are not equal. How a histogram fills (backend, strategy, threads) is
   /// not compared.
   friend bool operator==(const histogram& a, const histogram& b);
   friend bool operator!=(const histogram& a, const histogram& b) { return !(a == b); }
@@ -124,9 +136,10 @@ class histogram {
   /// Direct access to the storage: the pointer for the storage type in use, else nullptr.
   const std::uint64_t* counts_u64() const;
   const std::uint32_t* counts_u32() const;
-  /// Sums of weights, a copy (throws for an unweighted histogram).
+  /// Sums of weights, a copy (throws for an unweighted histogram); exact sums correctly rounded.
   std::vector<double> sums() const;
-  /// The sums in place: the storage, or nullptr for an unweighted histogram.
+  /// The sums in place: the storage (exact sums: their rounded values, kept up to date by every
+  /// fill and merge), or nullptr for an unweighted histogram.
   const double* sums_data() const;
   /// Counts or sums as doubles.
   std::vector<double> values() const;
@@ -145,11 +158,16 @@ class histogram {
 
  private:
   friend histogram deserialize(const void* data, std::size_t size);
+  friend std::vector<std::byte> serialize(const histogram& h);
   friend void fill_channels(std::vector<histogram>& per_channel, const view& samples, int channels);
   plan_request request(backend where, dtype t, std::int64_t n, const view* first, const view* weights) const;
   void fill_impl(const std::vector<view>& columns, const view* weights);
   /// Fresh zero cells of the storage type (checked against the memory this process can have).
   void allocate();
+  /// After a fill of n samples: samples() and, for exact sums, the rounded sums.
+  void filled(std::uint64_t n);
+  /// Exact sums: every cell's words rounded into sums_.
+  void round_exact();
   /// assign's checks of everything but the cells' values.
   void check_assign(std::size_t cells, bool sums, const flow_counts& dropped) const;
   /// Checks a fill's arguments and sets `job` (storage, plan) and the backend that runs it.
@@ -161,7 +179,8 @@ class histogram {
   std::int64_t cells_ = 0;
   detail::cell_storage<std::uint64_t> counts64_;
   detail::cell_storage<std::uint32_t> counts32_;
-  detail::cell_storage<double> sums_;
+  detail::cell_storage<double> sums_;          // weighted: the sums (exact sums: rounded)
+  detail::cell_storage<std::uint64_t> exact_;  // exact sums: kWideCellWords words a cell
   flow_counts flow_;
   std::uint64_t samples_ = 0;
 };

@@ -68,6 +68,7 @@ struct plan_request {
   dtype sample = dtype::f64;
   bool weighted = false;
   dtype weight_type = dtype::f64;       // weighted: the weights' type (f32 for a fill without weights: ones)
+  bool exact_sums = false;              // weighted: options::exact_sums
   count_type counts = count_type::u64;
   std::int64_t n = 0;  // samples per column
   int threads = 0;     // 0: all hardware threads
@@ -101,6 +102,7 @@ struct policy {
   std::int64_t shared_bytes = 0;    // CUDA: dynamic shared memory per block
   std::int64_t window_cells = 0;    // CUDA weighted, f64 weights: cells summed per pass over the samples
   bool exact_sums = false;          // CUDA weighted, f32 weights: exact fixed-point sums, any order
+  bool exact_wide = false;          // CUDA options::exact_sums, f64 weights: global atomics into wide words
   int partition_bits = 0;           // CUDA partitioned: a sample's bucket is its slot >> bits
   int partition_buckets = 0;        // CUDA partitioned: buckets, (cells + 2) >> bits, plus one
   std::int64_t partition_chunk = 0; // CUDA partitioned: samples sorted per pass (temporary memory)

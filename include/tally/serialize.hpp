@@ -1,12 +1,14 @@
 // A histogram as bytes and back: a versioned, little-endian binary format for saving histograms
 // and for sending partial histograms between processes to merge them (+=).
 //
-// Format version 1. Integers are little-endian, of the width named; f64 is an IEEE-754 double's
+// Format version 2; version 1 is the same without storage code 3. Both are read; a histogram is
+// written as version 1 unless it keeps exact sums, so that older readers still read it. Integers are little-endian, of the width named; f64 is an IEEE-754 double's
 // bits as a u64; str is a u8 length and that many ASCII bytes.
 //
 //   magic        8 bytes "TALLYHST"
-//   version      u32, 1
-//   storage      u8: 0 u64 counts, 1 u32 counts, 2 f64 sums of weights (options::weighted)
+//   version      u32, 1 or 2
+//   storage      u8: 0 u64 counts, 1 u32 counts, 2 f64 sums of weights (options::weighted),
+//                3 exact sums of weights (options::weighted and options::exact_sums)
 //   flow         u8: 0 or 1 (options::flow)
 //   backend      str, name_of(options::backend)
 //   strategy     str, name_of(options::strategy)
@@ -21,7 +23,9 @@
 //                  4 variable_integers  u64 n, n x u64 edges (unsigned)
 //                  5 integer            i64 lo, i64 hi
 //   cells        u64 count (the product of the bins), then that many cells of the storage
-//                type, row-major (the last axis fastest)
+//                type, row-major (the last axis fastest). An exact-sum cell is 35 x u64: 34 limbs,
+//                least significant first, of the sum in units of 2^-1074 as a 2176-bit two's
+//                complement integer, then the flags (bit 0 +inf, 1 -inf, 2 NaN weights seen)
 //
 // An axis is rebuilt by its constructor from these parameters, so it is validated again and
 // what the constructor derives (unit-integer edges) is derived again.
@@ -41,7 +45,7 @@ std::vector<std::byte> serialize(const histogram& h);
 /// with h's options. Throws tally::error, without reading past the end, for bytes that are not
 /// one: a wrong magic, another format version, a truncated input or bytes after the end, an
 /// unknown tag or name, an axis its constructor rejects, a cell count that is not the product
-/// of the bins, flow counts without flow.
+/// of the bins, flow counts without flow, exact-sum flags beyond bits 0-2.
 histogram deserialize(const void* data, std::size_t size);
 inline histogram deserialize(const std::vector<std::byte>& bytes) { return deserialize(bytes.data(), bytes.size()); }
 

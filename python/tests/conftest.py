@@ -5,6 +5,8 @@ import zlib
 import numpy as np
 import pytest
 
+import tally
+
 INT_TYPES = ["u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64"]
 FLOAT_TYPES = ["f16", "f32", "f64"]
 NUMPY_TYPES = INT_TYPES + FLOAT_TYPES  # bf16 has no numpy dtype: it is tested through torch
@@ -56,14 +58,21 @@ def _first_difference(got, want):
     return f"{diff.size} differ; first at {k}: got {got.ravel()[k]!r}, want {want.ravel()[k]!r}"
 
 
-def counts_by_edges(a, edges):
-    """Brute-force reference: the count of samples in each [e_k, e_k+1) (last bin closed)."""
+def bins_by_edges(a, edges):
+    """Brute-force reference: each sample's bin of [e_k, e_k+1) (last bin closed), and whether it
+    is in one."""
     x = np.asarray(a).ravel().astype(np.float64)
     e = np.asarray(edges, np.float64)
     idx = np.searchsorted(e, x, side="right") - 1
     idx[x == e[-1]] = e.size - 2
     inside = (idx >= 0) & (idx < e.size - 1) & ~np.isnan(x)
-    return np.bincount(idx[inside], minlength=e.size - 1).astype(np.int64)
+    return idx, inside
+
+
+def counts_by_edges(a, edges):
+    """Brute-force reference: the count of samples in each [e_k, e_k+1) (last bin closed)."""
+    idx, inside = bins_by_edges(a, edges)
+    return np.bincount(idx[inside], minlength=np.asarray(edges).size - 1).astype(np.int64)
 
 
 def ulp_distance(a, b):
@@ -85,3 +94,32 @@ def rng(request):
     """A generator seeded by the test's name, so every case has its own reproducible data."""
     seed = zlib.crc32(request.node.nodeid.encode())
     return np.random.default_rng(seed)
+
+
+def require_cuda_backend():
+    """Skips the test where tally's CUDA backend is not compiled in or finds no device."""
+    if not any(b["name"] == "cuda" and b["usable"] for b in tally.backends()):
+        pytest.skip("tally's CUDA backend is not compiled in or finds no device")
+
+
+@pytest.fixture
+def torch():
+    """torch, on a machine where it and tally's CUDA backend find a device (else skipped)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch finds no CUDA device")
+    require_cuda_backend()
+    return torch
+
+
+@pytest.fixture
+def cupy():
+    """cupy, on a machine where it and tally's CUDA backend find a device (else skipped)."""
+    cupy = pytest.importorskip("cupy")
+    try:
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("cupy finds no CUDA device")
+    except cupy.cuda.runtime.CUDARuntimeError:
+        pytest.skip("cupy finds no CUDA device")
+    require_cuda_backend()
+    return cupy

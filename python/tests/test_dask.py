@@ -1,6 +1,7 @@
 """tally.dask on a process-based dask.distributed LocalCluster: histograms of chunked data equal
 numpy's on the concatenated data (counts and edges bit for bit, any chunking), lazily; weighted
-sums equal where every partial sum is exact; DataFrame columns; numpy's errors."""
+sums exact, equal to one exact tally fill bit for bit (and to numpy's where every partial sum is
+exact); DataFrame columns; numpy's errors."""
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ from conftest import assert_same_array, samples
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
+import tally  # noqa: E402
 import tally.dask as td  # noqa: E402  (after the skips: needs dask)
 
 
@@ -66,14 +68,30 @@ def test_weighted_sums(client, rng):
     want = np.histogram(a, bins=20, range=(0, 1), weights=w)[0]
     assert hist.dtype == want.dtype
     assert_same_array(hist.compute(), want)
-    # Random f32 weights: float64 sums of the chunks' sums, within rounding of numpy's, in numpy's
-    # result dtype.
+    # Random f32 weights: exact sums, within rounding of numpy's one pass, in numpy's result dtype.
     w32 = rng.random(a.size, dtype=np.float32)
     hist, _ = td.histogram(x, bins=20, range=(0, 1), weights=da.from_array(w32, chunks=3000))
     want = np.histogram(a, bins=20, range=(0, 1), weights=w32)[0]
     got = hist.compute()
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("weight_type", [np.float64, np.float32])
+def test_weighted_sums_equal_one_exact_fill_for_any_chunking(client, rng, weight_type):
+    a = samples(rng, "f64", 30000, "skewed")
+    # Magnitudes 2^-60 .. 2^60 of both signs: float64 sums of the chunks' sums would depend on
+    # the chunking.
+    w = (rng.uniform(1, 2, a.size) * 2.0 ** rng.integers(-60, 61, a.size) * rng.choice([-1.0, 1.0], a.size))
+    w = w.astype(weight_type)
+    one = tally.Histogram(tally.axis.regular(16, -3, 7), weighted=True, exact_sums=True)
+    one.fill(a, weight=w)
+    want = one.values().astype(weight_type)
+    for pieces, split_every in ((7, 8), (5, 2), (11, 3)):
+        x = chunked(a, rng, pieces)
+        hist, _ = td.histogram(x, bins=16, range=(-3, 7), weights=da.from_array(w, chunks=x.chunks),
+                               split_every=split_every)
+        assert_same_array(hist.compute(), want)
 
 
 def test_density(client, rng):

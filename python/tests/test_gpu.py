@@ -9,32 +9,6 @@ import tally
 from conftest import NP, NUMPY_TYPES, assert_same_array, counts_by_edges, samples, ulp_distance
 
 
-def _cuda_backend():
-    if not any(b["name"] == "cuda" and b["usable"] for b in tally.backends()):
-        pytest.skip("tally's CUDA backend is not compiled in or finds no device")
-
-
-@pytest.fixture
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch finds no CUDA device")
-    _cuda_backend()
-    return torch
-
-
-@pytest.fixture
-def cupy():
-    cupy = pytest.importorskip("cupy")
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("cupy finds no CUDA device")
-    except cupy.cuda.runtime.CUDARuntimeError:
-        pytest.skip("cupy finds no CUDA device")
-    _cuda_backend()
-    return cupy
-
-
 def host(t):
     return t.cpu().numpy() if hasattr(t, "cpu") else t.get()
 

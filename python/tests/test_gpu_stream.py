@@ -6,15 +6,14 @@ import numpy as np
 import pytest
 
 import tally
-from conftest import assert_same_array, samples
+from conftest import assert_same_array, require_cuda_backend, samples
 
 SMALL = 1 << 20  # 1 MiB buffers: tens of MiB of samples take tens of rounds
 
 
 @pytest.fixture(autouse=True)
 def _cuda_backend():
-    if not any(b["name"] == "cuda" and b["usable"] for b in tally.backends()):
-        pytest.skip("tally's CUDA backend is not compiled in or finds no device")
+    require_cuda_backend()
 
 
 def _pair(axes, **options):

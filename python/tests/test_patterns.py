@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tally
-from test_gpu import cupy, host, torch  # noqa: F401 (fixtures)
+from test_gpu import host
 
 SHAPES = [(0,), (1,), (7,), (1031,), (3, 5), (2, 0), (4, 33, 9)]
 EPS32 = 2.0 ** -24

@@ -9,7 +9,7 @@ import pytest
 import tally
 from tally import _tally
 from tally._user_kernels import _merge_dims, _reads_before_writing
-from test_gpu import cupy, host, torch  # noqa: F401 (fixtures)
+from test_gpu import host
 
 SQUARED_DIFF = ("T x, T y", "T z", "z = (x - y) * (x - y)", "squared_diff")
 

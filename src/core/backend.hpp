@@ -10,7 +10,7 @@
 namespace tally::detail {
 
 /// A validated fill: columns.size() == axes.size(), all of length n. The backend adds into
-/// the destination storage (exactly one of counts64 / counts32 / sums is set) and into flow
+/// the destination storage (exactly one of counts64 / counts32 / sums / exact is set) and into flow
 /// (if set). It throws tally::error without writing anything when a count would overflow.
 struct fill_job {
   const std::vector<axis>* axes = nullptr;
@@ -21,6 +21,8 @@ struct fill_job {
   std::uint64_t* counts64 = nullptr;
   std::uint32_t* counts32 = nullptr;
   double* sums = nullptr;
+  /// options::exact_sums: cells x kWideCellWords (core/exact_sum.hpp), each weight added exactly.
+  std::uint64_t* exact = nullptr;
   flow_counts* flow = nullptr;
   policy plan;
 };

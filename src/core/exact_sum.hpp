@@ -1,11 +1,21 @@
-// Exact sums of f32 values in fixed point, on host and device. An f32 value is m 2^(s - 149)
-// with an integer m < 2^24 and 0 <= s <= 253, so every f32 is an integer number of units
-// 2^-149. A sum is kept as kExactWords unsigned 64-bit words, word k weighing 2^(32 k) units
-// (they overlap by 32 bits, so a value's m << (s mod 16), at 16-bit digit s / 16, always fits in
-// word s / 32 shifted by 16 (s / 16 mod 2), and a word that wraps carries 2^32 into the next). Integer additions commute: any order of the same
-// values gives the same words, and the sum converted once, correctly rounded, gives the same
-// bits on every run, grid and device. The words hold the sum modulo 2^320 in two's complement;
-// 2^40 values of the largest f32 sum to less than 2^318 units, so the sign survives.
+// Exact sums of f32 and f64 values in fixed point, on host and device.
+//
+// The f32 format (the CUDA kernels' words): an f32 value is m 2^(s - 149) with an integer m < 2^24
+// and 0 <= s <= 253, so every f32 is an integer number of units 2^-149. A sum is kept as
+// kExactWords unsigned 64-bit words, word k weighing 2^(32 k) units (they overlap by 32 bits, so a
+// value's m << (s mod 16), at 16-bit digit s / 16, always fits in word s / 32 shifted by 16 (s / 16
+// mod 2), and a word that wraps carries 2^32 into the next). The words hold the sum modulo 2^320
+// in two's complement; 2^40 values of the largest f32 sum to less than 2^318 units, so the sign
+// survives.
+//
+// The wide format (options::exact_sums histograms, any weight type): an f64 value is m 2^s units
+// of 2^-1074 with m < 2^53 and 0 <= s <= 2045. A sum is kWideWords plain 64-bit limbs (word k
+// weighs 2^(64 k) units, a wrap carries 1), the sum modulo 2^2176 in two's complement: fewer than
+// 2^64 values (a histogram's samples() is a u64) of magnitude below 2^2098 units sum to less than
+// 2^2162, so the sign survives. A cell is those limbs and one word of flags (kWideCellWords).
+//
+// Integer additions commute: any order of the same values gives the same words, and the sum
+// converted once, correctly rounded, gives the same bits on every run, grid and device.
 #pragma once
 
 #include <math.h>
@@ -32,6 +42,19 @@ TALLY_HD constexpr std::int64_t exact_words_bytes(std::int64_t cells) { return c
 constexpr int kExactStages = 4;
 constexpr std::int64_t kExactRingBytes = std::int64_t{kExactStages} * kExactThreads * 32;
 TALLY_HD constexpr std::int64_t exact_ring_offset(std::int64_t words_bytes) { return (words_bytes + 15) / 16 * 16; }
+
+/// A fixed-point format: Words 64-bit words, word k weighing 2^(Stride k) units of 2^-UnitBits.
+template <int Words, int Stride, int UnitBits> struct exact_format {
+  static constexpr int words = Words;
+  static constexpr int stride = Stride;
+  static constexpr int unit_bits = UnitBits;
+  /// The bits of the whole number, modulo which the words hold the sum.
+  static constexpr int bits = Stride * (Words - 1) + 64;
+};
+using f32_exact = exact_format<kExactWords, 32, 149>;
+constexpr int kWideWords = 34;
+constexpr int kWideCellWords = kWideWords + 1;  // the limbs, then the flags
+using wide_exact = exact_format<kWideWords, 64, 1074>;
 
 /// Non-finite values are not added to the words; each sets a flag of its cell instead.
 enum : unsigned { exact_plus_inf = 1, exact_minus_inf = 2, exact_nan = 4 };
@@ -73,18 +96,45 @@ TALLY_HD_HOT exact_term exact_term_of(float x) {
 /// Adds `addend` to word k of `words` and carries up, where the addend stands for itself, or
 /// (negative) for addend - 2^64. fetch_add(word pointer, addend) adds modulo 2^64 and returns the
 /// old word (an atomic one on the device). The unsigned addition's carry-out, less 1 for a
-/// negative addend, is the change in units of 2^64 at word k, which is 2^32 at word k + 1. Past
-/// the last word it drops.
-template <class FetchAdd>
+/// negative addend, is the change in units of 2^64 at word k, which is 2^(64 - Stride) at word
+/// k + 1 (2^32 in the f32 format, 1 in the wide one). Past the last word it drops.
+template <class Format = f32_exact, class FetchAdd>
 TALLY_HD_HOT void add_exact_bits(std::uint64_t* words, int k, std::uint64_t addend, bool negative,
                                  FetchAdd&& fetch_add) {
+  constexpr int carry_shift = 64 - Format::stride;
   while (addend != 0) {
     const std::uint64_t old = fetch_add(words + k, addend);
     const int carry = (old + addend < old ? 1 : 0) - (negative ? 1 : 0);
-    if (carry == 0 || ++k == kExactWords) return;
+    if (carry == 0 || ++k == Format::words) return;
     negative = carry < 0;
-    addend = negative ? ~std::uint64_t{0} << 32 : std::uint64_t{1} << 32;  // -2^32 or 2^32
+    addend = negative ? ~std::uint64_t{0} << carry_shift : std::uint64_t{1} << carry_shift;
   }
+}
+
+/// fetch_add for words that one thread owns.
+struct plain_fetch_add {
+  TALLY_HD_HOT std::uint64_t operator()(std::uint64_t* word, std::uint64_t addend) const {
+    const std::uint64_t old = *word;
+    *word = old + addend;
+    return old;
+  }
+};
+
+#if defined(__CUDACC__)
+/// fetch_add for device words that threads share.
+struct atomic_fetch_add {
+  __device__ __forceinline__ std::uint64_t operator()(std::uint64_t* word, std::uint64_t addend) const {
+    return atomicAdd(reinterpret_cast<unsigned long long*>(word), static_cast<unsigned long long>(addend));
+  }
+};
+#endif
+
+/// Adds a wide cell (kWideWords limbs, then flags) into another: the limbs with carries, the
+/// flags or-ed (one thread owns `to`).
+template <class FetchAdd> TALLY_HD void add_wide_cell(std::uint64_t* to, const std::uint64_t* from, FetchAdd&& fetch_add) {
+  for (int k = 0; k < wide_exact::words; ++k)
+    if (from[k]) add_exact_bits<wide_exact>(to, k, from[k], false, fetch_add);
+  to[wide_exact::words] |= from[wide_exact::words];
 }
 
 /// Adds a signed value to word k (|value| < 2^63).
@@ -107,44 +157,105 @@ TALLY_HD double double_of(std::uint64_t bits) {
   return x;
 }
 
-/// The words' value (units of 2^-149), correctly rounded to the nearest double, ties to even;
-/// then the flags: NaN, or an infinity, as IEEE addition of the values in any order gives.
-TALLY_HD double exact_value(const std::uint64_t* words, unsigned flags) {
+/// The flag of a non-finite f64 (given as its bits), 0 for a finite one.
+TALLY_HD_HOT unsigned exact_flag_of_f64(std::uint64_t bits) {
+  if (((bits >> 52) & 0x7FFu) != 0x7FFu) return 0;
+  return (bits & 0xFFFFFFFFFFFFFull) ? exact_nan : (bits >> 63) ? exact_minus_inf : exact_plus_inf;
+}
+
+/// Adds an f64 value to a wide sum (kWideWords limbs) and returns 0, or returns its flag, adding
+/// nothing, for a non-finite one. Its m << (s mod 64) spans limbs s / 64 and s / 64 + 1, each
+/// part added with its carries (a negative value as the two parts' negations).
+template <class FetchAdd> TALLY_HD_HOT unsigned add_wide(std::uint64_t* words, double x, FetchAdd&& fetch_add) {
+  std::uint64_t bits;
+  memcpy(&bits, &x, sizeof bits);
+  if (const unsigned flag = exact_flag_of_f64(bits)) return flag;
+  const std::uint64_t e = (bits >> 52) & 0x7FFu;
+  const std::uint64_t m = (bits & 0xFFFFFFFFFFFFFull) | (e ? std::uint64_t{1} << 52 : 0);
+  const int s = e ? static_cast<int>(e) - 1 : 0;  // subnormals share the smallest normal's scale
+  const int k = s >> 6, b = s & 63;
+  const std::uint64_t lo = m << b, hi = b ? m >> (64 - b) : 0;
+  const bool negative = bits >> 63;
+  // -v as an addend standing for addend - 2^64 (v != 0), or nothing for v == 0.
+  const auto part = [&](int at, std::uint64_t v) {
+    if (v) add_exact_bits<wide_exact>(words, at, negative ? ~v + 1 : v, negative, fetch_add);
+  };
+  part(k, lo);
+  part(k + 1, hi);
+  return 0;
+}
+
+/// The 32-bit limbs of a sum in Format, modulo 2^Format::bits (two's complement).
+template <class Format> struct exact_limbs {
+  static constexpr int count = Format::bits / 32;
+  std::uint32_t limb[count] = {};
+  TALLY_HD explicit exact_limbs(const std::uint64_t* words) {
+    for (int k = 0; k < Format::words; ++k) {
+      std::uint64_t carry = 0;
+      for (int j = k * Format::stride / 32, part = 0; j < count; ++j, ++part) {
+        const std::uint64_t add = part == 0 ? (words[k] & 0xFFFFFFFFu) : part == 1 ? (words[k] >> 32) : 0;
+        if (part > 1 && carry == 0) break;
+        const std::uint64_t sum = limb[j] + add + carry;
+        limb[j] = static_cast<std::uint32_t>(sum);
+        carry = sum >> 32;
+      }
+    }
+  }
+  TALLY_HD bool negative() const { return limb[count - 1] >> 31; }
+};
+
+/// Adds an f32-format sum (kExactWords words, units of 2^-149) into a wide sum (units of 2^-1074):
+/// the sign-extended 320-bit number shifted up by 925 bits, limb by limb with carries.
+template <class FetchAdd>
+TALLY_HD void add_f32_words_to_wide(std::uint64_t* wide, const std::uint64_t* words, FetchAdd&& fetch_add) {
+  constexpr int shift = wide_exact::unit_bits - f32_exact::unit_bits;  // 925 = 28 x 32 + 29
+  const exact_limbs<f32_exact> from(words);
+  const std::uint32_t fill = from.negative() ? 0xFFFFFFFFu : 0u;
+  const auto limb_at = [&](int j) { return j < 0 ? 0u : j < from.count ? from.limb[j] : fill; };
+  // Wide 32-bit limb i holds bits [32 i, 32 i + 32) of the shifted number: parts of from's limbs
+  // i - 29 and i - 28.
+  constexpr int whole = shift / 32, rest = shift % 32;
+  const auto shifted = [&](int i) {
+    const std::uint64_t pair =
+        (static_cast<std::uint64_t>(limb_at(i - whole)) << 32) | limb_at(i - whole - 1);
+    return static_cast<std::uint32_t>(pair >> (32 - rest));
+  };
+  // From wide limb `whole` up; the sign's limbs continue to the top, where the sum's modulus drops them.
+  for (int k = whole / 2; k < wide_exact::words; ++k) {
+    const std::uint64_t v = (static_cast<std::uint64_t>(shifted(2 * k + 1)) << 32) | shifted(2 * k);
+    if (v) add_exact_bits<wide_exact>(wide, k, v, false, fetch_add);
+  }
+}
+
+/// The words' value (units of 2^-Format::unit_bits), correctly rounded to the nearest double, ties
+/// to even; then the flags: NaN, or an infinity, as IEEE addition of the values in any order gives.
+template <class Format = f32_exact> TALLY_HD double exact_value(const std::uint64_t* words, unsigned flags) {
   if (flags & exact_nan || (flags & exact_plus_inf && flags & exact_minus_inf)) return double_of(0x7FF8000000000000u);
   if (flags & exact_plus_inf) return double_of(0x7FF0000000000000u);
   if (flags & exact_minus_inf) return double_of(0xFFF0000000000000u);
-  // Ten 32-bit limbs of the sum modulo 2^320.
-  constexpr int kLimbs = kExactWords + 1;
-  std::uint32_t limb[kLimbs] = {};
-  for (int k = 0; k < kExactWords; ++k) {
-    std::uint64_t carry = 0;
-    for (int j = k, part = 0; j < kLimbs; ++j, ++part) {
-      const std::uint64_t add = part == 0 ? (words[k] & 0xFFFFFFFFu) : part == 1 ? (words[k] >> 32) : 0;
-      if (part > 1 && carry == 0) break;
-      const std::uint64_t sum = limb[j] + add + carry;
-      limb[j] = static_cast<std::uint32_t>(sum);
-      carry = sum >> 32;
-    }
-  }
-  const bool negative = limb[kLimbs - 1] >> 31;
+  exact_limbs<Format> sum(words);
+  constexpr int kLimbs = exact_limbs<Format>::count;
+  std::uint32_t* limb = sum.limb;
+  const bool negative = sum.negative();
   if (negative) {  // two's complement: invert and add one
     std::uint64_t carry = 1;
     for (int j = 0; j < kLimbs; ++j) {
-      const std::uint64_t sum = static_cast<std::uint64_t>(~limb[j]) + carry;
-      limb[j] = static_cast<std::uint32_t>(sum);
-      carry = sum >> 32;
+      const std::uint64_t s = static_cast<std::uint64_t>(~limb[j]) + carry;
+      limb[j] = static_cast<std::uint32_t>(s);
+      carry = s >> 32;
     }
   }
   int top = kLimbs - 1;
   while (top > 0 && limb[top] == 0) --top;
-  if (top < 2) {  // below 2^64 units: one conversion, exact scaling
+  if (top < 2) {  // below 2^64 units: one conversion, exact scaling (or exact subnormal, wide: below 2^53)
     const std::uint64_t v = (static_cast<std::uint64_t>(limb[1]) << 32) | limb[0];
-    const double x = ::ldexp(static_cast<double>(v), -149);
+    const double x = ::ldexp(static_cast<double>(v), -Format::unit_bits);
     return negative ? -x : x;
   }
   // The 64 bits from the highest set bit down, with every lower bit folded into the lowest of
   // them (a sticky bit: 64 > 53 + 2, so rounding to 53 bits sees it as the tie-breaker it is):
-  // the u64 -> double conversion then rounds once, and the scaling is exact.
+  // the u64 -> double conversion then rounds once, and the scaling is exact (or overflows to the
+  // infinity that rounding gives).
   int lead = 0;  // leading zeros of limb[top]
   while (!((limb[top] << lead) & 0x80000000u)) ++lead;
   const std::uint64_t upper = (static_cast<std::uint64_t>(limb[top]) << 32) | limb[top - 1];
@@ -155,7 +266,7 @@ TALLY_HD double exact_value(const std::uint64_t* words, unsigned flags) {
   }
   for (int j = 0; j < top - 2; ++j) rest |= limb[j];
   const int low = 32 * (top - 2) + 32 - lead;  // the bit index of the mantissa's lowest bit
-  const double x = ::ldexp(static_cast<double>(mantissa | (rest ? 1u : 0u)), low - 149);
+  const double x = ::ldexp(static_cast<double>(mantissa | (rest ? 1u : 0u)), low - Format::unit_bits);
   return negative ? -x : x;
 }
 

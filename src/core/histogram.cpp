@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/backend.hpp"
+#include "core/exact_sum.hpp"
 #include "core/memory.hpp"
 #include "core/rules.hpp"
 #include "tally/histogram.hpp"
@@ -71,6 +72,7 @@ plan_request make_request(const std::vector<axis>& axes, const options& opts, ba
   r.dims = static_cast<int>(axes.size());
   r.sample = t;
   r.weighted = opts.weighted;
+  r.exact_sums = opts.exact_sums;
   // A fill's weights, or the ones of a fill without (exact in f32); a plan without a fill
   // assumes f64 weights, numpy's default.
   if (first) r.weight_type = weights ? weights->type : dtype::f32;
@@ -138,6 +140,8 @@ histogram::histogram(axis a, options opts) : histogram(std::vector<axis>{std::mo
 histogram::histogram(std::vector<axis> axes, options opts) : axes_(std::move(axes)), opts_(opts) {
   if (opts_.threads < 0)
     throw error("histogram: threads must be >= 0 (0: all), got " + std::to_string(opts_.threads));
+  if (opts_.exact_sums && !opts_.weighted)
+    throw error("histogram: exact_sums keeps sums of weights; construct with options.weighted = true");
   cells_ = detail::cell_count(axes_);
   allocate();
 }
@@ -145,9 +149,11 @@ histogram::histogram(std::vector<axis> axes, options opts) : axes_(std::move(axe
 void histogram::allocate() {
   const auto n = static_cast<std::size_t>(cells_);
   const std::string what = "a histogram of " + std::to_string(cells_) + " cells";
-  detail::ensure_reservable(detail::times(n, opts_.weighted ? sizeof(double) : opts_.counts == count_type::u32 ? 4 : 8),
-                            what);
+  const std::size_t words = opts_.exact_sums ? detail::kWideCellWords * sizeof(std::uint64_t) : 0;
+  detail::ensure_reservable(
+      detail::times(n, opts_.weighted ? sizeof(double) + words : opts_.counts == count_type::u32 ? 4 : 8), what);
   try {
+    if (opts_.exact_sums) exact_ = detail::cell_storage<std::uint64_t>(detail::times(n, detail::kWideCellWords));
     if (opts_.weighted) sums_ = detail::cell_storage<double>(n);
     else if (opts_.counts == count_type::u32) counts32_ = detail::cell_storage<std::uint32_t>(n);
     else counts64_ = detail::cell_storage<std::uint64_t>(n);
@@ -187,7 +193,8 @@ void histogram::prepare(const std::vector<view>& columns, const view* weights, d
   job.cells = cells_;
   job.counts64 = counts64_.empty() ? nullptr : counts64_.data();
   job.counts32 = counts32_.empty() ? nullptr : counts32_.data();
-  job.sums = sums_.empty() ? nullptr : sums_.data();
+  job.sums = sums_.empty() || opts_.exact_sums ? nullptr : sums_.data();
+  job.exact = exact_.empty() ? nullptr : exact_.data();
   job.flow = opts_.flow ? &flow_ : nullptr;
   plan_request r = request(backend->which, columns[0].type, job.n, &columns[0], weights);
   if (backend->describe) backend->describe(r);
@@ -200,7 +207,22 @@ void histogram::fill_impl(const std::vector<view>& columns, const view* weights)
   prepare(columns, weights, job, backend);
   if (job.n == 0) return;
   backend->fill(job);
-  samples_ += static_cast<std::uint64_t>(job.n);
+  filled(static_cast<std::uint64_t>(job.n));
+}
+
+void histogram::filled(std::uint64_t n) {
+  samples_ += n;
+  if (opts_.exact_sums) round_exact();
+}
+
+void histogram::round_exact() {
+  const std::uint64_t* words = exact_.data();
+  for (std::int64_t c = 0; c < cells_; ++c, words += detail::kWideCellWords) {
+    const double v = detail::exact_value<detail::wide_exact>(words, static_cast<unsigned>(words[detail::kWideWords]));
+    // Written only where it changed: calloc's untouched zeros cost no memory until written.
+    double& sum = sums_[static_cast<std::size_t>(c)];
+    if (std::memcmp(&sum, &v, sizeof v) != 0) sum = v;
+  }
 }
 
 void histogram::reset() {
@@ -220,6 +242,7 @@ std::string summary(const axis& a) {
 }
 
 const char* storage_name(const options& o) {
+  if (o.exact_sums) return "exact sums of weights";
   if (o.weighted) return "f64 sums of weights";
   return o.counts == count_type::u32 ? "u32 counts" : "u64 counts";
 }
@@ -255,7 +278,15 @@ histogram& histogram::operator+=(const histogram& other) {
   check(flow_.overflow, other.flow_.overflow, "the overflow count");
   check(flow_.nan, other.flow_.nan, "the NaN count");
   const auto n = static_cast<std::size_t>(cells_);
-  if (opts_.weighted) {
+  if (opts_.exact_sums) {
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint64_t* to = exact_.data() + i * detail::kWideCellWords;
+      // A copy of other's cell: other may be this histogram, whose carries would change it.
+      std::uint64_t from[detail::kWideCellWords];
+      std::memcpy(from, other.exact_.data() + i * detail::kWideCellWords, sizeof from);
+      detail::add_wide_cell(to, from, detail::plain_fetch_add{});
+    }
+  } else if (opts_.weighted) {
     for (std::size_t i = 0; i < n; ++i) sums_[i] += other.sums_[i];
   } else if (opts_.counts == count_type::u32) {
     detail::merge_counts(counts32_.data(), other.counts32_.data(), n);
@@ -266,6 +297,7 @@ histogram& histogram::operator+=(const histogram& other) {
   flow_.overflow += other.flow_.overflow;
   flow_.nan += other.flow_.nan;
   samples_ += other.samples_;
+  if (opts_.exact_sums) round_exact();
   return *this;
 }
 
@@ -274,6 +306,7 @@ bool operator==(const histogram& a, const histogram& b) {
   if (a.flow_.underflow != b.flow_.underflow || a.flow_.overflow != b.flow_.overflow || a.flow_.nan != b.flow_.nan)
     return false;
   const auto n = static_cast<std::size_t>(a.cells_);
+  if (a.opts_.exact_sums) return std::equal(a.exact_.begin(), a.exact_.end(), b.exact_.begin());
   if (a.opts_.weighted) return std::memcmp(a.sums_.data(), b.sums_.data(), n * sizeof(double)) == 0;
   if (a.opts_.counts == count_type::u32) return std::equal(a.counts32_.begin(), a.counts32_.end(), b.counts32_.begin());
   return std::equal(a.counts64_.begin(), a.counts64_.end(), b.counts64_.begin());
@@ -304,7 +337,17 @@ void histogram::assign(const std::vector<std::uint64_t>& counts, flow_counts dro
 
 void histogram::assign(const std::vector<double>& sums, flow_counts dropped, std::uint64_t samples) {
   check_assign(sums.size(), true, dropped);
-  std::copy(sums.begin(), sums.end(), sums_.begin());
+  if (opts_.exact_sums) {
+    // Each sum is exactly representable in the words: they are the sum's, or its flag.
+    std::fill(exact_.begin(), exact_.end(), 0);
+    for (std::size_t i = 0; i < sums.size(); ++i) {
+      std::uint64_t* cell = exact_.data() + i * detail::kWideCellWords;
+      cell[detail::kWideWords] = detail::add_wide(cell, sums[i], detail::plain_fetch_add{});
+    }
+    round_exact();
+  } else {
+    std::copy(sums.begin(), sums.end(), sums_.begin());
+  }
   flow_ = dropped;
   samples_ = samples;
 }
@@ -386,12 +429,12 @@ void fill_channels(std::vector<histogram>& per_channel, const view& samples, int
       std::all_of(per_channel.begin(), per_channel.end(),
                   [](const histogram& h) { return h.opts_.strategy == strategy::automatic; });
   if (one_pass && backends[0]->fill_channels && backends[0]->fill_channels(all)) {
-    for (auto& h : per_channel) h.samples_ += n;
+    for (auto& h : per_channel) h.filled(n);
     return;
   }
   for (std::size_t c = 0; c < per_channel.size(); ++c) {
     backends[c]->fill(all.per_channel[c]);
-    per_channel[c].samples_ += n;
+    per_channel[c].filled(n);
   }
 }
 

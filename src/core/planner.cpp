@@ -76,12 +76,16 @@ policy plan_cpu(const plan_request& r) {
   // enough samples to pay for it; below that, fewer threads are faster. Measured (2-core VM,
   // 2^26 i64, cpu results at fcf2e16): 2 threads 1.3-2.0x one thread.
   const int available = r.threads > 0 ? r.threads : hardware_threads();
-  const std::int64_t per_thread = std::max<std::int64_t>(p.block, 2 * r.cells);
+  // Exact sums keep no private copies (threads add into the shared words atomically).
+  const std::int64_t per_thread = r.exact_sums ? p.block : std::max<std::int64_t>(p.block, 2 * r.cells);
   const std::int64_t useful = std::max<std::int64_t>(1, r.n / per_thread);
   p.threads = static_cast<int>(std::min<std::int64_t>(available, useful));
-  p.reasons.push_back("threads " + std::to_string(p.threads) + " of " +
-                      std::to_string(available) +
-                      ": one per max(65536, 2 x cells) samples, so private copies pay off");
+  p.reasons.push_back("threads " + std::to_string(p.threads) + " of " + std::to_string(available) +
+                      (r.exact_sums ? ": one per 65536 samples"
+                                    : ": one per max(65536, 2 x cells) samples, so private copies pay off"));
+  if (r.exact_sums)
+    p.reasons.push_back("exact sums: each weight an integer addition into its cell's 34 fixed-point words "
+                        "(atomic where threads share them); any order gives the same words");
 
   // Replicas: a thread alternates between R copies of the counters, so runs of equal
   // samples do not wait on one counter's store-to-load latency. Only for few cells, where
@@ -91,7 +95,8 @@ policy plan_cpu(const plan_request& r) {
     p.replicas = 4;
     p.reasons.push_back("replicas 4: few cells; 4 copies break the dependency chain on a hot bin");
   } else {
-    p.reasons.push_back("replicas 1: " + std::string(r.weighted ? "weighted sums follow the block order"
+    p.reasons.push_back("replicas 1: " + std::string(r.exact_sums ? "exact sums add into the histogram's words"
+                                                    : r.weighted ? "weighted sums follow the block order"
                                                                 : "many cells: copies would leave L1"));
   }
 
@@ -141,7 +146,7 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
   p.reasons.push_back("weighted, f32 weights: exact sums, each weight an integer addition at one 16-bit "
                       "digit of its cell's 9 fixed-point words; any order gives the same bits, correctly rounded");
   if (p.chosen == strategy::partitioned) {
-    // Prediction (bench/PERFORMANCE.md entry 51): 8 bytes read, 6 written and read again a sample.
+    // Prediction (bench/PERFORMANCE.md entry 52): 8 bytes read, 6 written and read again a sample.
     p.partition_bits = kPartitionExactBits;
     p.partition_buckets = static_cast<int>(part_buckets);
     p.partition_chunk = partition_chunk(r.n, kPartitionExactChunk);
@@ -190,6 +195,27 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
   return p;
 }
 
+/// Exact sums (options::exact_sums) of f64 weights, or of f32 weights where the f32 kernel's keys
+/// do not reach, on the GPU: each weight is a global 64-bit atomic addition (two, with their rare
+/// carries) into its cell's wide fixed-point words (core/exact_sum.hpp) in device memory, one sample
+/// per thread. The simplest exact kernel: expect about global_atomic's rate for uniform samples and
+/// a hot bin serialised on its words' atomics (not measured).
+policy plan_cuda_exact_wide(const plan_request& r, policy p) {
+  if (r.wanted != strategy::automatic && r.wanted != strategy::global_atomic)
+    throw error("strategy " + std::string(name_of(r.wanted)) +
+                " does not keep exact sums of f64 weights on the GPU; use automatic or global_atomic");
+  p.chosen = strategy::global_atomic;
+  p.exact_wide = true;
+  p.block_threads = 256;
+  p.grid_blocks = std::max(1, r.device_sms) * 8;
+  p.reasons.push_back("exact sums, " + std::string(name_of(r.weight_type)) +
+                      " weights: each weight two global 64-bit atomics (and their carries) into its cell's 34 "
+                      "fixed-point words; any order gives the same words");
+  p.reasons.push_back("global_atomic: one sample per thread, the words in device memory (simplest exact kernel; "
+                      "about global_atomic's rate uniform, a hot bin serialised on its words)");
+  return p;
+}
+
 /// Weighted sums of f64 weights on the GPU: each warp sums into its own f64 copy of a window of cells (no
 /// float atomics), warps and blocks are combined in a fixed order, and the grid is a function
 /// of n alone, so the bits are the same on every run and every device. Measured: 81-92 G
@@ -232,9 +258,10 @@ policy plan_cuda(const plan_request& r) {
   const std::int64_t budget = std::min(per_block, per_sm / 2 - 1024);
   // The exact kernel keys a thread's runs by cell x 16 + digit in 32 bits: below 2^27 cells (a
   // fill of more would need 9 x 8 bytes of device words per cell, over 9 GiB).
-  if (r.weighted)
-    return r.weight_type == dtype::f32 && r.cells < (std::int64_t{1} << 27) ? plan_cuda_exact(r, p, budget)
-                                                                             : plan_cuda_weighted(r, p, budget);
+  if (r.weighted) {
+    if (r.weight_type == dtype::f32 && r.cells < (std::int64_t{1} << 27)) return plan_cuda_exact(r, p, budget);
+    return r.exact_sums ? plan_cuda_exact_wide(r, p) : plan_cuda_weighted(r, p, budget);
+  }
 
   if (r.wanted == strategy::global_atomic_vec && !r.contiguous)
     throw error("strategy global_atomic_vec needs one contiguous column aligned to its sample type");
@@ -530,6 +557,7 @@ std::string describe(const policy& p) {
         << "\n";
     if (p.window_cells) s << "window     " << p.window_cells << " cells per pass\n";
     if (p.exact_sums) s << "sums       exact: fixed-point words per cell, any order\n";
+    if (p.exact_wide) s << "sums       exact: 34 fixed-point words per cell in device memory, global atomics\n";
     if (p.partition_bits)
       s << "partition  " << p.partition_buckets << " buckets of 2^" << p.partition_bits << " slots, "
         << p.partition_chunk << " samples per pass, " << p.partition_blocks

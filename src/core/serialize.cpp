@@ -6,15 +6,18 @@
 #include <string_view>
 
 #include "core/backend.hpp"
+#include "core/exact_sum.hpp"
 #include "tally/serialize.hpp"
 
 namespace tally {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'A', 'L', 'L', 'Y', 'H', 'S', 'T'};
-constexpr std::uint32_t kVersion = 1;
+/// The newest version, read along with every older one. A histogram is written in the oldest
+/// version that holds it (1, unless it keeps exact sums), so older readers still read it.
+constexpr std::uint32_t kVersion = 2;
 
-enum storage_code : std::uint8_t { store_u64 = 0, store_u32 = 1, store_sums = 2 };
+enum storage_code : std::uint8_t { store_u64 = 0, store_u32 = 1, store_sums = 2, store_exact = 3 };
 enum axis_tag : std::uint8_t {
   tag_regular = 0,
   tag_regular_exact = 1,
@@ -24,7 +27,9 @@ enum axis_tag : std::uint8_t {
   tag_integer = 5
 };
 
-std::size_t cell_bytes(std::uint8_t storage) { return storage == store_u32 ? 4 : 8; }
+std::size_t cell_bytes(std::uint8_t storage) {
+  return storage == store_u32 ? 4 : storage == store_exact ? 8 * detail::kWideCellWords : 8;
+}
 
 /// An N-byte little-endian unsigned integer (compilers merge the byte loads into one load on
 /// little-endian hosts).
@@ -223,15 +228,19 @@ header read_header(reader& r) {
   const std::byte* magic = r.take(sizeof kMagic, "the magic");
   if (std::memcmp(magic, kMagic, sizeof kMagic) != 0) throw error("not a tally histogram (wrong magic bytes)");
   const std::uint32_t version = r.u32("the format version");
-  if (version != kVersion)
-    throw error("format version " + std::to_string(version) + " is not supported (this tally reads version " +
+  if (version < 1 || version > kVersion)
+    throw error("format version " + std::to_string(version) + " is not supported (this tally reads versions 1 to " +
                 std::to_string(kVersion) + ")");
   header h;
   h.storage = r.u8("the storage code");
-  if (h.storage > store_sums) throw error("unknown storage code " + std::to_string(h.storage) + " (0 to 2 are defined)");
+  const std::uint8_t last = version == 1 ? store_sums : store_exact;
+  if (h.storage > last)
+    throw error("unknown storage code " + std::to_string(h.storage) + " in format version " + std::to_string(version) +
+                " (0 to " + std::to_string(last) + " are defined)");
   const std::uint8_t flow = r.u8("the flow flag");
   if (flow > 1) throw error("the flow flag must be 0 or 1, got " + std::to_string(flow));
-  h.opts.weighted = h.storage == store_sums;
+  h.opts.weighted = h.storage == store_sums || h.storage == store_exact;
+  h.opts.exact_sums = h.storage == store_exact;
   h.opts.counts = h.storage == store_u32 ? count_type::u32 : count_type::u64;
   h.opts.flow = flow == 1;
   h.opts.backend = backend_from_name(r.str("the backend name"));
@@ -251,11 +260,13 @@ header read_header(reader& r) {
 
 std::vector<std::byte> serialize(const histogram& h) {
   const options& o = h.opts();
-  const std::uint8_t storage = o.weighted ? store_sums : o.counts == count_type::u32 ? store_u32 : store_u64;
+  const std::uint8_t storage = o.exact_sums ? store_exact
+                               : o.weighted ? store_sums
+                               : o.counts == count_type::u32 ? store_u32 : store_u64;
   const auto cells = static_cast<std::size_t>(h.size());
   writer w(128 + cells * cell_bytes(storage));
   w.bytes(kMagic, sizeof kMagic);
-  w.u32(kVersion);
+  w.u32(storage == store_exact ? 2 : 1);
   w.u8(storage);
   w.u8(o.flow ? 1 : 0);
   w.str(name_of(o.backend));
@@ -271,7 +282,8 @@ std::vector<std::byte> serialize(const histogram& h) {
   w.u64(cells);
   if (storage == store_u64) w.items<8>(cells, [p = h.counts_u64()](std::size_t i) { return p[i]; });
   else if (storage == store_u32) w.items<4>(cells, [p = h.counts_u32()](std::size_t i) { return p[i]; });
-  else w.items<8>(cells, [p = h.sums_data()](std::size_t i) { return bits_of(p[i]); });
+  else if (storage == store_sums) w.items<8>(cells, [p = h.sums_data()](std::size_t i) { return bits_of(p[i]); });
+  else w.items<8>(h.exact_.size(), [p = h.exact_.data()](std::size_t i) { return p[i]; });
   return w.take();
 }
 
@@ -295,6 +307,14 @@ histogram deserialize(const void* data, std::size_t size) {
       h.counts32_[i] = static_cast<std::uint32_t>(load_little_endian<4>(in + 4 * i));
     for (std::size_t i = 0; i < stored && head.storage == store_sums; ++i)
       h.sums_[i] = double_of(load_little_endian<8>(in + 8 * i));
+    if (head.storage == store_exact) {
+      for (std::size_t i = 0; i < h.exact_.size(); ++i) h.exact_[i] = load_little_endian<8>(in + 8 * i);
+      for (std::size_t i = 0; i < stored; ++i)
+        if (const std::uint64_t flags = h.exact_[(i + 1) * detail::kWideCellWords - 1]; flags > 7)
+          throw error("cell " + std::to_string(i) + "'s exact-sum flags " + std::to_string(flags) +
+                      " are not a combination of 1 (+inf), 2 (-inf) and 4 (NaN)");
+      h.round_exact();
+    }
     h.samples_ = head.samples;
     h.flow_ = head.dropped;
     return h;

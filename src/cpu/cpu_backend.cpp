@@ -15,6 +15,7 @@
 
 #include "core/backend.hpp"
 #include "core/dispatch.hpp"
+#include "core/exact_sum.hpp"
 #include "core/memory.hpp"
 #include "core/rules.hpp"
 
@@ -62,6 +63,21 @@ struct direct_sink {
   }
 };
 
+/// Weight i of `weights` (f32 or f64) as a double; 1 where there are none.
+TALLY_HD_HOT double weight_at(const view* weights, std::int64_t i) {
+  if (!weights) return 1.0;
+  const char* p = static_cast<const char*>(weights->data) +
+                  i * weights->stride * static_cast<std::int64_t>(size_of(weights->type));
+  if (weights->type == dtype::f32) {
+    float f;
+    std::memcpy(&f, p, sizeof f);
+    return f;
+  }
+  double d;
+  std::memcpy(&d, p, sizeof d);
+  return d;
+}
+
 /// Sums weights into a block partial, in sample order; with `touched`, records each cell's
 /// first touch so that merging and clearing skip the untouched cells.
 struct sum_sink {
@@ -79,20 +95,32 @@ struct sum_sink {
       seen[k] = 1;
       touched->push_back(k);
     }
-    partial[k] += weight(i);
+    partial[k] += weight_at(weights, i);
   }
-  TALLY_HD_HOT double weight(std::int64_t i) const {
-    if (!weights) return 1.0;
-    const char* p = static_cast<const char*>(weights->data) +
-                    i * weights->stride * static_cast<std::int64_t>(size_of(weights->type));
-    if (weights->type == dtype::f32) {
-      float f;
-      std::memcpy(&f, p, sizeof f);
-      return f;
+};
+
+/// Adds each weight exactly into its cell's wide fixed-point words (core/exact_sum.hpp), with
+/// atomic additions where threads share the words: integer additions commute, so any split of
+/// the samples among threads gives the same words.
+struct exact_sink {
+  std::uint64_t* words;  // cells x kWideCellWords
+  const view* weights;   // null: weight 1
+  bool shared;
+  local_flow flow;
+  TALLY_HD_HOT void operator()(std::int64_t k, std::int64_t i) {
+    if (k < 0) {
+      flow.add(k);
+      return;
     }
-    double d;
-    std::memcpy(&d, p, sizeof d);
-    return d;
+    std::uint64_t* cell = words + k * kWideCellWords;
+    const double x = weight_at(weights, i);
+    const unsigned flag = shared ? add_wide(cell, x, [](std::uint64_t* w, std::uint64_t v) {
+      return __atomic_fetch_add(w, v, __ATOMIC_RELAXED);
+    }) : add_wide(cell, x, plain_fetch_add{});
+    if (flag) {
+      if (shared) __atomic_fetch_or(cell + kWideWords, std::uint64_t{flag}, __ATOMIC_RELAXED);
+      else cell[kWideWords] |= flag;
+    }
   }
 };
 
@@ -162,6 +190,7 @@ struct axis_indexer {
   run_fn<count_sink> count_fn = nullptr;
   run_fn<direct_sink> direct_fn = nullptr;
   run_fn<sum_sink> sum_fn = nullptr;
+  run_fn<exact_sink> exact_fn = nullptr;
   std::int64_t bins = 0;
 
   axis_indexer(const axis& a, dtype sample, bool use_edge_table) : bins(a.bins()) {
@@ -198,6 +227,7 @@ struct axis_indexer {
       count_fn = &run_1d<T, Binner, count_sink>;
       direct_fn = &run_1d<T, Binner, direct_sink>;
       sum_fn = &run_1d<T, Binner, sum_sink>;
+      exact_fn = &run_1d<T, Binner, exact_sink>;
     });
   }
 };
@@ -217,7 +247,8 @@ class job_binner {
       const auto& a = *axes_.front();
       if constexpr (std::is_same_v<Sink, count_sink>) a.count_fn(a.binner, columns_[0], begin, end, sink);
       else if constexpr (std::is_same_v<Sink, direct_sink>) a.direct_fn(a.binner, columns_[0], begin, end, sink);
-      else a.sum_fn(a.binner, columns_[0], begin, end, sink);
+      else if constexpr (std::is_same_v<Sink, sum_sink>) a.sum_fn(a.binner, columns_[0], begin, end, sink);
+      else a.exact_fn(a.binner, columns_[0], begin, end, sink);
       return;
     }
     std::int64_t flat[kTile];
@@ -371,6 +402,23 @@ void fill_sums(const fill_job& job) {
     for (const auto& f : flows) f.add_to(*job.flow);
 }
 
+/// Exact sums (options::exact_sums): each thread adds the weights of its contiguous range of
+/// samples straight into the histogram's words, atomically where there are several threads.
+void fill_exact(const fill_job& job) {
+  const job_binner binner(job);
+  const int threads = thread_count(job.plan, (job.n + kTile - 1) / kTile);
+  std::vector<local_flow> flows(static_cast<std::size_t>(threads));
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    exact_sink sink{job.exact, job.weights, threads > 1, {}};
+    binner.run(job.n * t / threads, job.n * (t + 1) / threads, sink);
+    flows[static_cast<std::size_t>(t)] = sink.flow;
+  }
+  if (job.flow)
+    for (const auto& f : flows) f.add_to(*job.flow);
+}
+
 bool cpu_usable(std::string& detail) {
   detail = std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " hardware threads";
   return true;
@@ -379,7 +427,8 @@ bool cpu_usable(std::string& detail) {
 bool cpu_owns(const void*) { return true; }
 
 void cpu_fill(const fill_job& job) {
-  if (job.sums) fill_sums(job);
+  if (job.exact) fill_exact(job);
+  else if (job.sums) fill_sums(job);
   else fill_counts(job);
 }
 

@@ -39,6 +39,12 @@ T remembered(std::map<Key, T>& known, std::mutex& mutex, const Key& key, Make&& 
   return known.emplace(key, make()).first->second;
 }
 
+/// tally's own stream-ordered memory pool on `device` (made once): unlike the device's default
+/// pool, whose release threshold is 0 unless the application raises it, it keeps freed memory
+/// for the next call instead of returning it to the driver at every synchronisation, so a call
+/// after a wait does not map its temporary memory again (bench/PERFORMANCE.md entries 37, 51).
+cudaMemPool_t pool_of(int device);
+
 /// Slots are the cells followed by three flow counters: underflow, overflow, nan.
 TALLY_HD_HOT std::int64_t slot_of_index(std::int64_t k, std::int64_t cells) {
   return k >= 0 ? k : cells - 1 - k;  // bin_underflow (-1) -> cells, ..., bin_nan (-3) -> cells + 2

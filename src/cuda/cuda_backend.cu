@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/exact_sum.hpp"
 #include "cuda/fill.hpp"
 
 namespace tally::detail {
@@ -200,12 +201,15 @@ void cuda_fill(const fill_job& job) {
 
   // Scratch: the destination (counts with their 3 flow slots, or sums and 3 flow counters),
   // the tables followed by a 1.0 (the weight of unweighted fills of sums), temporary memory.
-  const bool sums = job.sums != nullptr;
+  // Exact sums (options::exact_sums) come back as each cell's wide words and flags instead.
+  const bool exact = job.exact != nullptr;
+  const bool sums = job.sums != nullptr || exact;
   const auto cells = static_cast<std::size_t>(job.cells);
   const std::vector<std::uint64_t> words = r.words();
   carve layout;
   const std::size_t counts_at = layout.add<unsigned long long>(sums ? 0 : job.cells + 3);
-  const std::size_t sums_at = layout.add<double>(sums ? job.cells : 0);
+  const std::size_t sums_at = layout.add<double>(sums && !exact ? job.cells : 0);
+  const std::size_t wide_at = layout.add<std::uint64_t>(exact ? job.cells * kWideCellWords : 0);
   const std::size_t flow_at = layout.add<unsigned long long>(3);
   const std::size_t tables_at = layout.add<std::uint64_t>(static_cast<std::int64_t>(words.size()));
   const std::size_t temp_at =
@@ -225,13 +229,18 @@ void cuda_fill(const fill_job& job) {
 
   if (sums)
     cuda::enqueue_sums(in, reinterpret_cast<double*>(base + sums_at), reinterpret_cast<unsigned long long*>(base + flow_at),
-                       base + temp_at, nullptr);
+                       base + temp_at, nullptr, exact ? reinterpret_cast<std::uint64_t*>(base + wide_at) : nullptr);
   else
     cuda::enqueue_counts(in, reinterpret_cast<unsigned long long*>(base + counts_at), base + temp_at, nullptr);
   TALLY_CUDA_CHECK(cudaMemcpyAsync(host, base, tables_at, cudaMemcpyDeviceToHost, nullptr));
   TALLY_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   std::uint64_t dropped[3];
-  if (sums) {
+  if (exact) {
+    std::memcpy(dropped, host + flow_at, sizeof dropped);
+    const auto* added = reinterpret_cast<const std::uint64_t*>(host + wide_at);
+    for (std::size_t c = 0; c < cells; ++c)
+      add_wide_cell(job.exact + c * kWideCellWords, added + c * kWideCellWords, plain_fetch_add{});
+  } else if (sums) {
     std::memcpy(dropped, host + flow_at, sizeof dropped);
     const auto* added = reinterpret_cast<const double*>(host + sums_at);
     for (std::size_t c = 0; c < cells; ++c) job.sums[c] += added[c];
@@ -249,7 +258,7 @@ void cuda_fill(const fill_job& job) {
 bool cuda_fill_channels(const channels_job& job) {
   const view& v = job.samples;
   for (const auto& j : job.per_channel)
-    if (j.sums) return false;
+    if (j.sums || j.exact) return false;
   const fill_job& first = job.per_channel[0];
   const int first_device = device_of(v.data);
   const device_guard guard(first_device);

@@ -12,22 +12,12 @@
 #include "cuda/host_stream.hpp"
 #include "tally/device.hpp"
 
-namespace tally {
-namespace {
+namespace tally::detail::cuda {
 
-using detail::cuda::device_guard;
-using detail::cuda::device_of;
-
-cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
-
-/// The default allocator's stream-ordered pool on `device`, tally's own: it keeps the memory
-/// fills free for the next fill. The device's default pool returns it to the driver at every
-/// synchronisation (its release threshold is 0 unless the application raises it), so a fill
-/// after a wait mapped its temporary memory again: i32 2^20 bins, 128 MiB a fill (bench/PERFORMANCE.md entry 37).
 cudaMemPool_t pool_of(int device) {
   static std::mutex mutex;
   static std::map<int, cudaMemPool_t> pools;
-  return detail::cuda::remembered(pools, mutex, device, [&] {
+  return remembered(pools, mutex, device, [&] {
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
@@ -42,11 +32,21 @@ cudaMemPool_t pool_of(int device) {
   });
 }
 
+}  // namespace tally::detail::cuda
+
+namespace tally {
+namespace {
+
+using detail::cuda::device_guard;
+using detail::cuda::device_of;
+
+cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
 void* default_allocate(void*, std::size_t bytes, void* stream) {
   int device = 0;
   TALLY_CUDA_CHECK(cudaGetDevice(&device));
   void* p = nullptr;
-  TALLY_CUDA_CHECK(cudaMallocFromPoolAsync(&p, bytes, pool_of(device), as_stream(stream)));
+  TALLY_CUDA_CHECK(cudaMallocFromPoolAsync(&p, bytes, detail::cuda::pool_of(device), as_stream(stream)));
   return p;
 }
 
@@ -240,6 +240,9 @@ device_histogram::device_histogram(std::vector<axis> axes, options opts, void* s
                 "reading it back; use tally::histogram for checked u32 counts)");
   if (opts_.strategy == strategy::cpu_private)
     throw error("device_histogram: strategy cpu_private is a CPU strategy");
+  if (opts_.exact_sums)
+    throw error("device_histogram: exact_sums is kept by tally::histogram only (its sums here are f64); "
+                "fill a tally::histogram with options.exact_sums on the cuda backend instead");
   std::string detail;
   if (!detail::cuda_backend().usable(detail)) throw error("device_histogram: " + detail);
   TALLY_CUDA_CHECK(cudaGetDevice(&device_));

@@ -424,10 +424,16 @@ void enqueue_channels(const channels_input& in, void* temp, cudaStream_t stream)
   fold_values(in.samples.type, folds, stream);
 }
 
-/// Exact sums (f32 weights, or none): the words of every cell, then their values added. Else
+/// Exact sums (f32 weights, or none): the words of every cell, then their values added (or, with
+/// `wide`, the words widened into it). options::exact_sums with f64 weights: the wide atomics. Else
 /// window by window: the block partials of a window, then their fixed-order sum added to it.
-void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, void* temp, cudaStream_t stream) {
+void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, void* temp, cudaStream_t stream,
+                  std::uint64_t* wide) {
   const policy& plan = in.plan;
+  if (plan.exact_wide) {
+    enqueue_exact_wide(in, wide, flow, stream);
+    return;
+  }
   if (plan.exact_sums) {
     if (in.weights && in.weight_type != dtype::f32)
       throw error("enqueue_sums: the plan sums f32 weights exactly, the weights are " +
@@ -444,7 +450,8 @@ void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, 
     TALLY_CUDA_CHECK(cudaMemsetAsync(temp, 0, exact_words_temp(in.cells), stream));
     if (plan.partition_bits) enqueue_exact_partitioned(in, a, static_cast<char*>(temp), stream);
     else sum_exact(in.axes, plan.vector_bytes != 0, a, shape_of(plan, stream));
-    finish_exact(a, sums, stream);
+    if (wide) widen_exact(a, wide, stream);
+    else finish_exact(a, sums, stream);
     return;
   }
   weighted_args a;

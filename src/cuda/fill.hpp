@@ -102,7 +102,14 @@ void enqueue_counts(const fill_input& in, unsigned long long* slots, void* temp,
 void enqueue_channels(const channels_input& in, void* temp, cudaStream_t stream);
 /// Adds the fill's weighted sums to sums[0, cells) and its dropped samples to flow[0, 3). Each
 /// cell gets one addition of the fill's total: exact and correctly rounded (plan.exact_sums),
-/// else computed in a fixed order.
-void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, void* temp, cudaStream_t stream);
+/// else computed in a fixed order. options::exact_sums (`wide` set, sums unused): the fill's exact
+/// sums are added to wide[0, cells x kWideCellWords) instead (core/exact_sum.hpp's wide words and
+/// flags, zeroed by the caller): the f32 exact kernel's words widened (plan.exact_sums), or the
+/// wide atomics (plan.exact_wide).
+void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, void* temp, cudaStream_t stream,
+                  std::uint64_t* wide = nullptr);
+/// plan.exact_wide: each weight added into its cell's wide words with global 64-bit atomics, one
+/// sample per thread (cuda/exact_wide.cu); dropped samples to flow[0, 3).
+void enqueue_exact_wide(const fill_input& in, std::uint64_t* wide, unsigned long long* flow, cudaStream_t stream);
 
 }  // namespace tally::detail::cuda

@@ -194,4 +194,8 @@ struct weighted_args {
 };
 void sum_weighted(const weighted_args& args, const launch_shape& shape);
 
+/// options::exact_sums: the exact kernel's words and flags (args.words, args.flags) added into the
+/// cells' wide words (core/exact_sum.hpp, cells x kWideCellWords) in device memory.
+void widen_exact(const exact_sums_args& args, std::uint64_t* wide, cudaStream_t stream);
+
 }  // namespace tally::detail::cuda

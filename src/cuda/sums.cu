@@ -51,12 +51,6 @@ template <> struct load_of<4> { using type = unsigned; };
 template <> struct load_of<8> { using type = uint2; };
 template <> struct load_of<16> { using type = uint4; };
 
-struct atomic_fetch_add {
-  __device__ __forceinline__ std::uint64_t operator()(std::uint64_t* word, std::uint64_t addend) const {
-    return atomicAdd(reinterpret_cast<unsigned long long*>(word), static_cast<unsigned long long>(addend));
-  }
-};
-
 /// A thread's pending sum of terms at one digit of one cell: key = cell x 16 + digit (the planner
 /// keeps cells below 2^27). An empty run is a sum of nothing at cell 0, digit 0. The sum is an
 /// integer below 2^46 in an f64: every partial sum is an integer below 2^53, so each addition is

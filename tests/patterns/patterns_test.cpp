@@ -19,6 +19,7 @@
 #include "tally/patterns/elementwise.hpp"
 #include "tally/error.hpp"
 #include "tally/patterns/matmul.hpp"
+#include "tally/patterns/ops.hpp"
 #include "tally/patterns/reduce.hpp"
 
 namespace tally_test {
@@ -188,6 +189,95 @@ TEST_P(Patterns, ActivationsWithinTheirBoundsForEveryTypeSizeAndAlignment) {
             }
             EXPECT_EQ(yi, in_place.get(offset + i)) << "in place differs at " << i;
           }
+        }
+      }
+    }
+  }
+}
+
+/// Every value of a 16-bit type (f16 or bf16) as f32, in the order of their bits.
+std::vector<float> every_16bit_value(dtype t) {
+  std::vector<float> v(65536);
+  for (std::uint32_t b = 0; b < 65536; ++b) {
+    const auto bits = static_cast<std::uint16_t>(b);
+    if (t == dtype::f16) {
+      tally::half h;
+      std::memcpy(&h, &bits, 2);
+      v[b] = static_cast<float>(tally::to_double(h));
+    } else {
+      const std::uint32_t w = b << 16;
+      std::memcpy(&v[b], &w, 4);
+    }
+  }
+  return v;
+}
+
+/// The premise of the CUDA backend's fast 16-bit path for the sigmoid family (rounded_scaled_sigmoid
+/// in src/patterns/cuda/elementwise.cu): on every f16 and bf16 input, the accurate f32 formula is
+/// within 2^-23 (relative) of s * sigmoid(t), t and s as the functor computes them in f32,
+/// wherever that value is at least 2^-125 (below, the fast path needs no bound: its f16 results
+/// round to zero, its bf16 ones take the accurate formula). Measured: 0.59 to 0.75 times 2^-23.
+TEST(PatternsBounds, SigmoidFamilyWithinTwoToTheMinus23OnEvery16BitInput) {
+  auto check = [](const char* name, auto op) {
+    for (dtype t : {dtype::f16, dtype::bf16}) {
+      double worst = 0;
+      for (float x : every_16bit_value(t)) {
+        if (!std::isfinite(x)) continue;
+        const tally::ops::detail::sigmoid_args a = op.args(x);
+        const double exact = a.s * sigmoid64(a.t);
+        if (std::fabs(exact) < 0x1p-125) continue;
+        worst = std::max(worst, std::fabs(op(x) - exact) / std::fabs(exact));
+      }
+      EXPECT_LE(worst, 0x1p-23) << name << " " << tally::name_of(t);
+    }
+  };
+  check("sigmoid", tally::ops::sigmoid{});
+  check("silu", tally::ops::silu{});
+  check("gelu_tanh", tally::ops::gelu_tanh{});
+}
+
+/// Every f16 and bf16 input of the sigmoid family: within the activation's bound (finite inputs)
+/// and bit for bit the CPU backend's result (NaN: both NaN). On the CUDA backend this checks
+/// the fast 16-bit path's claim of rounding exactly as the accurate formula; the f32 results
+/// of the same inputs must match the CPU's bits as well (one formula of IEEE operations).
+TEST_P(Patterns, SigmoidFamilyOfEvery16BitInputIsTheCpuBackendsBits) {
+  tally::run_options cpu;
+  cpu.backend = backend::cpu;
+  for (const auto& a : activations()) {
+    if (a.op != tally::unary_op::sigmoid && a.op != tally::unary_op::silu && a.op != tally::unary_op::gelu_tanh) continue;
+    for (dtype t : {dtype::f16, dtype::bf16}) {
+      SCOPED_TRACE(std::string(tally::name_of(a.op)) + " " + std::string(tally::name_of(t)));
+      std::vector<std::uint16_t> x(65536), y(65536), want(65536);
+      for (std::uint32_t b = 0; b < 65536; ++b) x[b] = static_cast<std::uint16_t>(b);
+      tally::unary(a.op, t, x.data(), y.data(), 65536, run());
+      tally::unary(a.op, t, x.data(), want.data(), 65536, cpu);
+      buffer in(t, 1), got(t, 1), ref(t, 1);
+      int bad = 0;
+      for (std::uint32_t b = 0; b < 65536 && bad < 5; ++b) {
+        std::memcpy(in.at(0), &x[b], 2);
+        std::memcpy(got.at(0), &y[b], 2);
+        std::memcpy(ref.at(0), &want[b], 2);
+        const double xi = in.get(0), yi = got.get(0);
+        const bool same = y[b] == want[b] || (std::isnan(yi) && std::isnan(ref.get(0)));
+        const bool within = !std::isfinite(xi) || acceptable(a, t, xi, yi);
+        if (!same || !within) {
+          ++bad;
+          ADD_FAILURE() << "x=" << xi << " (bits " << x[b] << ") y=" << yi << " (bits " << y[b] << ") cpu bits " << want[b]
+                        << " exact=" << a.exact(xi);
+        }
+      }
+      const std::vector<float> xf = every_16bit_value(t);
+      std::vector<float> yf(xf.size()), wantf(xf.size());
+      const auto n = static_cast<std::int64_t>(xf.size());
+      tally::unary(a.op, dtype::f32, xf.data(), yf.data(), n, run());
+      tally::unary(a.op, dtype::f32, xf.data(), wantf.data(), n, cpu);
+      for (std::size_t i = 0; i < xf.size() && bad < 10; ++i) {
+        std::uint32_t got_bits, want_bits;
+        std::memcpy(&got_bits, &yf[i], 4);
+        std::memcpy(&want_bits, &wantf[i], 4);
+        if (got_bits != want_bits && !(std::isnan(yf[i]) && std::isnan(wantf[i]))) {
+          ++bad;
+          ADD_FAILURE() << "f32 x=" << xf[i] << " y=" << yf[i] << " cpu " << wantf[i];
         }
       }
     }
@@ -576,15 +666,26 @@ void check_matmul(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t o
 
 TEST_P(Patterns, MatmulAnyShapeAgainstF64) {
   std::mt19937_64 g(29);
-  const std::vector<std::array<std::int64_t, 3>> shapes = {{1, 1, 1},   {1, 7, 3},     {17, 33, 65}, {64, 128, 8},
-                                                           {130, 129, 257}, {128, 256, 36}, {5, 3, 0}};
-  std::vector<tally::matmul_strategy> strategies = {tally::matmul_strategy::automatic};
-  if (GetParam() == backend::cuda)
-    strategies = {tally::matmul_strategy::automatic, tally::matmul_strategy::tiled16, tally::matmul_strategy::blocked128};
-  for (auto s : strategies) {
-    tally::matmul_options o;
+  // Single elements and vectors; sizes off every tile side (7, 129, 257) and on them (128, 256);
+  // k of one partial tile, of several pipeline stages, of none. Offset 1 misaligns all three.
+  const std::vector<std::array<std::int64_t, 3>> shapes = {
+      {1, 1, 1},     {1, 7, 3},      {7, 1, 129},    {17, 33, 65},   {64, 128, 8}, {130, 129, 257},
+      {128, 256, 36}, {257, 130, 67}, {300, 516, 20}, {256, 260, 48}, {5, 3, 0}};
+  // Every strategy, and warptiled with every tiling the CUDA backend compiles.
+  std::vector<tally::matmul_options> runs(1);
+  if (GetParam() == backend::cuda) {
+    for (auto s : {tally::matmul_strategy::tiled16, tally::matmul_strategy::blocked128, tally::matmul_strategy::warptiled})
+      runs.emplace_back().strategy = s;
+    for (int t = 0; t < static_cast<int>(tally::matmul_tilings().size()); ++t) {
+      auto& o = runs.emplace_back();
+      o.strategy = tally::matmul_strategy::warptiled;
+      o.tiling = t;
+    }
+  }
+  for (auto& o : runs) {
     o.backend = GetParam();
-    o.strategy = s;
+    SCOPED_TRACE(o.tiling < 0 ? std::string("default tiling")
+                              : "tiling " + tally::name_of(tally::matmul_tilings()[static_cast<std::size_t>(o.tiling)]));
     for (auto [m, n, k] : shapes)
       for (std::int64_t offset : {0, 1}) check_matmul(m, n, k, offset, o, g);
   }
@@ -597,12 +698,37 @@ TEST_P(Patterns, MatmulRejectsBadArguments) {
   EXPECT_THROW(tally::matmul(a.data(), b.data(), a.data() + 4, 4, 4, 4, o), tally::error);  // c overlaps a
   EXPECT_THROW(tally::matmul(a.data(), b.data(), nullptr, 4, 4, 4, o), tally::error);
   EXPECT_THROW(tally::matmul(a.data(), b.data(), b.data() + 32, -1, 4, 4, o), tally::error);
+  std::vector<float> c(16, 2.0f);
   if (GetParam() == backend::cpu) {
-    std::vector<float> c(16);
-    o.strategy = tally::matmul_strategy::tiled16;
+    for (auto s : {tally::matmul_strategy::tiled16, tally::matmul_strategy::warptiled}) {
+      o.strategy = s;
+      EXPECT_THROW(tally::matmul(a.data(), b.data(), c.data(), 4, 4, 4, o), tally::error);  // CUDA strategies
+    }
+  }
+  const auto tilings = static_cast<int>(tally::matmul_tilings().size());
+  for (int t : {-2, tilings, 1 << 30}) {  // not an index into the tilings
+    o.strategy = tally::matmul_strategy::warptiled;
+    o.tiling = t;
+    EXPECT_THROW(tally::matmul(a.data(), b.data(), c.data(), 4, 4, 4, o), tally::error);
+  }
+  for (auto s : {tally::matmul_strategy::automatic, tally::matmul_strategy::blocked128}) {  // a tiling, not warptiled
+    o.strategy = s;
+    o.tiling = 0;
     EXPECT_THROW(tally::matmul(a.data(), b.data(), c.data(), 4, 4, 4, o), tally::error);
   }
   for (float v : a) EXPECT_EQ(v, 1.0f);
+  for (float v : c) EXPECT_EQ(v, 2.0f);
+}
+
+TEST(PatternsApi, MatmulTilingsAreNamedAndTheDefaultIsOne) {
+  const auto& tilings = tally::matmul_tilings();
+  ASSERT_FALSE(tilings.empty());
+  EXPECT_GE(tally::matmul_default_tiling(), 0);
+  EXPECT_LT(tally::matmul_default_tiling(), static_cast<int>(tilings.size()));
+  EXPECT_EQ(tally::name_of(tally::matmul_tiling{128, 256, 16, 64, 32, 8, 4, 3, 2}), "128x256x16 w64x32 t8x4 s3");
+  for (std::size_t i = 0; i < tilings.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j) EXPECT_NE(tally::name_of(tilings[i]), tally::name_of(tilings[j]));
+  EXPECT_EQ(tally::name_of(tally::matmul_strategy::warptiled), "warptiled");
 }
 
 TEST(PatternsApi, PromotionAndBroadcastShapes) {

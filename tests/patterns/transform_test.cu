@@ -171,6 +171,26 @@ TEST(Transform, EveryStrategyMapsExactlyAndStaysInBounds) {
   every_case<map_strategy::x4>(g);
   every_case<map_strategy::x8>(g);
   every_case<map_strategy::packed128>(g);
+  every_case<map_strategy::packed128_resident>(g);
+}
+
+/// 2^24 + 3 f16 elements in place, one off the vector alignment: more chunks than a device's
+/// resident blocks hold at once, so that packed128_resident's blocks each stride several times.
+TEST(Transform, ResidentGridCoversLargeArrays) {
+  if (!cuda_usable()) GTEST_SKIP() << "the CUDA backend is not usable on this machine";
+  std::mt19937 g(37);
+  std::uniform_real_distribution<double> u(-1000, 1000);
+  const std::size_t n = (std::size_t{1} << 24) + 3;
+  std::vector<tally::half> x(n), want(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    x[i] = tally::to_half(u(g));
+    want[i] = tally::to_half(tally::to_double(x[i]) * 0.5);
+  }
+  device_array<tally::half> dx(x, 1, 3);
+  tally::transform<map_strategy::packed128_resident>(nullptr, static_cast<std::int64_t>(n), dx.data(), halve{},
+                                                     static_cast<const tally::half*>(dx.data()));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  expect_output(dx, 1, want);
 }
 
 struct square {

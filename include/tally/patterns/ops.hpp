@@ -5,6 +5,9 @@
 
 #include <math.h>
 
+#include <cstdint>
+#include <cstring>
+
 #if defined(__CUDACC__)
 #define TALLY_OP_HD __host__ __device__ __forceinline__
 #else
@@ -15,16 +18,26 @@ namespace tally::ops {
 
 namespace detail {
 
+/// The sigmoid family's form f(x) = s * sigmoid(t): each such functor's args(x) gives t and s.
+struct sigmoid_args {
+  float t, s;
+};
+
 /// s * sigmoid(t) = s / (1 + e^-t) to about one ulp, with no overflow for any t. With
 /// e^-|t| = 2^k (1 + p) (k <= 0 an integer, |p| < 0.42), the power of two stays exact and p
 /// is found by Cody-Waite reduction and a degree-8 polynomial; the numerator s * (1 or e^-|t|)
 /// and the denominator 1 + e^-|t| are each carried as a sum of two floats, and the
-/// quotient's remainder (exact through fma) is folded back. Only +, -, *, /, fma and rint:
-/// correctly rounded on every IEEE machine, so both backends give the same bits.
+/// quotient's remainder (exact through fma) is folded back. Only +, -, *, /, fma and integer
+/// bit operations: correctly rounded on every IEEE machine, so both backends give the same bits.
 TALLY_OP_HD float scaled_sigmoid(float t, float s) {
-  if (t != t) return t;
-  const float a = fmaxf(-fabsf(t), -200.0f);  // e^a, a in [-200, 0]; FLT_MAX e^-200 < 2^-149
-  const float k = rintf(a * 1.44269504088896341f);
+  // e^a, a in [-200, 0] (FLT_MAX e^-200 < 2^-149); NaN stays NaN and makes the result NaN.
+  const float a = fabsf(t) > 200.0f ? -200.0f : -fabsf(t);
+  // k = a / ln 2 rounded to an integer, by adding 1.5 * 2^23: the sum's last bits are k (two's
+  // complement), and subtracting the constant again leaves k exactly (cheaper than rintf + a
+  // conversion, which the GPU runs at a quarter of the fma rate).
+  constexpr float round_shift = 12582912.0f;  // 1.5 * 2^23
+  const float shifted = fmaf(a, 1.44269504088896341f, round_shift);
+  const float k = shifted - round_shift;
   float r = fmaf(k, -0.693145751953125f, a);  // ln 2's upper 16 bits: k * them is exact
   r = fmaf(k, -1.42860682030941723e-6f, r);   // ln 2's lower bits; |r| <= 0.35
   float q = 1.0f / 40320.0f;
@@ -34,8 +47,21 @@ TALLY_OP_HD float scaled_sigmoid(float t, float s) {
   q = fmaf(q, r, 1.0f / 24.0f);
   q = fmaf(q, r, 1.0f / 6.0f);
   q = fmaf(q, r, 0.5f);
-  const float p = fmaf(r * r, q, r);                    // e^r - 1 (truncation below 2^-32)
-  const float e = ldexpf(1.0f, static_cast<int>(k));  // 2^k, 0 below 2^-149
+  const float p = fmaf(r * r, q, r);  // e^r - 1 (truncation below 2^-32)
+  // 2^k and s 2^k: for k >= -126 (|t| below about 87, nearly always) 2^k is built from its
+  // exponent bits and s 2^k is one multiplication by it, which rounds exactly as ldexpf does.
+  std::int32_t k_bits;
+  std::memcpy(&k_bits, &shifted, sizeof k_bits);
+  const std::int32_t ki = k_bits - 0x4B400000;  // the bits of round_shift
+  float e, se;
+  if (ki >= -126) {
+    const std::int32_t e_bits = (ki + 127) * (1 << 23);
+    std::memcpy(&e, &e_bits, sizeof e);
+    se = s * e;
+  } else {
+    e = ldexpf(1.0f, ki);  // 0 below 2^-149
+    se = ldexpf(s, ki);    // s e, rounded once even where subnormal
+  }
   const float ep = e * p;
   // 1 + e^-|t| = d + d_lo (two Fast2Sums: each larger term comes first).
   const float one_e = 1.0f + e;
@@ -45,7 +71,7 @@ TALLY_OP_HD float scaled_sigmoid(float t, float s) {
   // s * sigmoid(|t|) = s / D; s * sigmoid(-|t|) = s e^-|t| / D.
   float n = s, n_lo = 0.0f;
   if (t < 0.0f) {
-    const float se = ldexpf(s, static_cast<int>(k)), sep = se * p;  // s e exact, even subnormal
+    const float sep = se * p;
     n = se + sep;
     n_lo = sep - (n - se);
   }
@@ -54,15 +80,19 @@ TALLY_OP_HD float scaled_sigmoid(float t, float s) {
   const float inv = 1.0f / d;
   const float y = n * inv;
   const float remainder = fmaf(-y, d, n) + (n_lo - y * d_lo);
-  return isfinite(y) ? fmaf(remainder, inv, y) : y;
+  // The result has the sign of s, zeros included (a sum of an underflowed -0 and +0 gives +0).
+  return copysignf(isfinite(y) ? fmaf(remainder, inv, y) : y, s);
 }
+
+TALLY_OP_HD float scaled_sigmoid(sigmoid_args a) { return scaled_sigmoid(a.t, a.s); }
 
 }  // namespace detail
 
 /// 1 / (1 + e^-x), within 1.5 ulp of the exact value over all f32 (tests/patterns/patterns_test.cpp
 /// measures it); exactly 0 or 1 far out, never NaN for a number; NaN stays NaN.
 struct sigmoid {
-  TALLY_OP_HD float operator()(float x) const { return detail::scaled_sigmoid(x, 1.0f); }
+  static TALLY_OP_HD detail::sigmoid_args args(float x) { return {x, 1.0f}; }
+  TALLY_OP_HD float operator()(float x) const { return detail::scaled_sigmoid(args(x)); }
 };
 
 /// max(x, 0); NaN stays NaN (as torch.relu).
@@ -72,17 +102,19 @@ struct relu {
 
 /// x * sigmoid(x) (also called swish).
 struct silu {
-  TALLY_OP_HD float operator()(float x) const { return detail::scaled_sigmoid(x, x); }
+  static TALLY_OP_HD detail::sigmoid_args args(float x) { return {x, x}; }
+  TALLY_OP_HD float operator()(float x) const { return detail::scaled_sigmoid(args(x)); }
 };
 
 /// GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), computed as
 /// x * sigmoid(2u), which equals it and does not cancel for negative x.
 struct gelu_tanh {
-  TALLY_OP_HD float operator()(float x) const {
+  static TALLY_OP_HD detail::sigmoid_args args(float x) {
     constexpr float c1 = 1.5957691216057308f;  // 2 sqrt(2/pi)
     constexpr float c3 = 0.0713548162726009f;  // 2 sqrt(2/pi) * 0.044715
-    return detail::scaled_sigmoid(x * (c1 + c3 * (x * x)), x);
+    return {x * (c1 + c3 * (x * x)), x};
   }
+  TALLY_OP_HD float operator()(float x) const { return detail::scaled_sigmoid(args(x)); }
 };
 
 /// GELU, exact form: 0.5 x (1 + erf(x / sqrt 2)), computed as 0.5 x erfc(-x / sqrt 2), which

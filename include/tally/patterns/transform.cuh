@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -30,8 +31,10 @@ namespace tally {
 ///    the same number of elements), two vectors per thread in flight. The aligned body only:
 ///    a scalar head reaches the first aligned output address, a scalar tail the end, and nothing
 ///    is ever loaded past n. Where the arrays' addresses differ modulo 16 bytes, elements
-///    are loaded one by one instead.
-enum class map_strategy : std::uint8_t { automatic, scalar, x2, x4, x8, packed128 };
+///    are loaded one by one instead. One block per 512 vectors;
+///  - packed128_resident: the same on a grid capped at the blocks the device holds at once,
+///    each striding over the array (fewer block launches; to compare at small sizes).
+enum class map_strategy : std::uint8_t { automatic, scalar, x2, x4, x8, packed128, packed128_resident };
 
 inline std::string_view name_of(map_strategy s) {
   switch (s) {
@@ -41,6 +44,7 @@ inline std::string_view name_of(map_strategy s) {
     case map_strategy::x4: return "x4";
     case map_strategy::x8: return "x8";
     case map_strategy::packed128: return "packed128";
+    case map_strategy::packed128_resident: return "packed128_resident";
   }
   return "?";
 }
@@ -64,15 +68,56 @@ template <> __device__ __forceinline__ bfloat16 narrow<bfloat16, float>(float v)
   return bfloat16{__bfloat16_as_ushort(__float2bfloat16_rn(v))};
 }
 
-/// N elements loaded or stored as one aligned vector (N * sizeof(T) a power of two <= 16).
+/// An unsigned integer type, or CUDA vector of them, of Bytes bytes (a power of two <= 16).
+template <std::size_t Bytes> struct word_of;
+template <> struct word_of<1> { using type = unsigned char; };
+template <> struct word_of<2> { using type = unsigned short; };
+template <> struct word_of<4> { using type = unsigned; };
+template <> struct word_of<8> { using type = uint2; };
+template <> struct word_of<16> { using type = uint4; };
+
+/// Stores one word with one instruction. nvcc splits a plain assignment of an 8- or 16-byte
+/// word into 4-byte stores where its parts come from branchy code (the activations' slow paths),
+/// hence the vector store in PTX for those.
+template <class W> __device__ __forceinline__ void store_word(W* p, W w) { *p = w; }
+__device__ __forceinline__ void store_word(uint2* p, uint2 w) {
+  asm("st.global.v2.u32 [%0], {%1, %2};" ::"l"(__cvta_generic_to_global(p)), "r"(w.x), "r"(w.y) : "memory");
+}
+__device__ __forceinline__ void store_word(uint4* p, uint4 w) {
+  asm("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(__cvta_generic_to_global(p)), "r"(w.x), "r"(w.y), "r"(w.z),
+      "r"(w.w)
+      : "memory");
+}
+
+/// N elements loaded or stored as one aligned vector (N * sizeof(T) a power of two <= 16), moved
+/// as one integer word (a copy of the struct itself may become one access per element).
 template <class T, int N> struct alignas(N * sizeof(T)) pack {
+  using word = typename word_of<N * sizeof(T)>::type;
   T v[N];
+  static __device__ __forceinline__ pack load(const T* p) {
+    const word w = *reinterpret_cast<const word*>(p);
+    pack r;
+    memcpy(&r, &w, sizeof r);
+    return r;
+  }
+  __device__ __forceinline__ void store(T* p) const {
+    word w;
+    memcpy(&w, this, sizeof w);
+    store_word(reinterpret_cast<word*>(p), w);
+  }
+};
+
+/// A thread's Unroll vectors of one input.
+template <class T, int Items, int Unroll> struct round_of {
+  pack<T, Items> chunk[Unroll];
 };
 
 /// The launch shape of a strategy: Items elements per chunk, chunks loaded as vectors or not,
-/// Unroll chunks per thread.
+/// Unroll chunks per thread, the grid capped at the resident blocks or not.
 template <map_strategy S, std::size_t Widest> struct shape_of {
-  static constexpr bool packed = S == map_strategy::packed128 || S == map_strategy::automatic;
+  static constexpr bool packed =
+      S == map_strategy::packed128 || S == map_strategy::packed128_resident || S == map_strategy::automatic;
+  static constexpr bool resident = S == map_strategy::packed128_resident;
   static constexpr int items = packed ? static_cast<int>(16 / Widest)
                                : S == map_strategy::x2 ? 2
                                : S == map_strategy::x4 ? 4
@@ -100,22 +145,40 @@ __global__ void __launch_bounds__(256) map_kernel(std::int64_t n, std::int64_t h
   }
   const std::int64_t per_block = static_cast<std::int64_t>(blockDim.x) * Unroll;
   for (std::int64_t first = blockIdx.x * per_block; first < chunks; first += per_block * gridDim.x) {
+    if constexpr (Packed) {
+      if (vectors) {
+        // Every vector of the round is loaded before the first store, so that all are in flight
+        // together (in place this is still exact: each output chunk is its own input chunk).
+        const auto load = [&](const auto* p) {
+          using T = std::remove_cv_t<std::remove_pointer_t<decltype(p)>>;
+          round_of<T, Items, Unroll> r;
+#pragma unroll
+          for (int u = 0; u < Unroll; ++u) {
+            const std::int64_t c = first + u * blockDim.x + threadIdx.x;
+            if (c < chunks) r.chunk[u] = pack<T, Items>::load(p + head + c * Items);
+          }
+          return r;
+        };
+        [&](const auto&... r) {
+#pragma unroll
+          for (int u = 0; u < Unroll; ++u) {
+            const std::int64_t c = first + u * blockDim.x + threadIdx.x;
+            if (c >= chunks) break;
+            pack<Out, Items> o;
+#pragma unroll
+            for (int j = 0; j < Items; ++j) o.v[j] = narrow<Out>(f(widen(r.chunk[u].v[j])...));
+            o.store(out + head + c * Items);
+          }
+        }(load(in)...);
+        continue;
+      }
+    }
 #pragma unroll
     for (int u = 0; u < Unroll; ++u) {
       const std::int64_t c = first + u * blockDim.x + threadIdx.x;
       if (c >= chunks) break;
-      const std::int64_t i = head + c * Items;
-      if (Packed && vectors) {
-        pack<Out, Items> o;
-        [&](const auto&... v) {
 #pragma unroll
-          for (int j = 0; j < Items; ++j) o.v[j] = narrow<Out>(f(widen(v.v[j])...));
-        }(*reinterpret_cast<const pack<In, Items>*>(in + i)...);
-        *reinterpret_cast<pack<Out, Items>*>(out + i) = o;
-      } else {
-#pragma unroll
-        for (int j = 0; j < Items; ++j) map_one(i + j, f, out, in...);
-      }
+      for (int j = 0; j < Items; ++j) map_one(head + c * Items + j, f, out, in...);
     }
   }
 }
@@ -169,9 +232,18 @@ void transform(cudaStream_t stream, std::int64_t n, Out* out, F f, const In*... 
   }
   const std::int64_t chunks = (n - head) / items;
   const std::int64_t per_block = static_cast<std::int64_t>(shape::threads) * shape::unroll;
-  const std::int64_t blocks = std::clamp<std::int64_t>((chunks + per_block - 1) / per_block, 1, 1 << 30);
-  detail::map::map_kernel<items, shape::packed, shape::unroll>
-      <<<static_cast<unsigned>(blocks), shape::threads, 0, stream>>>(n, head, chunks, vectors, f, out, in...);
+  std::int64_t blocks = std::clamp<std::int64_t>((chunks + per_block - 1) / per_block, 1, 1 << 30);
+  const auto kernel = detail::map::map_kernel<items, shape::packed, shape::unroll, F, Out, In...>;
+  if constexpr (shape::resident) {
+    // The kernel strides over the chunks: as many blocks as the current device holds at once.
+    int device = 0, sms = 0, per_sm = 0;
+    detail::map::check(cudaGetDevice(&device), "cudaGetDevice");
+    detail::map::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+    detail::map::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, shape::threads, 0),
+                       "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    blocks = std::min<std::int64_t>(blocks, std::max(1, sms * per_sm));
+  }
+  kernel<<<static_cast<unsigned>(blocks), shape::threads, 0, stream>>>(n, head, chunks, vectors, f, out, in...);
   detail::map::check(cudaGetLastError(), "the map kernel's launch");
 }
 

@@ -184,6 +184,16 @@ class Source:
             return float(values[0]), float(values[1])
         return self.np_dtype.type(values[0]), self.np_dtype.type(values[1])
 
+    def bins_used(self, values):
+        """1 + the index of the last nonzero element of `values` (a 1-D result in this input's
+        library), 0 if all are zero: read back to the host."""
+        if self.lib == "torch":
+            nonzero = _torch().nonzero(values)
+            return int(nonzero[-1]) + 1 if nonzero.numel() else 0
+        lib = _cupy() if self.lib == "cupy" else np
+        nonzero = lib.flatnonzero(values)
+        return int(nonzero[-1]) + 1 if nonzero.size else 0
+
     def host(self):
         """The samples as a numpy array on the host (a copy for device memory)."""
         return to_host(self.obj)

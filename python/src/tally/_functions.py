@@ -417,21 +417,46 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
     if src.size == 0:
         return src.zeros(minlength, w is not None)
     negative = "'list' argument must have no negative elements"
-    if minlength > 0:
-        # One pass where minlength covers the data: count into [0, minlength) and read back only
-        # the dropped samples' counts; the maximum is looked for only where some lie beyond.
-        axis = _tally.Axis.integer(0, int64_arg(minlength, "minlength"))
+    # One pass where a guessed length covers the data: count into [0, guess) and read back only
+    # the dropped samples' counts; the maximum is looked for only where some lie beyond. The
+    # guess is minlength, or for counts the last call's length (a power of two, at least
+    # _BINCOUNT_GUESS_MIN), the result then cut after its last nonzero count. Sums cannot tell
+    # the maximum (a bin's weights may add to 0), so weighted calls guess only minlength.
+    guess = minlength if w is not None else max(minlength, _bincount_guess[0])
+    if guess > 0:
+        axis = _tally.Axis.integer(0, int64_arg(guess, "minlength"))
         values, (below, beyond, _) = fill([axis], [src], w, src, strategy, device, flow=True)
         if below:
             raise ValueError(negative)
         if not beyond:
-            return values
+            if guess == minlength:
+                return values
+            used = max(src.bins_used(values), minlength)
+            _remember_bincount_length(used)
+            if used == guess:
+                return values
+            cut = values[:used]  # copied: a view would keep the guess's cells alive
+            return cut.clone() if src.lib == "torch" else cut.copy()
     lo, hi = src.min_max()
     if lo < 0 or (src.type == "u64" and int(hi) >= 2**63):  # numpy reads uint64 as int64
         raise ValueError(negative)
-    axis = _tally.Axis.integer(0, int64_arg(max(int(hi) + 1, minlength), "minlength"))
+    length = max(int(hi) + 1, minlength)
+    axis = _tally.Axis.integer(0, int64_arg(length, "minlength"))
     values = fill([axis], [src], w, src, strategy, device)
+    if w is None:
+        _remember_bincount_length(length)
     return values
+
+
+# bincount's guess of the next unweighted call's length: a power of two in
+# [_BINCOUNT_GUESS_MIN, _BINCOUNT_GUESS_MAX] that covers the last call's (a list, to be set in place).
+_BINCOUNT_GUESS_MIN, _BINCOUNT_GUESS_MAX = 1 << 12, 1 << 20
+_bincount_guess = [_BINCOUNT_GUESS_MIN]
+
+
+def _remember_bincount_length(length):
+    guess = 1 << max(0, length - 1).bit_length()
+    _bincount_guess[0] = min(max(guess, _BINCOUNT_GUESS_MIN), _BINCOUNT_GUESS_MAX)
 
 
 def histc(input, bins=100, min=0, max=0, *, strategy="automatic", device=None):

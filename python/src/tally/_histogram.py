@@ -22,7 +22,10 @@ class Histogram:
       channel of interleaved pixels; ``fill(pixels)`` takes (..., C) arrays; ``values()`` has
       one row per channel.
 
-    ``weighted=True`` stores float64 sums of ``fill(..., weight=w)``; ``flow=True`` counts the
+    ``weighted=True`` stores float64 sums of ``fill(..., weight=w)``; with ``exact_sums=True`` as
+    well, each cell keeps its sum exactly (fixed-point words, 280 bytes a cell) and values() its
+    one correctly rounded float64 (``math.fsum``'s), so fills of parts of the data on any device,
+    merged in any order, equal one fill bit for bit (not with fill_streamed). ``flow=True`` counts the
     samples dropped as underflow, overflow and NaN; ``count_bits=32`` stores 32-bit counts (a
     fill that would overflow one raises). ``strategy``, ``device`` and ``threads`` as in
     :func:`tally.histogram`. Every method is safe to call from any thread at once (one lock
@@ -30,7 +33,7 @@ class Histogram:
 
     Merging and saving: ``h1 + h2`` and ``h1 += h2`` add histograms of the same axes and options
     (counts exactly, a 32-bit count that would overflow raises and changes nothing; sums of
-    weights in float64); ``==`` compares axes, options, cells (sums bit for bit), flow counts and
+    weights in float64, exact sums exactly; exact and plain sums do not mix); ``==`` compares axes, options, cells (sums bit for bit), flow counts and
     samples; ``copy()``, ``copy.copy`` and ``copy.deepcopy`` copy; pickle saves everything,
     ``device`` included (a CUDA histogram unpickled where CUDA is not usable fills on the device
     its samples are on, as ``device=None``; its cells are on the host either way).
@@ -40,7 +43,7 @@ class Histogram:
     boost-histogram."""
 
     def __init__(self, axes, *, weighted=False, channels=None, flow=False, count_bits=64,
-                 strategy="automatic", device=None, threads=0):
+                 strategy="automatic", device=None, threads=0, exact_sums=False):
         axes = [axes] if isinstance(axes, _tally.Axis) else list(axes) if isinstance(axes, (list, tuple)) else [axes]
         if count_bits not in (32, 64):
             raise ValueError(f"count_bits must be 32 or 64, got {count_bits}")
@@ -49,7 +52,8 @@ class Histogram:
         threads = operator.index(threads)
         strategy = strategy_arg(strategy)
         self._backend = backend_for(device, None)
-        make = lambda a: _tally.Hist(a, weighted, strategy, self._backend, flow, count_bits == 32, threads)
+        make = lambda a: _tally.Hist(a, weighted, strategy, self._backend, flow, count_bits == 32, threads,
+                                     exact_sums)
         self._channels = channels
         if channels is None:
             self._hists = [make(axes)]
@@ -71,19 +75,25 @@ class Histogram:
         return self._hists[0].axes
 
     @property
+    def exact_sums(self):
+        """Whether the sums of weights are kept exactly (``exact_sums=True``)."""
+        return self._hists[0].exact_sums
+
+    @property
     def ndim(self):
         return 1 if self._channels is not None else len(self._hists[0].axes)
 
     def fill(self, *samples, weight=None):
         """Adds samples (and their weights, for a weighted histogram). On a CUDA histogram
         (``device="cuda"``), host arrays of more than 64 MiB stream through the GPU as
-        :meth:`fill_streamed` streams them."""
+        :meth:`fill_streamed` streams them (not those keeping exact sums: they fill directly)."""
         if not samples:
             raise TypeError("fill() needs samples")
         if self._channels is not None:
             return self._fill_channels(samples, weight)
         src, columns, w = self._fill_args(samples, weight)
-        if self._backend == "cuda" and not src.on_cuda and _host_bytes(columns, w) > _STREAM_ABOVE:
+        if (self._backend == "cuda" and not src.on_cuda and not self.exact_sums
+                and _host_bytes(columns, w) > _STREAM_ABOVE):
             return self._stream(columns, w, _STREAM_ABOVE, 3)
         fill_into(self._hists[0], columns, w, src)
 

@@ -4,8 +4,10 @@ cupy chunks on their GPU), the partial histograms are added in a tree, and the r
 until ``.compute()``.
 
 The results equal numpy's on the concatenated data: the edges bit for bit, the counts exactly
-(any chunking, any order of the tree). Sums of weights are float64 sums of the chunks' sums, so
-they may differ from numpy's one pass in the last bits. ``range=None`` (and ``bincount``'s length)
+(any chunking, any order of the tree). Sums of weights are kept exactly (``exact_sums``) in every
+chunk and merge, so they equal one tally fill of all the data bit for bit, the correctly rounded
+sums (``math.fsum``'s), whatever the chunking, the tree or the devices; numpy's one pass in
+float64 may differ from them in the last bits. ``range=None`` (and ``bincount``'s length)
 reads the data's minimum and maximum with Dask first, as dask-histogram does, before the lazy
 result is built. Needs ``dask``.
 """
@@ -82,7 +84,7 @@ def _axes_of(recipe):
 def _fill_chunk(recipe, weighted, flow, *blocks):
     """One chunk's histogram: blocks are the columns, then the weights where weighted. One CPU
     thread: Dask runs a task on each of a worker's threads."""
-    h = Histogram(_axes_of(recipe), weighted=weighted, flow=flow, threads=1)
+    h = Histogram(_axes_of(recipe), weighted=weighted, flow=flow, threads=1, exact_sums=weighted)
     columns, weights = (blocks[:-1], blocks[-1]) if weighted else (blocks, None)
     h.fill(*columns, weight=weights)
     return h

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "core/backend.hpp"
 #include "tally/error.hpp"
@@ -217,8 +219,23 @@ std::string_view name_of(matmul_strategy s) {
     case matmul_strategy::automatic: return "automatic";
     case matmul_strategy::tiled16: return "tiled16";
     case matmul_strategy::blocked128: return "blocked128";
+    case matmul_strategy::warptiled: return "warptiled";
   }
   return "?";
+}
+
+const std::vector<matmul_tiling>& matmul_tilings() {
+  static const std::vector<matmul_tiling> all(std::begin(detail::cuda_matmul_tilings),
+                                              std::end(detail::cuda_matmul_tilings));
+  return all;
+}
+
+int matmul_default_tiling() { return detail::cuda_matmul_default_tiling; }
+
+std::string name_of(const matmul_tiling& t) {
+  const auto s = [](int v) { return std::to_string(v); };
+  return s(t.bm) + "x" + s(t.bn) + "x" + s(t.bk) + " w" + s(t.wm) + "x" + s(t.wn) + " t" + s(t.tm) + "x" + s(t.tn) +
+         " s" + s(t.stages);
 }
 
 dtype promote(dtype a, dtype b) {
@@ -378,8 +395,13 @@ void matmul(const float* a, const float* b, float* c, std::int64_t m, std::int64
   const std::int64_t limit = std::numeric_limits<std::int64_t>::max() / 8;
   if ((m && k > limit / m) || (k && n > limit / k) || (m && n > limit / m))
     throw error(what + ": the matrices are too large to address");
-  if (static_cast<unsigned>(options.strategy) > static_cast<unsigned>(matmul_strategy::blocked128))
+  if (static_cast<unsigned>(options.strategy) > static_cast<unsigned>(matmul_strategy::warptiled))
     throw error(what + ": unknown strategy");
+  if (options.tiling < -1 || options.tiling >= detail::cuda_matmul_tiling_count)
+    throw error(what + ": tiling " + std::to_string(options.tiling) + " is neither -1 nor an index into matmul_tilings() (0 .. " +
+                std::to_string(detail::cuda_matmul_tiling_count - 1) + ")");
+  if (options.tiling != -1 && options.strategy != matmul_strategy::warptiled)
+    throw error(what + ": a tiling applies only to strategy warptiled, not " + std::string(name_of(options.strategy)));
   if ((m * k > 0 && !a) || (k * n > 0 && !b) || (m * n > 0 && !c)) throw error(what + ": null matrix pointer");
   const auto& ops = resolve(options.backend, {a, b, c}, what.c_str());
   if (m * n == 0) return;
@@ -392,9 +414,9 @@ void matmul(const float* a, const float* b, float* c, std::int64_t m, std::int64
     if (options.strategy != matmul_strategy::automatic)
       throw error(what + ": strategy " + std::string(name_of(options.strategy)) + " is a CUDA strategy");
   } else {
-    constexpr std::int64_t tile = detail::cuda_matmul_tile, max_dim = detail::cuda_matmul_max_dim;
+    constexpr std::int64_t tile = detail::cuda_matmul_min_tile, max_dim = detail::cuda_matmul_max_dim;
     if (m > max_dim || n > max_dim || k > max_dim || ((m + tile - 1) / tile) * ((n + tile - 1) / tile) >= (std::int64_t{1} << 31))
-      throw error(what + ": the CUDA kernels take m, n, k up to 2^31 - 128 and fewer than 2^31 tiles of 128 x 128");
+      throw error(what + ": the CUDA kernels take m, n, k up to 2^31 - 256 and fewer than 2^31 tiles of 128 x 128");
   }
   ops.matmul({a, b, c, m, n, k, options});
 }

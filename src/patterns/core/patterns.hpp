@@ -56,9 +56,28 @@ struct reduce_job {
 };
 
 /// What the CUDA matmul kernels take (tally::matmul checks it before running): dimensions of
-/// 32-bit indices with room for a tile past them, and one block per tile of at most this side.
-inline constexpr std::int64_t cuda_matmul_tile = 128;
-inline constexpr std::int64_t cuda_matmul_max_dim = (std::int64_t{1} << 31) - cuda_matmul_tile;
+/// 32-bit indices with room for the largest tile past them, and fewer than 2^31 blocks when one
+/// block takes a tile of the smallest side.
+inline constexpr std::int64_t cuda_matmul_min_tile = 128, cuda_matmul_max_tile = 256;
+inline constexpr std::int64_t cuda_matmul_max_dim = (std::int64_t{1} << 31) - cuda_matmul_max_tile;
+
+/// The warptiled kernel's tilings (matmul.cu compiles one kernel per entry; the tests run each,
+/// the benchmark's --sgemm-sweep times each): 8x8 outputs per thread in 256-thread blocks of
+/// 2x4 warps, two blocks per multiprocessor; 8x16 per thread in 64x64 warp tiles, as 4 warps of
+/// 128 threads (cuBLAS's fp32 kernels' shape), two blocks per multiprocessor, or 8 warps in a
+/// 128x256 tile, one block. H100 sweep at 2^12 / 2^13 (TFLOP/s, cuBLAS 51.1 / 51.5): 45.7 / 46.7,
+/// 45.6 / 45.9, 47.4 / 48.1; also measured and dropped: 4 stages instead of 3 (-1 to -3%), BK = 8
+/// (42.6 / 43.3), 256x128 (45.9 / 46.2) (bench/PERFORMANCE.md entry 54).
+inline constexpr matmul_tiling cuda_matmul_tilings[] = {
+    {128, 128, 16, 64, 32, 8, 8, 3, 2},
+    {128, 128, 16, 64, 64, 8, 16, 3, 2},
+    {128, 256, 16, 64, 64, 8, 16, 3, 1},
+};
+inline constexpr int cuda_matmul_tiling_count = sizeof cuda_matmul_tilings / sizeof cuda_matmul_tilings[0];
+/// The tiling of warptiled and automatic (an index above): the fastest in the sweep, 128x256
+/// (92.7% / 93.4% of cuBLAS): a block's 256 threads each own 8x16 outputs, and its 8 warps share
+/// one A and one B panel per step.
+inline constexpr int cuda_matmul_default_tiling = 2;
 
 struct matmul_job {
   const float* a;

@@ -34,12 +34,17 @@ namespace {
 
 using cuda::stream_of;
 
-/// Stream-ordered device memory for one call: cudaMallocAsync now, cudaFreeAsync on the same
+/// Stream-ordered device memory for one call (host arguments' copies) from tally's pool on the
+/// current device, which keeps freed memory (the default pool maps it again after every wait:
+/// 85 us a call for the reduction's scratch, bench/PERFORMANCE.md entry 51), freed on the same
 /// stream when the call's work is enqueued.
 class stream_buffer {
  public:
   stream_buffer(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
-    if (bytes) TALLY_CUDA_CHECK(cudaMallocAsync(&p_, bytes, stream));
+    if (!bytes) return;
+    int device = 0;
+    TALLY_CUDA_CHECK(cudaGetDevice(&device));
+    TALLY_CUDA_CHECK(cudaMallocFromPoolAsync(&p_, bytes, cuda::pool_of(device), stream));
   }
   ~stream_buffer() {
     if (p_) cudaFreeAsync(p_, stream_);
@@ -128,6 +133,72 @@ void cuda_binary(const binary_job& job) {
   stage.finish();
 }
 
+/// The whole-array reduction's scratch (the blocks' ticket, then their partial results), kept and
+/// reused: the kernel leaves its ticket at zero, so a buffer whose last reduction has completed
+/// (its event) is ready with no memset, where a fresh one is zeroed once. A call takes a free
+/// buffer of the current device or makes one; buffers are never freed (one per reduction in
+/// flight at once, each a few KiB). A memset and a stream-ordered allocation a call cost a 2^28
+/// f32 sum about 3% of its time (bench/PERFORMANCE.md entry 51).
+class reduce_scratch {
+ public:
+  reduce_scratch(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
+    if (!bytes) return;
+    int device = 0;
+    TALLY_CUDA_CHECK(cudaGetDevice(&device));
+    std::lock_guard<std::mutex> lock(mutex());
+    for (auto& b : buffers()) {
+      if (b.device == device && b.bytes >= bytes && !b.taken && cudaEventQuery(b.done) == cudaSuccess) {
+        take(b);
+        return;
+      }
+    }
+    cudaGetLastError();  // cudaErrorNotReady from the queries
+    buffer b{device, std::max<std::size_t>(bytes, 4096)};
+    TALLY_CUDA_CHECK(cudaMalloc(&b.memory, b.bytes));
+    TALLY_CUDA_CHECK(cudaMemset(b.memory, 0, cuda::reduce_ticket_bytes));
+    TALLY_CUDA_CHECK(cudaEventCreateWithFlags(&b.done, cudaEventDisableTiming));
+    buffers().push_back(b);
+    take(buffers().back());
+  }
+  /// Marks the buffer busy until the work enqueued on the stream so far completes.
+  ~reduce_scratch() {
+    if (index_ < 0) return;
+    std::lock_guard<std::mutex> lock(mutex());
+    buffer& b = buffers()[static_cast<std::size_t>(index_)];
+    cudaEventRecord(b.done, stream_);
+    b.taken = false;
+  }
+  reduce_scratch(const reduce_scratch&) = delete;
+  reduce_scratch& operator=(const reduce_scratch&) = delete;
+  void* get() const { return memory_; }
+
+ private:
+  struct buffer {
+    int device = 0;
+    std::size_t bytes = 0;
+    void* memory = nullptr;
+    cudaEvent_t done = nullptr;
+    bool taken = false;  // between a call's start and its event's record
+  };
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::vector<buffer>& buffers() {
+    static std::vector<buffer> all;
+    return all;
+  }
+  void take(buffer& b) {
+    b.taken = true;
+    memory_ = b.memory;
+    index_ = static_cast<int>(&b - buffers().data());
+  }
+
+  cudaStream_t stream_;
+  void* memory_ = nullptr;
+  int index_ = -1;
+};
+
 void cuda_reduce(const reduce_job& job) {
   const cudaStream_t stream = stream_of(job.run);
   staging stage(stream);
@@ -135,9 +206,7 @@ void cuda_reduce(const reduce_job& job) {
   const std::int64_t size = static_cast<std::int64_t>(size_of(job.type));
   j.x = stage.in(job.x, {0, job.cols == 0 ? 0 : ((job.rows - 1) * job.row_stride + job.cols) * size});
   j.result = stage.out(job.result, contiguous(job.rows, job.result_type));
-  const std::size_t scratch_bytes = cuda::reduce_scratch_bytes(j);
-  stream_buffer scratch(scratch_bytes, stream);
-  if (scratch_bytes) TALLY_CUDA_CHECK(cudaMemsetAsync(scratch.get(), 0, cuda::reduce_ticket_bytes, stream));
+  reduce_scratch scratch(cuda::reduce_scratch_bytes(j), stream);
   cuda::launch_reduce(j, scratch.get());
   stage.finish();
 }

@@ -1,0 +1,81 @@
+// Exact sums kept in the histogram (options::exact_sums): the wide fixed-point words of
+// core/exact_sum.hpp on the device, filled from the f32 exact kernel's words or, for f64 weights,
+// by global 64-bit atomics, one sample per thread. Integer additions commute, so the words are
+// the same on every run, grid and device, and equal the CPU backend's.
+#include "core/exact_sum.hpp"
+#include "cuda/common.cuh"
+#include "cuda/fill.hpp"
+#include "cuda/kernels.hpp"
+
+namespace tally::detail::cuda {
+namespace {
+
+/// Each cell's f32-format words (units of 2^-149) added into its wide words, and its flags or-ed in.
+/// One thread a cell: the wide words are the launch's own, so plain additions.
+__global__ void widen_exact_kernel(const std::uint64_t* words, const unsigned* flags, std::int64_t cells,
+                                   std::uint64_t* wide) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < cells; c += stride) {
+    std::uint64_t* cell = wide + c * kWideCellWords;
+    add_f32_words_to_wide(cell, words + c * kExactWords, plain_fetch_add{});
+    cell[kWideWords] |= flags[c];
+  }
+}
+
+/// The wide atomics' arguments: the fill's samples and weights, the cells' wide words.
+struct exact_wide_args {
+  device_axes axes{};
+  const char* weights = nullptr;  // f32 or f64 (W), any alignment; null: every weight is 1
+  std::int64_t weight_stride_bytes = 0;
+  std::int64_t n = 0;
+  std::int64_t cells = 0;
+  std::uint64_t* wide = nullptr;      // cells x kWideCellWords, added to
+  unsigned long long* flow = nullptr; // underflow, overflow, nan: added to
+};
+
+template <class W> __global__ void exact_wide_kernel(exact_wide_args a) {
+  unsigned long long under = 0, over = 0, nan = 0;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  // Whole rounds of the grid, so that every lane of a warp reaches add_warp_flow.
+  for (std::int64_t base = blockIdx.x * static_cast<std::int64_t>(blockDim.x); base < a.n; base += stride) {
+    const std::int64_t i = base + threadIdx.x;
+    if (i >= a.n) continue;
+    const std::int64_t s = slot_of(a.axes, i, a.cells);
+    if (s >= a.cells) {
+      under += s == a.cells;
+      over += s == a.cells + 1;
+      nan += s == a.cells + 2;
+      continue;
+    }
+    const double w = a.weights ? static_cast<double>(load_unaligned<W>(a.weights + i * a.weight_stride_bytes)) : 1.0;
+    std::uint64_t* cell = a.wide + s * kWideCellWords;
+    if (const unsigned flag = add_wide(cell, w, atomic_fetch_add{}))
+      atomicOr(reinterpret_cast<unsigned long long*>(cell + kWideWords), static_cast<unsigned long long>(flag));
+  }
+  add_warp_flow(under, over, nan, a.flow);
+}
+
+}  // namespace
+
+void widen_exact(const exact_sums_args& args, std::uint64_t* wide, cudaStream_t stream) {
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((args.cells + 255) / 256, 4096));
+  widen_exact_kernel<<<blocks, 256, 0, stream>>>(args.words, args.flags, args.cells, wide);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+void enqueue_exact_wide(const fill_input& in, std::uint64_t* wide, unsigned long long* flow, cudaStream_t stream) {
+  exact_wide_args a;
+  a.axes = in.axes;
+  a.weights = in.weights;
+  a.weight_stride_bytes = in.weight_stride_bytes;
+  a.n = in.n;
+  a.cells = in.cells;
+  a.wide = wide;
+  a.flow = flow;
+  const auto grid = static_cast<unsigned>(in.plan.grid_blocks), block = static_cast<unsigned>(in.plan.block_threads);
+  if (in.weights && in.weight_type == dtype::f32) exact_wide_kernel<float><<<grid, block, 0, stream>>>(a);
+  else exact_wide_kernel<double><<<grid, block, 0, stream>>>(a);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace tally::detail::cuda
