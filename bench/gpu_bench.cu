@@ -210,31 +210,32 @@ void run_rgba(spread s, std::vector<row>& rows) {
   CHECK(cudaFree(d));
 }
 
-/// i32 bin indices with f32 weights over 256 bins (2^27 pairs, 1 GiB): no CUB anchor (CUB has
+/// i32 bin indices with f32 weights over `bins` bins (2^27 pairs, 1 GiB): no CUB anchor (CUB has
 /// no weights); reported in G samples/s as well.
-void run_weighted(spread s, std::vector<row>& rows) {
+void run_weighted(int bins, spread s, std::vector<row>& rows) {
   const std::size_t n = kBytes / 8;
   std::int32_t* index;
   float* weight;
   CHECK(cudaMalloc(&index, n * sizeof(std::int32_t)));
   CHECK(cudaMalloc(&weight, n * sizeof(float)));
-  generate<std::int32_t><<<1024, 256>>>(index, n, 256, s, nullptr);
+  generate<std::int32_t><<<1024, 256>>>(index, n, bins, s, nullptr);
   generate<float><<<1024, 256>>>(weight, n, 1024, spread::uniform, nullptr);
   CHECK(cudaGetLastError());
   tally::options o;
   o.backend = tally::backend::cuda;
   o.weighted = true;
-  tally::histogram h(tally::axis::integer(0, 256), o);
+  tally::histogram h(tally::axis::integer(0, bins), o);
   const auto iv = tally::make_view(index, static_cast<std::int64_t>(n));
   const auto wv = tally::make_view(weight, static_cast<std::int64_t>(n));
   const double ms = median_ms([&] { h.fill(iv, wv); });
-  record(rows, {"i32+f32 w, 256 (" + std::to_string(static_cast<int>(n / ms / 1e6)) + " Gs/s)", name_of(s),
+  const std::string workload = "i32+f32 w, " + std::to_string(bins);
+  record(rows, {workload + " (" + std::to_string(static_cast<int>(n / ms / 1e6)) + " Gs/s)", name_of(s),
                   "tally automatic", ms, kBytes / 1e9 / ms * 1e3});
   tally::options dopts;
   dopts.weighted = true;
-  tally::device_histogram dh(tally::axis::integer(0, 256), dopts);
+  tally::device_histogram dh(tally::axis::integer(0, bins), dopts);
   const double dms = median_ms([&] { dh.fill(iv, wv); });
-  record(rows, {"i32+f32 w, 256 (" + std::to_string(static_cast<int>(n / dms / 1e6)) + " Gs/s)", name_of(s),
+  record(rows, {workload + " (" + std::to_string(static_cast<int>(n / dms / 1e6)) + " Gs/s)", name_of(s),
                   "tally device_histogram", dms, kBytes / 1e9 / dms * 1e3});
   CHECK(cudaFree(index));
   CHECK(cudaFree(weight));
@@ -323,7 +324,8 @@ int main(int argc, char** argv) {
     if (want("exact")) run_exact_weighted(s, rows);
     if (want("f32, 256 even")) run_case<float>("f32, 256 even bins", 256, s, false, rows);
     if (want("f32, 256 edges")) run_case<float>("f32, 256 edges", 256, s, true, rows);
-    if (want("weighted")) run_weighted(s, rows);
+    for (int bins : {256, 4096, 65536, 1 << 20})
+      if (want("weighted") || want("i32+f32 w, " + std::to_string(bins) + " ")) run_weighted(bins, s, rows);
   }
 
   std::printf("device %s, measured read bandwidth %.0f GB/s (CUB DeviceReduce over 1 GiB)\n", prop.name, read_gbs);

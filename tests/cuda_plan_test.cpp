@@ -1,9 +1,12 @@
 // The planner's CUDA rules, on any machine: plan() is pure and takes the device's figures as data.
 #include <gtest/gtest.h>
 
+#include "partition_limit.hpp"
 #include "tally/tally.hpp"
 
 namespace {
+
+using tally_test::partition_pass_limit;
 
 tally::plan_request h100_request(std::int64_t cells, tally::dtype sample = tally::dtype::i32) {
   tally::plan_request r;
@@ -248,10 +251,14 @@ TEST(CudaPlan, F32WeightsSumExactlyInSharedOrDeviceMemory) {
   EXPECT_EQ(p.shared_bytes, ring);  // the ring alone
   r.wanted = tally::strategy::warp_aggregated;
   EXPECT_THROW(tally::plan(r), tally::error);
-  // More cells than a block's copy holds: device memory, or an error where shared is asked for.
+  // More cells than a block's copy holds: partitions (F32WeightsSumExactlyInPartitions), device
+  // memory for a strided column, or an error where shared is asked for.
   r.wanted = tally::strategy::automatic;
   r.cells = 5000;
+  EXPECT_EQ(tally::plan(r).chosen, tally::strategy::partitioned);
+  r.contiguous = false;
   EXPECT_EQ(tally::plan(r).chosen, tally::strategy::global_atomic);
+  r.contiguous = true;
   r.wanted = tally::strategy::shared;
   EXPECT_THROW(tally::plan(r), tally::error);
   // 2^27 cells and more: the fixed-order sums of any weight type (a run's key is 32 bits).
@@ -260,6 +267,75 @@ TEST(CudaPlan, F32WeightsSumExactlyInSharedOrDeviceMemory) {
   EXPECT_FALSE(tally::plan(r).exact_sums);
   r.cells -= 1;
   EXPECT_TRUE(tally::plan(r).exact_sums);
+}
+
+TEST(CudaPlan, F32WeightsSumExactlyInPartitions) {
+  // 2^20 cells: 1024 buckets of 2^10 cells, whose words (76 KiB) and tables leave room for two
+  // summing blocks a multiprocessor; passes of 2^25 samples of 2^28.
+  auto r = h100_request(1 << 20);
+  r.weighted = true;
+  r.weight_type = tally::dtype::f32;
+  auto p = tally::plan(r);
+  EXPECT_TRUE(p.exact_sums);
+  EXPECT_EQ(p.chosen, tally::strategy::partitioned);
+  EXPECT_EQ(p.partition_bits, 10);
+  EXPECT_EQ(p.partition_buckets, 1024);
+  EXPECT_EQ(p.partition_chunk, std::int64_t{1} << 25);
+  EXPECT_EQ(p.partition_blocks, 2 * 132);
+  EXPECT_EQ(p.block_threads, 512);
+  EXPECT_EQ(p.shared_bytes, 8192 * 6 + (3 * 1024 + 5) * 4);  // a tile of pairs; counts, starts, totals; flow
+  EXPECT_NE(tally::describe(p).find("1024 buckets of 2^10 slots"), std::string::npos);
+  EXPECT_NE(tally::describe(p).find("summing blocks"), std::string::npos);
+  // The fewest cells whose words do not fit a block: two buckets, the second part full.
+  for (std::int64_t cells : {2048, 4096, 65536}) {
+    r.cells = cells;
+    p = tally::plan(r);
+    EXPECT_EQ(p.chosen, tally::strategy::partitioned) << cells;
+    EXPECT_EQ(p.partition_buckets, (cells + 1023) / 1024) << cells;
+  }
+  r.cells = 1500;  // 114000 bytes of words: within the budget of two blocks, one copy a block
+  EXPECT_EQ(tally::plan(r).chosen, tally::strategy::shared);
+  r.cells = 1530;
+  EXPECT_EQ(tally::plan(r).chosen, tally::strategy::partitioned);
+  EXPECT_EQ(tally::plan(r).partition_buckets, 2);
+  // Asked for where the words fit a block too; a small fill sorts whole tiles of 8192 samples.
+  r.cells = 256;
+  r.n = 10000;
+  r.wanted = tally::strategy::partitioned;
+  p = tally::plan(r);
+  EXPECT_EQ(p.chosen, tally::strategy::partitioned);
+  EXPECT_EQ(p.partition_buckets, 1);
+  EXPECT_EQ(p.partition_chunk, 2 * 8192);
+  // Beyond 2^20 cells, strided columns and 8-bit samples: device memory, or an error where asked.
+  r.n = std::int64_t{1} << 28;
+  r.cells = (1 << 20) + 1;
+  EXPECT_THROW(tally::plan(r), tally::error);
+  r.wanted = tally::strategy::automatic;
+  EXPECT_EQ(tally::plan(r).chosen, tally::strategy::global_atomic);
+  r.cells = 1 << 16;
+  r.sample = tally::dtype::u8;
+  EXPECT_EQ(tally::plan(r).chosen, tally::strategy::global_atomic);
+  r.wanted = tally::strategy::partitioned;
+  EXPECT_THROW(tally::plan(r), tally::error);
+  r.sample = tally::dtype::f64;
+  r.contiguous = false;
+  EXPECT_THROW(tally::plan(r), tally::error);
+  r.contiguous = true;
+  EXPECT_EQ(tally::plan(r).chosen, tally::strategy::partitioned);
+  // A device whose blocks cannot hold a bucket's words: device memory.
+  r.wanted = tally::strategy::automatic;
+  r.device_shared_bytes = 48 * 1024;
+  EXPECT_EQ(tally::plan(r).chosen, tally::strategy::global_atomic);
+}
+
+TEST(CudaPlan, PartitionPassesShrinkForTests) {
+  // The tests' limit on a pass (core/partition.hpp), in tiles of 8192 samples, for counts and sums.
+  const partition_pass_limit limit(3);
+  EXPECT_EQ(tally::plan(h100_request(1 << 20)).partition_chunk, 3 * 8192);
+  auto r = h100_request(1 << 20);
+  r.weighted = true;
+  r.weight_type = tally::dtype::f32;
+  EXPECT_EQ(tally::plan(r).partition_chunk, 3 * 8192);
 }
 
 TEST(CudaPlan, PartitionedIntoThirtyTwoBucketsOfBins) {

@@ -123,7 +123,10 @@ TEST_F(Device, NamedStrategiesStridedColumnsAndTwoDimensions) {
 TEST_F(Device, WeightedSumsHaveTheBitsOfTheSynchronousFill) {
   const stream s;
   std::uint64_t seed = 7200;
-  for (const axis_spec& a : {regular_spec(256, -1.3, 2.7), integer_spec(0, 256), variable_spec(5000, -2.5, 250.5, 7)}) {
+  // 5000 and 65536 cells with f32 weights: the partitioned exact sums, in the stream-ordered fill's
+  // temporary memory.
+  for (const axis_spec& a : {regular_spec(256, -1.3, 2.7), integer_spec(0, 256), variable_spec(5000, -2.5, 250.5, 7),
+                             integer_spec(-5, 65536)}) {
     for (dtype wt : {dtype::f32, dtype::f64}) {
       ++seed;
       SCOPED_TRACE(a.name() + " weights " + std::string(tally::name_of(wt)));

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "core/hd.hpp"
+
 namespace tally::detail {
 
 /// Samples one block sorts by bucket at a time: 16 per thread of 512. A tile's offsets fit 16 bits.
@@ -30,5 +32,42 @@ struct partition_count_tables {
   unsigned range[kPartitionCountThreads];         // each tile's range of the bucket, lo | hi << 16
 };
 constexpr std::int64_t kPartitionCountStatic = sizeof(partition_count_tables);
+
+/// Blocks for a bucket with `portion` of the pass's samples (> 0 where it has any): its share x of
+/// `blocks` less 1/4, rounded up, and at least one where it has samples. A block then counts at
+/// most 1.25 times an even share (x in (0, 1.25]: one block; x in (1.25, 2.25]: two ...);
+/// rounding down gave up to twice (x just under 2), and rounding up would give every bucket of an
+/// even spread two blocks (x just over 1), each with its counters to add to device memory. At
+/// most blocks + 3/4 a bucket. Every block computes the same figures from the same totals.
+TALLY_HD unsigned partition_blocks_for(double portion, int blocks) {
+  if (!(portion > 0)) return 0;
+  const auto b = static_cast<unsigned>(portion * blocks + 0.75);
+  return b > 1 ? b : 1u;
+}
+
+/// The partitioned exact sums of f32 weights (cuda/sums.cu). A bucket is 2^kPartitionExactBits
+/// cells, whose words as 16-bit digits (core/exact_sum.hpp's exact_words_bytes: 76 KiB) leave room
+/// for two blocks a multiprocessor; the flow samples and non-finite weights take no bucket (the
+/// sort adds them itself). A sorted pair is the cell's low bits (2 bytes) and the f32 weight (4),
+/// in two arrays, so that a pass moves 6 bytes a sample each way instead of the 8 of a split term.
+constexpr int kPartitionExactBits = 10;
+/// Buckets at most: 2^20 cells. The sort's warp 0 scans a tile's buckets (33 a lane) while the
+/// other warps copy the previous tile out.
+constexpr int kPartitionExactMaxBuckets = 1024;
+/// Samples per pass: 6 bytes each (192 MiB of temporary memory, beside the cells' words).
+constexpr std::int64_t kPartitionExactChunk = std::int64_t{1} << 25;
+/// The summing pass's blocks: the exact kernel's threads; their tables beside the words.
+struct partition_sum_tables {
+  unsigned totals[kPartitionExactMaxBuckets];  // each bucket's samples in the pass
+  int warp_sums[33];                           // a scan's sums before each warp's, and in all
+  int mine[3];                                 // this block's bucket, part, parts
+  int first_group[512];                        // a round's groups of 4 before each tile's
+  unsigned range[512];                         // each tile's range of the bucket, lo | hi << 16
+};
+constexpr std::int64_t kPartitionSumStatic = sizeof(partition_sum_tables);
+
+/// Samples per pass of the partitioned strategies at most, in tiles; 0: no limit beyond their
+/// own. Tests lower it to cross passes with few samples.
+std::int64_t& partition_pass_tiles();
 
 }  // namespace tally::detail

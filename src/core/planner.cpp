@@ -15,6 +15,10 @@ namespace {
 using detail::kPartitionChunk;
 using detail::kPartitionCountStatic;
 using detail::kPartitionCountThreads;
+using detail::kPartitionExactBits;
+using detail::kPartitionExactChunk;
+using detail::kPartitionExactMaxBuckets;
+using detail::kPartitionSumStatic;
 using detail::kPartitionMaxBits;
 using detail::kPartitionMaxBuckets;
 using detail::kPartitionMinBits;
@@ -49,6 +53,14 @@ constexpr std::pair<strategy, std::string_view> kStrategies[] = {
     {strategy::registers, "register"}, {strategy::partitioned, "partitioned"}};
 constexpr std::pair<count_type, std::string_view> kCounts[] = {
     {count_type::u64, "u64"}, {count_type::u32, "u32"}};
+
+/// Samples per pass of a partitioned fill of n samples: whole tiles, at most `most` samples (and
+/// the tests' limit).
+std::int64_t partition_chunk(std::int64_t n, std::int64_t most) {
+  std::int64_t tiles = std::min(std::max<std::int64_t>(1, (n + kPartitionTile - 1) / kPartitionTile), most / kPartitionTile);
+  if (detail::partition_pass_tiles() > 0) tiles = std::min(tiles, detail::partition_pass_tiles());
+  return tiles * kPartitionTile;
+}
 
 int hardware_threads() {
   unsigned t = std::thread::hardware_concurrency();
@@ -104,19 +116,57 @@ policy plan_cpu(const plan_request& r) {
 /// 312-315 skewed80, 321-325 normal for i32 + f32 weights over 256 bins (device_histogram),
 /// against 82-93 with the fixed-order tree (bench/PERFORMANCE.md entries 23, 27, 35 and 38).
 policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
-  if (r.wanted != strategy::automatic && r.wanted != strategy::shared && r.wanted != strategy::global_atomic)
+  if (r.wanted != strategy::automatic && r.wanted != strategy::shared && r.wanted != strategy::global_atomic &&
+      r.wanted != strategy::partitioned)
     throw error("strategy " + std::string(name_of(r.wanted)) +
-                " does not sum f32 weights exactly on the GPU; use automatic, shared or global_atomic");
+                " does not sum f32 weights exactly on the GPU; use automatic, shared, global_atomic or partitioned");
   // A block's copy of each cell's words as 16-bit digits in 32-bit counters, and its flags.
   const std::int64_t shared = detail::exact_words_bytes(r.cells);
   const bool fits = shared <= budget;
   if (r.wanted == strategy::shared && !fits)
     throw error("strategy shared: the exact sums of " + std::to_string(r.cells) + " cells need " +
                 std::to_string(shared) + " bytes of shared memory, " + std::to_string(budget) + " fit");
-  p.chosen = r.wanted == strategy::global_atomic || !fits ? strategy::global_atomic : strategy::shared;
+  // Partitioned (core/partition.hpp): buckets of 2^10 cells, whose words fit one of two blocks of a
+  // multiprocessor, for one contiguous column of samples wider than 8 bits.
+  const std::int64_t part_buckets = (r.cells + (std::int64_t{1} << kPartitionExactBits) - 1) >> kPartitionExactBits;
+  const std::int64_t bucket_bytes = detail::exact_words_bytes(std::int64_t{1} << kPartitionExactBits) + kPartitionSumStatic;
+  const bool partition_fits = r.contiguous && size_of(r.sample) > 1 && part_buckets <= kPartitionExactMaxBuckets &&
+                              bucket_bytes <= budget;
+  if (r.wanted == strategy::partitioned && !partition_fits)
+    throw error("strategy partitioned sums f32 weights exactly for one contiguous column of samples wider than 8 "
+                "bits and at most " + std::to_string(kPartitionExactMaxBuckets << kPartitionExactBits) +
+                " cells, where a bucket's words (" + std::to_string(bucket_bytes) + " bytes) fit " +
+                std::to_string(budget) + "; got " + std::to_string(r.cells) + " cells of " +
+                std::string(name_of(r.sample)) + (r.contiguous ? "" : " in a strided or N-D fill"));
+  if (r.wanted != strategy::automatic) p.chosen = r.wanted;
+  else p.chosen = fits ? strategy::shared : partition_fits ? strategy::partitioned : strategy::global_atomic;
   p.exact_sums = true;
   p.block_threads = detail::kExactThreads;
   p.grid_blocks = std::max(1, r.device_sms) * 4;  // cut to the resident blocks at launch
+  p.reasons.push_back("weighted, f32 weights: exact sums, each weight an integer addition at one 16-bit "
+                      "digit of its cell's 9 fixed-point words; any order gives the same bits, correctly rounded");
+  if (p.chosen == strategy::partitioned) {
+    // Prediction (bench/PERFORMANCE.md entry 55): 8 bytes read, 6 written and read again a sample.
+    p.partition_bits = kPartitionExactBits;
+    p.partition_buckets = static_cast<int>(part_buckets);
+    p.partition_chunk = partition_chunk(r.n, kPartitionExactChunk);
+    p.partition_blocks = std::max(1, r.device_sms) * 2;  // one wave of two a multiprocessor
+    p.grid_blocks = std::max(1, r.device_sms) * 2;
+    // A sorted tile of pairs; each bucket's count, start and block total; the block's flow counts.
+    p.shared_bytes = kPartitionTile * 6 + (3 * part_buckets + 5) * 4;
+    p.vector_bytes = 16;
+    p.unroll = static_cast<int>(kPartitionTile / p.block_threads * size_of(r.sample) / 16);
+    p.merge_runs = true;
+    p.reasons.push_back(std::string(r.wanted == strategy::partitioned ? "partitioned: asked for" : "partitioned: a block's copy of the words would not fit") +
+                        "; each tile of (cell, weight) pairs is sorted by bucket (2^" + std::to_string(kPartitionExactBits) +
+                        " cells) into temporary memory (6 bytes a pair), then each bucket summed in the shared copy of "
+                        "its words of the blocks that own it");
+    p.reasons.push_back(std::to_string(part_buckets) + " buckets; passes of " + std::to_string(p.partition_chunk) +
+                        " samples; up to " + std::to_string(p.partition_blocks) +
+                        " summing blocks (one wave) shared out among the buckets by their pairs");
+    p.reasons.push_back("runs: a thread's terms at one digit of one cell add once (two runs kept)");
+    return p;
+  }
   p.shared_bytes = p.chosen == strategy::shared ? shared : 0;
   // A contiguous column streams through a ring after the words where two blocks still fit a
   // multiprocessor: loads always in flight, with no barrier. i32 + f32 weights over 256 bins,
@@ -129,12 +179,14 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
   p.vector_bytes = r.contiguous ? 4 * static_cast<int>(size_of(r.sample)) : 0;
   p.unroll = r.contiguous ? 1 : 4;
   p.merge_runs = true;
-  p.reasons.push_back("weighted, f32 weights: exact sums, each weight an integer addition at one 16-bit "
-                      "digit of its cell's 9 fixed-point words; any order gives the same bits, correctly rounded");
   p.reasons.push_back(p.chosen == strategy::shared
                           ? "shared: one copy of the words per block, as 16-bit digits (" + std::to_string(shared) + " bytes)"
                           : "global_atomic: the words in device memory (" +
-                                std::string(fits ? "asked for" : "a block's copy would not fit") + ")");
+                                (r.wanted == strategy::global_atomic
+                                     ? std::string("asked for")
+                                     : "a block's copy would not fit; partitions take one contiguous column of samples "
+                                       "wider than 8 bits, at most 2^20 cells, and " + std::to_string(bucket_bytes) +
+                                           " bytes of shared memory a block, " + std::to_string(budget) + " here") + ")");
   p.reasons.push_back("runs: a thread's terms at one digit of one cell add once (two runs kept)");
   if (ring)
     p.reasons.push_back("ring: each thread's next " + std::to_string(detail::kExactStages - 1) +
@@ -379,8 +431,7 @@ policy plan_cuda(const plan_request& r) {
     const std::int64_t counting = per_sm / ((std::int64_t{4} << part_bits) + kPartitionCountStatic + 1024);
     p.partition_blocks = static_cast<int>(sms * std::clamp<std::int64_t>(counting, 1, 2048 / kPartitionCountThreads));
     // Temporary memory: 2 bytes per sample of a pass, and a tile's offsets per bucket.
-    const std::int64_t tiles = std::max<std::int64_t>(1, (r.n + kPartitionTile - 1) / kPartitionTile);
-    p.partition_chunk = std::min(tiles, kPartitionChunk / kPartitionTile) * kPartitionTile;
+    p.partition_chunk = partition_chunk(r.n, kPartitionChunk);
   }
   if (p.chosen == strategy::shared_replicated && replicas == 1)
     p.reasons.push_back("replicas 1: a second copy would not fit");
@@ -453,6 +504,13 @@ policy plan_cuda(const plan_request& r) {
 
 }  // namespace
 
+namespace detail {
+std::int64_t& partition_pass_tiles() {
+  static std::int64_t tiles = 0;
+  return tiles;
+}
+}  // namespace detail
+
 std::string_view name_of(backend b) { return to_name(b, kBackends); }
 std::string_view name_of(strategy s) { return to_name(s, kStrategies); }
 std::string_view name_of(count_type c) { return to_name(c, kCounts); }
@@ -502,7 +560,8 @@ std::string describe(const policy& p) {
     if (p.exact_wide) s << "sums       exact: 34 fixed-point words per cell in device memory, global atomics\n";
     if (p.partition_bits)
       s << "partition  " << p.partition_buckets << " buckets of 2^" << p.partition_bits << " slots, "
-        << p.partition_chunk << " samples per pass, " << p.partition_blocks << " counting blocks\n";
+        << p.partition_chunk << " samples per pass, " << p.partition_blocks
+        << (p.exact_sums ? " summing blocks\n" : " counting blocks\n");
   } else {
     s << "threads    " << p.threads << "\n"
       << "replicas   " << p.replicas << "\n"

@@ -441,17 +441,158 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
   }
 }
 
-/// The partitioned strategy's first pass: each block sorts tiles of kPartitionTile samples (16 per
-/// thread) by bucket, slot >> bits, into a.sorted.entries, and writes where each bucket starts
-/// in a.sorted.offsets. A sample's rank among its tile's samples of one bucket is a shared counter's value
-/// before its increment; a scan of the tile's bucket counts places them. The head and tail go
-/// straight to device memory.
-template <class T, class Binner>
-__global__ void __launch_bounds__(kTypedThreads, 2) partition_kernel(Binner binner, typed_count_args a) {
+/// A thread's PerThread samples' ranks among its tile's samples of their bucket (slot >> bits), two
+/// 16-bit ranks a word; counts[bucket] (zero before) ends as the tile's samples in each bucket.
+/// Every lane of the warp takes part.
+/// An increment of a shared counter that returns the count before (ATOMS.POPC.INC). Its
+/// lanes on one counter are served one by one when they take the values back (a hot bucket: a
+/// 32-way conflict per sample). So where most of a warp's first samples share one bucket, the
+/// warp ranks that bucket's samples itself (a ballot per sample, the lanes before in it and in
+/// the ballots before) and takes them with one increment; the other samples increment their
+/// own. i32 2^20 bins, a pass of 2^25 samples sorted in 79 us instead of 175 (one hot bin) and
+/// 152 instead of 169 (80% in one bin) (ncu); spread data pay a match a tile. The candidate is
+/// the warp's most common first bucket (a match and a maximum a tile): lane 0's alone missed it
+/// for a fifth of the warps on 80% data, which then served the hot bucket's lanes one by one
+/// (bench/PERFORMANCE.md entry 39).
+template <int PerThread>
+__device__ __forceinline__ void rank_by_bucket(const int (&s)[PerThread], int bits, unsigned* counts,
+                                               unsigned (&rank)[PerThread / 2]) {
+  const unsigned lane = threadIdx.x & 31;
+  const unsigned first = static_cast<unsigned>(s[0]) >> bits;  // below 2^16 (at most 1025 buckets)
+  const unsigned most = __reduce_max_sync(~0u, __popc(__match_any_sync(~0u, first)) << 16 | first);
+  const unsigned hot = most & 0xFFFFu;
+  if (most >> 16 >= 16) {
+    unsigned before = 0, mine = 0;  // the warp's samples in the hot bucket so far; this lane's
+#pragma unroll
+    for (int q = 0; q < PerThread; ++q) {
+      const unsigned bucket = static_cast<unsigned>(s[q]) >> bits;
+      const unsigned in_hot = __ballot_sync(~0u, bucket == hot);
+      const unsigned r = bucket == hot ? before + __popc(in_hot & ((1u << lane) - 1))
+                                       : atomicAdd(&counts[bucket], 1u);
+      mine |= (bucket == hot) << q;
+      before += __popc(in_hot);
+      rank[q / 2] = q % 2 ? rank[q / 2] | r << 16 : r;
+    }
+    unsigned base = 0;
+    if (lane == 0) base = atomicAdd(&counts[hot], before);
+    base = __shfl_sync(~0u, base, 0);
+#pragma unroll
+    for (int q = 0; q < PerThread; ++q)
+      if (mine >> q & 1) rank[q / 2] += base << (q % 2 * 16);  // < kPartitionTile: no carry
+  } else {
+#pragma unroll
+    for (int q = 0; q < PerThread; ++q) {
+      const unsigned r = atomicAdd(&counts[static_cast<unsigned>(s[q]) >> bits], 1u);
+      rank[q / 2] = q % 2 ? rank[q / 2] | r << 16 : r;
+    }
+  }
+}
+
+/// Warp 0 of a sorting block (all 32 lanes), once a tile's ranks are taken: where each of the
+/// tile's buckets starts (counts[buckets]: the samples that no bucket takes, after them all), in
+/// `starts` and in tile t's column of out.offsets; each bucket's count, where not zero, handed to
+/// total(k, count); the counts zeroed for the next tile. Each lane takes a run of buckets.
+template <class Total>
+__device__ __forceinline__ void scan_buckets(unsigned* counts, unsigned* starts, const partition_scratch& out,
+                                             std::int64_t t, Total&& total) {
+  const int buckets = out.buckets;
+  const int per_lane = (buckets + 1 + 31) / 32;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const int lo = min(lane * per_lane, buckets + 1), hi = min(lo + per_lane, buckets + 1);
+  unsigned sum = 0;
+  for (int k = lo; k < hi; ++k) sum += counts[k];
+  unsigned at = warp_inclusive_sum(sum) - sum;
+  for (int k = lo; k < hi; ++k) {
+    const unsigned c = counts[k];
+    starts[k] = at;
+    out.offsets[k * out.tile_stride + t] = static_cast<unsigned short>(at);
+    if (c && k < buckets) total(k, c);
+    counts[k] = 0;
+    at += c;
+  }
+}
+
+/// The partitioned sorts' loop over a contiguous column's 16-byte body (`vectors` of them): each
+/// block sorts tiles of kPartitionTile samples (16 per thread), grid-stride, by bucket, key >> bits.
+/// A thread loads its body vectors i, each with load(i) beside it (an Extra, kept in registers),
+/// and sample j of value v of such a vector has the key key(j, v, extra); a key of out.buckets <<
+/// bits goes after every bucket. A sample's rank among its tile's samples of one bucket is a shared
+/// counter's value before its increment (rank_by_bucket); warp 0 then scans the tile's bucket
+/// counts (scan_buckets, each to total(k, count)) while the other warps copy the previous tile's
+/// `count` sorted samples out (copy_out(tile, count, from), threads [from, blockDim.x)), and
+/// place(i, at, keys) puts each sample of vector i at its place at[j]. counts (zeroed) and starts:
+/// out.buckets + 1 shared counters each.
+template <class T, class Extra, class Load, class Key, class Total, class Place, class CopyOut>
+__device__ __forceinline__ void sort_tiles(const uint4* body, std::int64_t vectors, const partition_scratch& out,
+                                           unsigned* counts, unsigned* starts, const Load& load, const Key& key,
+                                           const Total& total, const Place& place, const CopyOut& copy_out) {
   constexpr int per_vector = 16 / sizeof(T);
   constexpr int per_thread = kPartitionTile / kTypedThreads;  // 16
   constexpr int loads = per_thread / per_vector;
   static_assert(per_thread % per_vector == 0, "a thread's samples are whole vectors");
+  const int bits = out.bits, past = out.buckets << bits;
+  constexpr std::int64_t tile_vectors = kPartitionTile / per_vector;
+  const std::int64_t tiles = (vectors + tile_vectors - 1) / tile_vectors;
+  std::int64_t previous = -1;  // the tile sorted last: copied out while warp 0 scans the next
+  unsigned previous_count = 0;
+  for (std::int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    int s[per_thread];
+    unsigned rank[per_thread / 2];  // two 16-bit ranks (< kPartitionTile) a word
+    uint4 loaded[loads];
+    Extra extra[loads];
+#pragma unroll
+    for (int u = 0; u < loads; ++u) {
+      const std::int64_t i = t * tile_vectors + u * kTypedThreads + threadIdx.x;
+      loaded[u] = i < vectors ? __ldg(body + i) : make_uint4(0, 0, 0, 0);
+      extra[u] = load(i);
+    }
+#pragma unroll
+    for (int u = 0; u < loads; ++u) {
+      const bool valid = t * tile_vectors + u * kTypedThreads + threadIdx.x < vectors;
+      T v[per_vector];
+      memcpy(v, &loaded[u], sizeof v);
+#pragma unroll
+      for (int j = 0; j < per_vector; ++j) s[u * per_vector + j] = valid ? key(j, v[j], extra[u]) : past;
+    }
+    rank_by_bucket(s, bits, counts, rank);
+    __syncthreads();  // the tile's ranks taken, the previous tile sorted
+    // Where each bucket starts: warp 0 scans the counts while the other warps copy the previous
+    // tile out (two barriers a tile, not three).
+    if (threadIdx.x < 32) {
+      scan_buckets(counts, starts, out, t, total);
+    } else if (previous >= 0) {
+      copy_out(previous, previous_count, 32u);
+    }
+    __syncthreads();
+    // Each sample's place, its bucket's start plus its rank (< kPartitionTile: no carry between the
+    // halves), for all samples before any is stored: the loads of the starts are then in flight
+    // together. Samples past the body's end fill the tile's last places, after every bucket.
+#pragma unroll
+    for (int q = 0; q < per_thread; ++q) rank[q / 2] += starts[static_cast<unsigned>(s[q]) >> bits] << (q % 2 * 16);
+#pragma unroll
+    for (int u = 0; u < loads; ++u) {
+      unsigned at[per_vector];
+      int keys[per_vector];
+#pragma unroll
+      for (int j = 0; j < per_vector; ++j) {
+        const int q = u * per_vector + j;
+        at[j] = rank[q / 2] >> (q % 2 * 16) & 0xFFFFu;
+        keys[j] = s[q];
+      }
+      place(t * tile_vectors + u * kTypedThreads + threadIdx.x, at, keys);
+    }
+    previous = t;
+    previous_count = starts[out.buckets];
+  }
+  __syncthreads();
+  if (previous >= 0) copy_out(previous, previous_count, 0u);
+}
+
+/// The partitioned strategy's first pass: each block sorts tiles of samples by bucket, slot >> bits
+/// (sort_tiles), the slots' low bits into a.sorted.entries, and writes where each bucket starts in
+/// a.sorted.offsets. The head and tail go straight to device memory.
+template <class T, class Binner>
+__global__ void __launch_bounds__(kTypedThreads, 2) partition_kernel(Binner binner, typed_count_args a) {
   extern __shared__ __align__(16) unsigned char smem[];
   std::int64_t tables = 0;
   if (a.stage_tables) {
@@ -469,116 +610,28 @@ __global__ void __launch_bounds__(kTypedThreads, 2) partition_kernel(Binner binn
   auto slot = [&](T v) { return slot_for<int>(binner, v, cells); };
   const T* x = static_cast<const T*>(a.data);
   const column_body split = body_of(reinterpret_cast<std::uintptr_t>(x), a.n, sizeof(T));
-  const std::int64_t tail = split.head + split.vectors * per_vector;
+  const std::int64_t tail = split.head + split.vectors * (16 / sizeof(T));
   const std::int64_t tid = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   __syncthreads();  // the tables staged, the counts zeroed
   if (tid < split.head) atomicAdd(&a.slots[slot(x[tid])], 1ull);
   if (tid < a.n - tail) atomicAdd(&a.slots[slot(x[tail + tid])], 1ull);
 
-  const uint4* body = reinterpret_cast<const uint4*>(x + split.head);
-  const int bits = out.bits;
-  const int mask = (1 << bits) - 1;
-  const int past = buckets << bits;           // the slot of a sample past the body's end
-  constexpr std::int64_t tile_vectors = kPartitionTile / per_vector;
-  const std::int64_t tiles = (split.vectors + tile_vectors - 1) / tile_vectors;
-  // Copies a sorted tile out, up to its last sample, in 16-byte stores: threads [from, blockDim.x).
-  const auto copy_out = [&](std::int64_t tile, unsigned words, unsigned from) {
-    auto* to = reinterpret_cast<uint4*>(out.entries + tile * kPartitionTile);
-    for (unsigned w = threadIdx.x - from; w < words; w += blockDim.x - from)
-      to[w] = reinterpret_cast<const uint4*>(sorted)[w];
-  };
-  std::int64_t previous = -1;  // the tile sorted last: copied out while warp 0 scans the next
-  unsigned previous_words = 0;
-  for (std::int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    int s[per_thread];
-    unsigned rank[per_thread / 2];  // two 16-bit ranks (< kPartitionTile) a word
-    uint4 loaded[loads];
+  const int mask = (1 << out.bits) - 1;
+  struct nothing {};
+  sort_tiles<T, nothing>(
+      reinterpret_cast<const uint4*>(x + split.head), split.vectors, out, counts, starts,
+      [](std::int64_t) { return nothing{}; }, [&](int, T v, nothing) { return slot(v); },
+      [&](int k, unsigned c) { atomicAdd(&out.totals[k], c); },
+      [&](std::int64_t, const unsigned* at, const int* keys) {
 #pragma unroll
-    for (int u = 0; u < loads; ++u) {
-      const std::int64_t i = t * tile_vectors + u * kTypedThreads + threadIdx.x;
-      loaded[u] = i < split.vectors ? __ldg(body + i) : make_uint4(0, 0, 0, 0);
-    }
-#pragma unroll
-    for (int u = 0; u < loads; ++u) {
-      const bool valid = t * tile_vectors + u * kTypedThreads + threadIdx.x < split.vectors;
-      T v[per_vector];
-      memcpy(v, &loaded[u], sizeof v);
-#pragma unroll
-      for (int j = 0; j < per_vector; ++j) s[u * per_vector + j] = valid ? slot(v[j]) : past;
-    }
-    // Ranks: an increment of a shared counter that returns the count before (ATOMS.POPC.INC). Its
-    // lanes on one counter are served one by one when they take the values back (a hot bucket: a
-    // 32-way conflict per sample). So where most of a warp's first samples share one bucket, the
-    // warp ranks that bucket's samples itself (a ballot per sample, the lanes before in it and in
-    // the ballots before) and takes them with one increment; the other samples increment their
-    // own. i32 2^20 bins, a pass of 2^25 samples sorted in 79 us instead of 175 (one hot bin) and
-    // 152 instead of 169 (80% in one bin) (ncu); spread data pay a match a tile. The candidate is
-    // the warp's most common first bucket (a match and a maximum a tile): lane 0's alone missed it
-    // for a fifth of the warps on 80% data, which then served the hot bucket's lanes one by one
-    // (bench/PERFORMANCE.md entry 39).
-    const unsigned lane = threadIdx.x & 31;
-    const unsigned first = static_cast<unsigned>(s[0]) >> bits;  // below 2^16 (at most 257 buckets)
-    const unsigned most = __reduce_max_sync(~0u, __popc(__match_any_sync(~0u, first)) << 16 | first);
-    const unsigned hot = most & 0xFFFFu;
-    if (most >> 16 >= 16) {
-      unsigned before = 0, mine = 0;  // the warp's samples in the hot bucket so far; this lane's
-#pragma unroll
-      for (int q = 0; q < per_thread; ++q) {
-        const unsigned bucket = static_cast<unsigned>(s[q]) >> bits;
-        const unsigned in_hot = __ballot_sync(~0u, bucket == hot);
-        const unsigned r = bucket == hot ? before + __popc(in_hot & ((1u << lane) - 1))
-                                         : atomicAdd(&counts[bucket], 1u);
-        mine |= (bucket == hot) << q;
-        before += __popc(in_hot);
-        rank[q / 2] = q % 2 ? rank[q / 2] | r << 16 : r;
-      }
-      unsigned base = 0;
-      if (lane == 0) base = atomicAdd(&counts[hot], before);
-      base = __shfl_sync(~0u, base, 0);
-#pragma unroll
-      for (int q = 0; q < per_thread; ++q)
-        if (mine >> q & 1) rank[q / 2] += base << (q % 2 * 16);  // < kPartitionTile: no carry
-    } else {
-#pragma unroll
-      for (int q = 0; q < per_thread; ++q) {
-        const unsigned r = atomicAdd(&counts[static_cast<unsigned>(s[q]) >> bits], 1u);
-        rank[q / 2] = q % 2 ? rank[q / 2] | r << 16 : r;
-      }
-    }
-    __syncthreads();  // the tile's ranks taken, the previous tile sorted
-    // Where each bucket starts: warp 0 scans the counts, each lane a run of at most 9 buckets,
-    // while the other warps copy the previous tile out (two barriers a tile, not three).
-    if (threadIdx.x < 32) {
-      const int per_lane = (buckets + 1 + 31) / 32;
-      const int lo = min(static_cast<int>(lane) * per_lane, buckets + 1), hi = min(lo + per_lane, buckets + 1);
-      unsigned sum = 0;
-      for (int k = lo; k < hi; ++k) sum += counts[k];
-      unsigned at = warp_inclusive_sum(sum) - sum;
-      for (int k = lo; k < hi; ++k) {
-        const unsigned c = counts[k];
-        starts[k] = at;
-        out.offsets[k * out.tile_stride + t] = static_cast<unsigned short>(at);
-        if (c && k < buckets) atomicAdd(&out.totals[k], c);
-        counts[k] = 0;
-        at += c;
-      }
-    } else if (previous >= 0) {
-      copy_out(previous, previous_words, 32);
-    }
-    __syncthreads();
-    // Each sample's place, its bucket's start plus its rank (< kPartitionTile: no carry between the
-    // halves), for all samples before any is stored: the loads of the starts are then in flight
-    // together. Samples past the body's end fill the tile's last places, after every bucket.
-#pragma unroll
-    for (int q = 0; q < per_thread; ++q) rank[q / 2] += starts[static_cast<unsigned>(s[q]) >> bits] << (q % 2 * 16);
-#pragma unroll
-    for (int q = 0; q < per_thread; ++q)
-      sorted[rank[q / 2] >> (q % 2 * 16) & 0xFFFFu] = static_cast<unsigned short>(s[q] & mask);
-    previous = t;
-    previous_words = (starts[buckets] + 7) / 8;
-  }
-  __syncthreads();
-  if (previous >= 0) copy_out(previous, previous_words, 0);
+        for (int j = 0; j < 16 / static_cast<int>(sizeof(T)); ++j) sorted[at[j]] = static_cast<unsigned short>(keys[j] & mask);
+      },
+      // A sorted tile out, up to its last sample, in 16-byte stores.
+      [&](std::int64_t tile, unsigned count, unsigned from) {
+        auto* to = reinterpret_cast<uint4*>(out.entries + tile * kPartitionTile);
+        for (unsigned w = threadIdx.x - from; w < (count + 7) / 8; w += blockDim.x - from)
+          to[w] = reinterpret_cast<const uint4*>(sorted)[w];
+      });
 }
 
 /// The planner's grid, cut to the blocks that are resident at once (the planner cannot see

@@ -169,24 +169,45 @@ fill_input rules::input(const std::vector<view>& columns, const std::vector<cons
 
 namespace {
 
-/// The partitioned strategy's temporary memory: a pass's sorted samples (2 bytes each), each tile's
-/// bucket offsets, and two sets of bucket totals (one pass's, and the next's, zeroed by the pass).
+std::size_t round16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
+
+/// The partitioned strategy's temporary memory from offset `at` on: a pass's sorted samples (2 bytes
+/// each; exact sums: then their f32 weights), each tile's bucket offsets, and two sets of bucket
+/// totals (one pass's, and the next's, zeroed by the pass). `end`: the offset past them.
 struct partition_layout {
   std::int64_t tiles = 0;  // per pass
-  std::size_t offsets_at = 0, totals_at = 0, bytes = 0;
-  explicit partition_layout(const policy& plan) {
+  std::size_t entries_at = 0, weights_at = 0, offsets_at = 0, totals_at = 0, end = 0;
+  explicit partition_layout(const policy& plan, std::size_t at = 0) {
     tiles = plan.partition_chunk / kPartitionTile;
-    const auto round = [](std::size_t b) { return (b + 15) / 16 * 16; };
-    offsets_at = round(static_cast<std::size_t>(plan.partition_chunk) * 2);
-    totals_at = offsets_at + round(static_cast<std::size_t>((plan.partition_buckets + 1) * tiles) * 2);
-    bytes = totals_at + static_cast<std::size_t>(2 * plan.partition_buckets) * sizeof(unsigned);
+    const auto chunk = static_cast<std::size_t>(plan.partition_chunk);
+    entries_at = at;
+    weights_at = entries_at + round16(chunk * 2);
+    offsets_at = weights_at + (plan.exact_sums ? round16(chunk * sizeof(float)) : 0);
+    totals_at = offsets_at + round16(static_cast<std::size_t>((plan.partition_buckets + 1) * tiles) * 2);
+    end = totals_at + static_cast<std::size_t>(2 * plan.partition_buckets) * sizeof(unsigned);
+  }
+  /// The sorted pass's arrays in `temp` (totals: the first set).
+  partition_scratch scratch(const policy& plan, char* temp) const {
+    partition_scratch sorted;
+    sorted.entries = reinterpret_cast<unsigned short*>(temp + entries_at);
+    sorted.offsets = reinterpret_cast<unsigned short*>(temp + offsets_at);
+    sorted.tile_stride = tiles;
+    sorted.totals = reinterpret_cast<unsigned*>(temp + totals_at);
+    sorted.bits = plan.partition_bits;
+    sorted.buckets = plan.partition_buckets;
+    return sorted;
   }
 };
+
+/// Exact sums' words and flags at the start of their temporary memory.
+std::size_t exact_words_temp(std::int64_t cells) {
+  return static_cast<std::size_t>(cells) * (kExactWords * sizeof(std::uint64_t) + sizeof(unsigned));
+}
 
 }  // namespace
 
 std::size_t counts_temp_bytes(const policy& plan) {
-  if (plan.partition_bits) return partition_layout(plan).bytes;
+  if (plan.partition_bits) return partition_layout(plan).end;
   return plan.value_table ? (256 + 3) * sizeof(unsigned long long) : 0;
 }
 
@@ -215,7 +236,8 @@ channels_input plan_channels(const axis& first, const view& samples, int channel
 std::size_t channels_temp_bytes(int channels) { return static_cast<std::size_t>(256 * channels) * sizeof(unsigned long long); }
 
 std::size_t sums_temp_bytes(const policy& plan, std::int64_t cells) {
-  if (plan.exact_sums) return static_cast<std::size_t>(cells) * (kExactWords * sizeof(std::uint64_t) + sizeof(unsigned));
+  if (plan.exact_sums)
+    return plan.partition_bits ? partition_layout(plan, round16(exact_words_temp(cells))).end : exact_words_temp(cells);
   return static_cast<std::size_t>(plan.grid_blocks * plan.window_cells) * sizeof(double);
 }
 
@@ -267,19 +289,17 @@ typed_count_args typed_args(const policy& plan, const device_axis& column, std::
   return a;
 }
 
-/// The partitioned strategy, pass by pass: each pass's samples sorted by bucket into temp, then
-/// counted bucket by bucket.
-void enqueue_partitioned(const fill_input& in, unsigned long long* slots, void* temp, cudaStream_t stream) {
+/// The partitioned strategies' passes over samples [0, in.n) of one contiguous column, their
+/// temporary memory laid out by `layout` in temp: the totals zeroed, then each pass's
+/// run(begin, count, sorted, next_totals, tiles), sorted.totals this pass's (the sort adds to
+/// them), next_totals the other set (the second pass zeroes it for the next), tiles those the
+/// sort writes.
+template <class Run>
+void for_each_pass(const fill_input& in, const partition_layout& layout, char* temp, cudaStream_t stream,
+                   const Run& run) {
   const policy& plan = in.plan;
-  const partition_layout layout(plan);
-  auto* bytes = static_cast<char*>(temp);
-  auto* totals = reinterpret_cast<unsigned*>(bytes + layout.totals_at);
-  partition_scratch sorted;
-  sorted.entries = reinterpret_cast<unsigned short*>(bytes);
-  sorted.offsets = reinterpret_cast<unsigned short*>(bytes + layout.offsets_at);
-  sorted.tile_stride = layout.tiles;
-  sorted.bits = plan.partition_bits;
-  sorted.buckets = plan.partition_buckets;
+  partition_scratch sorted = layout.scratch(plan, temp);
+  unsigned* totals = sorted.totals;
   TALLY_CUDA_CHECK(cudaMemsetAsync(totals, 0, 2 * plan.partition_buckets * sizeof(unsigned), stream));
   const device_axis& column = in.axes.axis[0];
   const std::int64_t size = static_cast<std::int64_t>(size_of(column.type));
@@ -287,22 +307,64 @@ void enqueue_partitioned(const fill_input& in, unsigned long long* slots, void* 
   for (std::int64_t begin = 0; begin < in.n; begin += plan.partition_chunk, ++pass) {
     const std::int64_t count = std::min(plan.partition_chunk, in.n - begin);
     sorted.totals = totals + (pass % 2) * plan.partition_buckets;
-    typed_count_args a = typed_args(plan, column, begin, count);
-    a.cells = in.cells;
-    a.slots = slots;
-    a.sorted = sorted;
-    count_typed(column.type, column, a, shape_of(plan, stream));
-
-    partition_count_args c;
-    c.sorted = sorted;
-    const column_body body = body_of(reinterpret_cast<std::uintptr_t>(a.data), count, size);
-    c.tiles = (body.vectors * 16 / size + kPartitionTile - 1) / kPartitionTile;  // those the sort wrote
-    c.next_totals = totals + ((pass + 1) % 2) * plan.partition_buckets;
-    c.blocks = plan.partition_blocks;
-    c.cells = in.cells;
-    c.slots = slots;
-    count_partitions(c, stream);
+    const column_body body = body_of(reinterpret_cast<std::uintptr_t>(column.data + begin * column.stride_bytes), count, size);
+    run(begin, count, sorted, totals + ((pass + 1) % 2) * plan.partition_buckets,
+        (body.vectors * 16 / size + kPartitionTile - 1) / kPartitionTile);
   }
+}
+
+/// The partitioned strategy, pass by pass: each pass's samples sorted by bucket into temp, then
+/// counted bucket by bucket.
+void enqueue_partitioned(const fill_input& in, unsigned long long* slots, void* temp, cudaStream_t stream) {
+  const policy& plan = in.plan;
+  const device_axis& column = in.axes.axis[0];
+  for_each_pass(in, partition_layout(plan), static_cast<char*>(temp), stream,
+                [&](std::int64_t begin, std::int64_t count, const partition_scratch& sorted, unsigned* next_totals,
+                    std::int64_t tiles) {
+                  typed_count_args a = typed_args(plan, column, begin, count);
+                  a.cells = in.cells;
+                  a.slots = slots;
+                  a.sorted = sorted;
+                  count_typed(column.type, column, a, shape_of(plan, stream));
+                  partition_count_args c;
+                  c.sorted = sorted;
+                  c.tiles = tiles;
+                  c.next_totals = next_totals;
+                  c.blocks = plan.partition_blocks;
+                  c.cells = in.cells;
+                  c.slots = slots;
+                  count_partitions(c, stream);
+                });
+}
+
+/// The partitioned exact sums, pass by pass: each pass's pairs sorted by bucket into the temporary
+/// memory after the words, then added bucket by bucket into the words.
+void enqueue_exact_partitioned(const fill_input& in, const exact_sums_args& sums, char* temp, cudaStream_t stream) {
+  const policy& plan = in.plan;
+  const device_axis& column = in.axes.axis[0];
+  const partition_layout layout(plan, round16(exact_words_temp(in.cells)));
+  auto* weights = reinterpret_cast<float*>(temp + layout.weights_at);
+  for_each_pass(in, layout, temp, stream,
+                [&](std::int64_t begin, std::int64_t count, const partition_scratch& sorted, unsigned* next_totals,
+                    std::int64_t tiles) {
+                  exact_sort_args a;
+                  a.sums = sums;
+                  a.sums.n = count;
+                  if (sums.weights) a.sums.weights = sums.weights + begin * sums.weight_stride_bytes;
+                  a.data = column.data + begin * column.stride_bytes;
+                  a.sorted = sorted;
+                  a.weights = weights;
+                  sort_exact_partitions(column, a, shape_of(plan, stream));
+                  exact_partition_sum_args c;
+                  c.sorted = sorted;
+                  c.weights = weights;
+                  c.tiles = tiles;
+                  c.next_totals = next_totals;
+                  c.blocks = plan.partition_blocks;
+                  c.cells = in.cells;
+                  c.words = sums.words;
+                  sum_exact_partitions(c, stream);
+                });
 }
 
 }  // namespace
@@ -385,8 +447,9 @@ void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, 
     a.flags = reinterpret_cast<unsigned*>(a.words + in.cells * kExactWords);
     a.flow = flow;
     a.in_shared = plan.chosen == strategy::shared;
-    TALLY_CUDA_CHECK(cudaMemsetAsync(temp, 0, sums_temp_bytes(plan, in.cells), stream));
-    sum_exact(in.axes, plan.vector_bytes != 0, a, shape_of(plan, stream));
+    TALLY_CUDA_CHECK(cudaMemsetAsync(temp, 0, exact_words_temp(in.cells), stream));
+    if (plan.partition_bits) enqueue_exact_partitioned(in, a, static_cast<char*>(temp), stream);
+    else sum_exact(in.axes, plan.vector_bytes != 0, a, shape_of(plan, stream));
     if (wide) widen_exact(a, wide, stream);
     else finish_exact(a, sums, stream);
     return;

@@ -147,6 +147,33 @@ void sum_exact(const device_axes& axes, bool column, const exact_sums_args& args
 /// sums[c] += the words' value of cell c, correctly rounded (one addition per cell).
 void finish_exact(const exact_sums_args& args, double* sums, cudaStream_t stream);
 
+/// The partitioned exact sums' first pass (core/partition.hpp), over samples [0, sums.n) of one
+/// contiguous column at `data` with sums.weights: each tile's pairs of a cell and a finite weight
+/// sorted by bucket, the cells' low bits into sorted.entries and the weights into `weights` at the
+/// same places, each tile's bucket starts into sorted.offsets and each bucket's pairs added to
+/// sorted.totals. The flow samples are counted into sums.flow, non-finite weights flagged in
+/// sums.flags, and the column's unaligned head and tail added to sums.words directly.
+struct exact_sort_args {
+  exact_sums_args sums;
+  const void* data = nullptr;
+  partition_scratch sorted;
+  float* weights = nullptr;
+};
+void sort_exact_partitions(const device_axis& column, const exact_sort_args& args, const launch_shape& shape);
+/// The second pass over the `tiles` tiles a sort wrote: about `blocks` blocks shared out among the
+/// buckets by their totals, each adds its share of one bucket's pairs into its shared copy of the
+/// bucket's words, then into `words`. Zeroes next_totals (the next pass's totals).
+struct exact_partition_sum_args {
+  partition_scratch sorted;
+  const float* weights = nullptr;
+  std::int64_t tiles = 0;
+  unsigned* next_totals = nullptr;
+  int blocks = 0;
+  std::int64_t cells = 0;
+  std::uint64_t* words = nullptr;  // cells x kExactWords, added to
+};
+void sum_exact_partitions(const exact_partition_sum_args& args, cudaStream_t stream);
+
 /// Deterministic weighted sums of the cells [window_lo, window_lo + window) into `partials`
 /// (grid x window doubles, block-major), then reduced in a fixed order and added, one addition
 /// per cell, to sums[window_lo, window_lo + window). Flow counts of dropped samples go to

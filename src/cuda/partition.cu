@@ -10,16 +10,6 @@ namespace {
 
 constexpr int kCountThreads = kPartitionCountThreads;
 
-/// Blocks for a bucket with `portion` of the pass's samples (> 0 where it has any): its share x of
-/// `blocks` less 1/4, rounded up, and at least one where it has samples. A block then counts at
-/// most 1.25 times an even share (x in (0, 1.25]: one block; x in (1.25, 2.25]: two ...);
-/// rounding down gave up to twice (x just under 2), and rounding up would give every bucket of an
-/// even spread two blocks (x just over 1), each with its counters to add to device memory. At
-/// most blocks + 3/4 a bucket. Every block computes the same figures from the same totals.
-__device__ __forceinline__ unsigned blocks_for(double portion, int blocks) {
-  return portion > 0 ? max(1u, static_cast<unsigned>(portion * blocks + 0.75)) : 0u;
-}
-
 /// Where slot s of a bucket is counted: its row of 32 counters, its place in the row XOR the row's
 /// number. Slots a multiple of 4 apart (data on every 4th bin) would otherwise share 8 of the 32
 /// banks: i32 2^20 bins of such data counted in 103 us a pass of 2^25 samples, 84 swizzled
@@ -64,7 +54,7 @@ __global__ void __launch_bounds__(kCountThreads, 2) partition_count_kernel(parti
     // This lane's buckets' blocks, shared out as if there were `shares` blocks.
     const auto lane_blocks = [&](int shares) {
       unsigned blocks = 0;
-      for (int k = lo; k < hi; ++k) blocks += blocks_for(portion[k], shares);
+      for (int k = lo; k < hi; ++k) blocks += partition_blocks_for(portion[k], shares);
       return blocks;
     };
     int least = max(1, a.blocks / 2), most = a.blocks;  // the answer is in [least, most]
@@ -77,7 +67,7 @@ __global__ void __launch_bounds__(kCountThreads, 2) partition_count_kernel(parti
     const unsigned blocks = lane_blocks(shares);
     unsigned at = warp_inclusive_sum(blocks) - blocks;
     for (int k = lo; k < hi; ++k) {
-      const unsigned b = blocks_for(portion[k], shares);
+      const unsigned b = partition_blocks_for(portion[k], shares);
       if (blockIdx.x >= at && blockIdx.x < at + b) {
         mine[0] = k;
         mine[1] = static_cast<int>(blockIdx.x - at);

@@ -92,12 +92,76 @@ __device__ __forceinline__ void red_shared(unsigned at, unsigned d) {
   asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(at), "r"(d) : "memory");
 }
 
+/// A run's sum (|value| < 2^46) added at its digit to a block's copy of the words at shared address
+/// `base` (kExactCellCounters per cell, core/exact_sum.hpp): three reductions, one per 16-bit digit,
+/// without a returned value or a carry.
+__device__ __forceinline__ void emit_shared(unsigned base, const run& r) {
+  const int cell = r.key >> 4, digit = r.key & 15;
+  const auto value = static_cast<std::int64_t>(r.value);  // exact: an integer
+  const auto low = static_cast<unsigned>(value);
+  const unsigned at = base + 4u * static_cast<unsigned>(cell * kExactCellCounters + digit);
+  // Three reductions whatever the digits: a branch around each costs more than adding 0.
+  red_shared(at, low & 0xFFFFu);
+  red_shared(at + 4, low >> 16);
+  red_shared(at + 8, static_cast<unsigned>(value >> 32));  // signed, two's complement
+}
+
+/// Adds a block's copy of `cells` cells' words to their device words, a word's two digits' sums as
+/// one value (below 2^48), and zeroes the copy; the flags stay. Every thread takes part.
+__device__ __forceinline__ void drain_digits(unsigned* digits, int cells, std::uint64_t* words) {
+  __syncthreads();
+  for (int k = threadIdx.x; k < cells * kExactWords; k += blockDim.x) {
+    const int cell = k / kExactWords, word = k - cell * kExactWords;
+    unsigned* pair = digits + cell * kExactCellCounters + 2 * word;
+    const unsigned low = pair[0], high = pair[1];
+    if (!(low | high)) continue;
+    pair[0] = 0;
+    pair[1] = 0;
+    add_exact(words + static_cast<std::int64_t>(cell) * kExactWords, word, counter_sum(low) + counter_sum(high) * 65536,
+              atomic_fetch_add{});
+  }
+  __syncthreads();
+}
+
+/// A thread's two runs, the one last added to first: a term at the digit of either adds to it in a
+/// register, any other ends the older run (a hot bin's run, up to a sum of kRunLimit, costs one
+/// end unless two other keys come between its samples; ending the shorter run instead diverged,
+/// PERFORMANCE.md 23). emit(run) adds an ended run's sum.
+struct run_pair {
+  run newer, older;
+  template <class Emit> __device__ __forceinline__ void add(int key, double term, const Emit& emit) {
+    if (key == newer.key) {
+      newer.value += term;
+    } else if (key == older.key) {
+      const run hit{key, older.value + term};
+      older = newer;
+      newer = hit;
+    } else {
+      emit(older);
+      older = newer;
+      newer = run{key, term};
+    }
+    if (fabs(newer.value) >= kRunLimit) {
+      emit(newer);
+      newer = run{};
+    }
+  }
+  template <class Emit> __device__ __forceinline__ void finish(const Emit& emit) const {
+    emit(newer);
+    emit(older);
+  }
+};
+
+/// Weight i of a fill's f32 weights (none: every weight is 1); `aligned`: they are 4-byte aligned.
+__device__ __forceinline__ float weight_at(const exact_sums_args& a, bool aligned, std::int64_t i) {
+  if (!a.weights) return 1.0f;
+  const char* p = a.weights + i * a.weight_stride_bytes;
+  return aligned ? __ldg(reinterpret_cast<const float*>(p)) : load_unaligned<float>(p);
+}
+
 /// Grid-stride over the samples: a group of four samples and four weights a round where the column
 /// and the weights line up (through the ring where a.staged), else kUnroll samples a round, one
-/// load each. A thread keeps two runs, the one last added to first: a term at the digit of either
-/// adds to it in a register, any other ends the older run (a hot bin's run, up to a sum of kRunLimit,
-/// costs one end unless two other keys come between its samples; ending the shorter run
-/// instead diverged, PERFORMANCE.md 23).
+/// load each. A thread keeps two runs (run_pair).
 /// InShared: a block's copy of each cell's sum (kExactCellCounters per cell, core/exact_sum.hpp),
 /// so that a run's end is three reductions, one per digit, without a returned value or a carry;
 /// every kEpochSamples samples per thread the block drains them into the device words. Else the
@@ -117,37 +181,21 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_sums_kernel(Samples sa
 
   // A run's sum (|value| < 2^46) added at its digit.
   const auto emit = [&](const run& r) {
-    const int cell = r.key >> 4, digit = r.key & 15;
-    const auto value = static_cast<std::int64_t>(r.value);  // exact: an integer
     if constexpr (InShared) {
-      const auto low = static_cast<unsigned>(value);
-      const unsigned at = base + 4u * static_cast<unsigned>(cell * kExactCellCounters + digit);
-      // Three reductions whatever the digits: a branch around each costs more than adding 0.
-      red_shared(at, low & 0xFFFFu);
-      red_shared(at + 4, low >> 16);
-      red_shared(at + 8, static_cast<unsigned>(value >> 32));  // signed, two's complement
-    } else if (value) {
-      add_exact_at_digit(a.words + static_cast<std::int64_t>(cell) * kExactWords, digit, value, atomic_fetch_add{});
+      emit_shared(base, r);
+    } else if (const auto value = static_cast<std::int64_t>(r.value)) {  // exact: an integer
+      add_exact_at_digit(a.words + static_cast<std::int64_t>(r.key >> 4) * kExactWords, r.key & 15, value,
+                         atomic_fetch_add{});
     }
   };
-  // Each counter's sum, added to the device words (below 2^46 at a digit), then zeroed.
+  // Each counter's sum, added to the device words, then zeroed.
   const auto drain = [&] {
-    if constexpr (InShared) {
-      __syncthreads();
-      for (int k = threadIdx.x; k < counters; k += blockDim.x) {
-        const int cell = k / kExactCellCounters, j = k - cell * kExactCellCounters;
-        const unsigned d = digits[k];
-        if (!d || j == kExactDigits) continue;  // the flags stay to the end
-        digits[k] = 0;
-        add_exact_at_digit(a.words + cell * kExactWords, j, counter_sum(d), atomic_fetch_add{});
-      }
-      __syncthreads();
-    }
+    if constexpr (InShared) drain_digits(digits, cells, a.words);
   };
 
   // Per-thread flow counts: a thread takes fewer than 2^32 samples.
   unsigned under = 0, over = 0, nan = 0;
-  run newer, older;
+  run_pair runs;
   // s: the sample's slot, below cells + 3.
   const auto take = [&](auto s, float w) {
     const unsigned bits = __float_as_uint(w);
@@ -162,30 +210,11 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_sums_kernel(Samples sa
       return;
     }
     double term;
-    const int key = static_cast<int>(s) * 16 + term_of(w, bits, term);
-    if (key == newer.key) {
-      newer.value += term;
-    } else if (key == older.key) {
-      const run hit{key, older.value + term};
-      older = newer;
-      newer = hit;
-    } else {
-      emit(older);
-      older = newer;
-      newer = run{key, term};
-    }
-    if (fabs(newer.value) >= kRunLimit) {
-      emit(newer);
-      newer = run{};
-    }
+    runs.add(static_cast<int>(s) * 16 + term_of(w, bits, term), term, emit);
   };
 
   const bool aligned = reinterpret_cast<std::uintptr_t>(a.weights) % alignof(float) == 0;
-  const auto weight = [&](std::int64_t i) -> float {
-    if (!a.weights) return 1.0f;
-    const char* p = a.weights + i * a.weight_stride_bytes;
-    return aligned ? __ldg(reinterpret_cast<const float*>(p)) : load_unaligned<float>(p);
-  };
+  const auto weight = [&](std::int64_t i) { return weight_at(a, aligned, i); };
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   const std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x);
   int since_drain = 0;  // the same in every thread of the block: rounds are block-uniform
@@ -284,8 +313,7 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_sums_kernel(Samples sa
     }
   }
   if (!done) one_by_one();
-  emit(newer);
-  emit(older);
+  runs.finish(emit);
 
   add_warp_flow(under, over, nan, a.flow);
   if constexpr (InShared) {
@@ -300,6 +328,241 @@ __global__ void finish_exact_kernel(const std::uint64_t* words, const unsigned* 
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < cells; c += stride)
     sums[c] += exact_value(words + c * kExactWords, flags[c]);
+}
+
+/// N floats from p (aligned to min(16, 4 N) bytes), in as few loads as that allows.
+template <int N> __device__ __forceinline__ void load_floats(const char* p, float* to) {
+  if constexpr (N == 2) {
+    const float2 f = __ldg(reinterpret_cast<const float2*>(p));
+    to[0] = f.x;
+    to[1] = f.y;
+  } else {
+#pragma unroll
+    for (int k = 0; k < N / 4; ++k) {
+      const float4 f = __ldg(reinterpret_cast<const float4*>(p) + k);
+      to[4 * k] = f.x;
+      to[4 * k + 1] = f.y;
+      to[4 * k + 2] = f.z;
+      to[4 * k + 3] = f.w;
+    }
+  }
+}
+
+/// The partitioned exact sums' first pass: each block sorts tiles of (cell, weight) pairs by bucket,
+/// cell >> bits (sort_tiles), the cells' low bits into sorted.entries and the weights into
+/// a.weights at the same places. A block keeps its buckets' totals and its flow counts in shared
+/// memory and adds them to device memory once, at the end (up to 1024 buckets a tile). Samples that no cell takes are
+/// counted, non-finite weights flagged, and both sorted past every bucket; the head and tail are
+/// added to the device words directly.
+template <class T, class Binner>
+__global__ void __launch_bounds__(kTypedThreads, 2) exact_sort_kernel(Binner binner, exact_sort_args a) {
+  constexpr int per_vector = 16 / sizeof(T);
+  extern __shared__ __align__(16) unsigned char smem[];
+  const partition_scratch& out = a.sorted;
+  const int buckets = out.buckets;
+  auto* sorted = reinterpret_cast<unsigned short*>(smem);                         // the cells' low bits
+  auto* sorted_weights = reinterpret_cast<float*>(smem + kPartitionTile * 2);     // beside them
+  auto* counts = reinterpret_cast<unsigned*>(sorted_weights + kPartitionTile);    // buckets + 1
+  unsigned* starts = counts + buckets + 1;                                        // buckets + 1
+  unsigned* totals = starts + buckets + 1;                                        // buckets
+  unsigned* flow = totals + buckets;  // underflow, overflow, NaN: rare, so not in registers
+  for (int k = threadIdx.x; k <= buckets; k += blockDim.x) counts[k] = 0;
+  for (int k = threadIdx.x; k < buckets + 3; k += blockDim.x) totals[k] = 0;
+
+  const exact_sums_args& e = a.sums;
+  const int cells = static_cast<int>(e.cells);
+  const int past = buckets << out.bits;  // the sort key of a pair that takes no bucket
+  const T* x = static_cast<const T*>(a.data);
+  const column_body split = body_of(reinterpret_cast<std::uintptr_t>(x), e.n, sizeof(T));
+  const std::int64_t tail = split.head + split.vectors * per_vector;
+  const bool aligned = reinterpret_cast<std::uintptr_t>(e.weights) % alignof(float) == 0;
+  // Each vector's weights in whole loads where they are unit-stride and line up with the samples.
+  constexpr std::uintptr_t weight_group = 4 * per_vector < 16 ? 4 * per_vector : 16;
+  const bool grouped = e.weights && e.weight_stride_bytes == 4 &&
+                       (reinterpret_cast<std::uintptr_t>(e.weights) + split.head * 4) % weight_group == 0;
+  const char* body_weights = e.weights ? e.weights + split.head * e.weight_stride_bytes : nullptr;
+  // Body vector i's weights (a vector past the body's end: zeros).
+  struct vector_weights {
+    float w[per_vector];
+  };
+  const auto load_weights = [&](std::int64_t i) {
+    vector_weights v;
+    if (i < split.vectors && grouped) {
+      load_floats<per_vector>(body_weights + i * per_vector * 4, v.w);
+    } else {
+#pragma unroll
+      for (int j = 0; j < per_vector; ++j)
+        v.w[j] = i < split.vectors ? weight_at(e, aligned, split.head + i * per_vector + j) : 0.0f;
+    }
+    return v;
+  };
+  // The pair's sort key: its cell, or `past` for a sample that no cell takes (counted) or a
+  // non-finite weight (flagged).
+  const auto key_of = [&](int s, float w) {
+    const unsigned b = __float_as_uint(w);
+    if (s < cells && (b & 0x7F800000u) != 0x7F800000u) return s;
+    if (s < cells) atomicOr(e.flags + s, exact_flag_of(b));
+    else atomicAdd(flow + (s - cells), 1u);
+    return past;
+  };
+  // The head and the tail: straight into the device words.
+  const auto add_direct = [&](std::int64_t i) {
+    const float w = weight_at(e, aligned, i);
+    const int s = key_of(slot_for<int>(binner, x[i], cells), w);
+    if (s == past) return;
+    const exact_term term = exact_term_of_finite(__float_as_uint(w));
+    add_exact_at_digit(e.words + static_cast<std::int64_t>(s) * kExactWords, term.digit, term.value, atomic_fetch_add{});
+  };
+  const std::int64_t tid = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  __syncthreads();  // the counts and totals zeroed
+  if (tid < split.head) add_direct(tid);
+  if (tid < e.n - tail) add_direct(tail + tid);
+
+  const int mask = (1 << out.bits) - 1;
+  sort_tiles<T, vector_weights>(
+      reinterpret_cast<const uint4*>(x + split.head), split.vectors, out, counts, starts, load_weights,
+      [&](int j, T v, const vector_weights& w) { return key_of(slot_for<int>(binner, v, cells), w.w[j]); },
+      [&](int k, unsigned c) { totals[k] += c; },
+      // The weights again (from the cache: the tile's loads are recent), so that they do not stay
+      // in registers across the ranks and barriers.
+      [&](std::int64_t i, const unsigned* at, const int* keys) {
+        const vector_weights w = load_weights(i);
+#pragma unroll
+        for (int j = 0; j < per_vector; ++j) {
+          sorted[at[j]] = static_cast<unsigned short>(keys[j] & mask);
+          sorted_weights[at[j]] = w.w[j];
+        }
+      },
+      // A sorted tile's cells' low bits, then its weights, out in 16-byte stores.
+      [&](std::int64_t tile, unsigned count, unsigned from) {
+        auto* to = reinterpret_cast<uint4*>(out.entries + tile * kPartitionTile);
+        auto* to_weights = reinterpret_cast<uint4*>(a.weights + tile * kPartitionTile);
+        const unsigned words = (count + 7) / 8, weight_words = (count + 3) / 4;
+        for (unsigned k = threadIdx.x - from; k < words + weight_words; k += blockDim.x - from) {
+          if (k < words) to[k] = reinterpret_cast<const uint4*>(sorted)[k];
+          else to_weights[k - words] = reinterpret_cast<const uint4*>(sorted_weights)[k - words];
+        }
+      });
+  for (int k = threadIdx.x; k < buckets; k += blockDim.x)
+    if (totals[k]) atomicAdd(&out.totals[k], totals[k]);
+  if (threadIdx.x < 3 && flow[threadIdx.x]) atomicAdd(e.flow + threadIdx.x, static_cast<unsigned long long>(flow[threadIdx.x]));
+}
+
+/// The exclusive prefix sum of v over the block's threads, and the block's sum in `total`;
+/// `sums`: 33 shared ints. Every thread takes part (blockDim.x a multiple of 32, at most 1024).
+__device__ __forceinline__ int block_exclusive_sum(int v, int* sums, int& total) {
+  const int lane = static_cast<int>(threadIdx.x & 31), warp = static_cast<int>(threadIdx.x >> 5);
+  const int inclusive = warp_inclusive_sum(v);
+  __syncthreads();  // the last call's sums are read
+  if (lane == 31) sums[warp] = inclusive;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    const int mine = lane < static_cast<int>(blockDim.x / 32) ? sums[lane] : 0;
+    const int before = warp_inclusive_sum(mine);
+    sums[lane] = before - mine;
+    if (lane == 31) sums[32] = before;
+  }
+  __syncthreads();
+  total = sums[32];
+  return sums[warp] + inclusive - v;
+}
+
+/// The partitioned exact sums' second pass. A block finds its bucket and its share of the bucket's
+/// tiles from the totals (partition_blocks_for; blocks are numbered bucket by bucket), adds the
+/// share's pairs into its shared copy of the bucket's words as exact_sums_kernel does (two runs a
+/// thread, three reductions a run's end, a drain every kEpochSamples pairs a thread), then drains
+/// into the device words. A round takes blockDim tiles: thread i reads tile i's range of the bucket,
+/// a scan numbers their groups of four pairs (8 bytes of cells, 16 of weights), and the threads take
+/// the groups in turn, so that a range may hold none or all of its tile's pairs.
+__global__ void __launch_bounds__(kExactThreads, 2) exact_partition_sum_kernel(exact_partition_sum_args a) {
+  static_assert(sizeof(partition_sum_tables::first_group) / sizeof(int) == kExactThreads, "a table entry per thread");
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ partition_sum_tables tables;
+  const partition_scratch& in = a.sorted;
+  for (int k = threadIdx.x; k < in.buckets; k += blockDim.x) tables.totals[k] = in.totals[k];
+  if (threadIdx.x == 0) tables.mine[0] = -1;
+  if (blockIdx.x == 0)
+    for (int k = threadIdx.x; k < in.buckets; k += blockDim.x) a.next_totals[k] = 0;
+  __syncthreads();
+  // Thread i's buckets, 2i and 2i + 1 (kPartitionExactMaxBuckets = 2 x kExactThreads): their blocks.
+  static_assert(kPartitionExactMaxBuckets == 2 * kExactThreads, "two buckets a thread");
+  const int k0 = 2 * static_cast<int>(threadIdx.x), k1 = k0 + 1;
+  const unsigned t0 = k0 < in.buckets ? tables.totals[k0] : 0, t1 = k1 < in.buckets ? tables.totals[k1] : 0;
+  int samples = 0;
+  block_exclusive_sum(static_cast<int>(t0 + t1), tables.warp_sums, samples);  // below 2^31: a pass
+  const unsigned b0 = partition_blocks_for(static_cast<double>(t0) / samples, a.blocks);
+  const unsigned b1 = partition_blocks_for(static_cast<double>(t1) / samples, a.blocks);
+  int parts = 0;
+  const auto before = static_cast<unsigned>(block_exclusive_sum(static_cast<int>(b0 + b1), tables.warp_sums, parts));
+  if (blockIdx.x >= before && blockIdx.x < before + b0) {
+    tables.mine[0] = k0;
+    tables.mine[1] = static_cast<int>(blockIdx.x - before);
+    tables.mine[2] = static_cast<int>(b0);
+  } else if (blockIdx.x >= before + b0 && blockIdx.x < before + b0 + b1) {
+    tables.mine[0] = k1;
+    tables.mine[1] = static_cast<int>(blockIdx.x - before - b0);
+    tables.mine[2] = static_cast<int>(b1);
+  }
+  __syncthreads();
+  const int bucket = tables.mine[0];
+  if (bucket < 0) return;  // more blocks were launched than the buckets take
+  const std::int64_t first_cell = static_cast<std::int64_t>(bucket) << in.bits;
+  const int width = static_cast<int>(min(std::int64_t{1} << in.bits, a.cells - first_cell));
+  auto* digits = reinterpret_cast<unsigned*>(smem);
+  for (int k = threadIdx.x; k < width * kExactCellCounters; k += blockDim.x) digits[k] = 0;
+  const auto base = static_cast<unsigned>(__cvta_generic_to_shared(digits));
+  std::uint64_t* words = a.words + first_cell * kExactWords;
+  run_pair runs;
+  const auto emit = [&](const run& r) { emit_shared(base, r); };
+  const auto take = [&](int cell, float w) {
+    double term;
+    runs.add(cell * 16 + term_of(w, __float_as_uint(w), term), term, emit);
+  };
+
+  const std::int64_t part = tables.mine[1], share = tables.mine[2];
+  const std::int64_t tile_lo = part * a.tiles / share, tile_hi = (part + 1) * a.tiles / share;
+  const unsigned short* starts = in.offsets + bucket * in.tile_stride;
+  const unsigned short* ends = starts + in.tile_stride;
+  int since_drain = 0;  // the same in every thread: rounds are block-uniform
+  for (std::int64_t round = tile_lo; round < tile_hi; round += blockDim.x) {
+    const std::int64_t t = round + threadIdx.x;
+    const unsigned lo = t < tile_hi ? starts[t] : 0, hi = t < tile_hi ? ends[t] : 0;
+    const int groups = hi > lo ? static_cast<int>((hi + 3) / 4 - lo / 4) : 0;
+    int total = 0;
+    const int first = block_exclusive_sum(groups, tables.warp_sums, total);  // also: the last round's tables read
+    tables.first_group[threadIdx.x] = first;
+    tables.range[threadIdx.x] = lo | hi << 16;
+    __syncthreads();
+    for (int from = 0; from < total; from += blockDim.x) {
+      const int f = from + static_cast<int>(threadIdx.x);
+      if (f < total) {
+        // Group f: the last tile whose groups start at or before it holds it.
+        int owner = 0;
+#pragma unroll
+        for (int step = kExactThreads / 2; step; step /= 2)
+          if (tables.first_group[owner + step] <= f) owner += step;
+        const int owner_lo = static_cast<int>(tables.range[owner] & 0xFFFFu);
+        const int owner_hi = static_cast<int>(tables.range[owner] >> 16);
+        const int group = owner_lo / 4 + (f - tables.first_group[owner]);
+        const std::int64_t at = (round + owner) * kPartitionTile + 4 * group;
+        const uint2 cells = __ldg(reinterpret_cast<const uint2*>(in.entries + at));
+        const float4 w = __ldg(reinterpret_cast<const float4*>(a.weights + at));
+        unsigned short cell[4];
+        memcpy(cell, &cells, sizeof cell);
+        const float weight[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          if (4 * group + j >= owner_lo && 4 * group + j < owner_hi) take(cell[j], weight[j]);
+      }
+      since_drain += 4;
+      if (since_drain >= kEpochSamples) {
+        drain_digits(digits, width, words);
+        since_drain = 0;
+      }
+    }
+  }
+  runs.finish(emit);
+  drain_digits(digits, width, words);
 }
 
 template <class Samples> void launch_exact(const Samples& samples, const exact_sums_args& a, const launch_shape& shape) {
@@ -335,6 +598,25 @@ void sum_exact(const device_axes& axes, bool column, const exact_sums_args& exac
 void finish_exact(const exact_sums_args& args, double* sums, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((args.cells + 255) / 256, 4096));
   finish_exact_kernel<<<blocks, 256, 0, stream>>>(args.words, args.flags, args.cells, sums);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+void sort_exact_partitions(const device_axis& column, const exact_sort_args& args, const launch_shape& shape) {
+  const bool launched = with_typed_binner<std::uint16_t, std::int16_t, std::uint32_t, std::int32_t, std::uint64_t,
+                                          std::int64_t, float, double>(
+      column.type, column, [&](auto tag, const auto& binner) {
+        using T = typename decltype(tag)::type;
+        launch_resident(&exact_sort_kernel<T, std::decay_t<decltype(binner)>>, shape, binner, args);
+      });
+  if (!launched) throw error("sort_exact_partitions: no kernel for " + std::string(name_of(column.type)) + " samples");
+}
+
+void sum_exact_partitions(const exact_partition_sum_args& args, cudaStream_t stream) {
+  const std::size_t shared = static_cast<std::size_t>(exact_words_bytes(std::int64_t{1} << args.sorted.bits));
+  allow_shared(reinterpret_cast<const void*>(exact_partition_sum_kernel), shared);
+  // Each bucket with pairs takes at most one block beyond its share of args.blocks.
+  const unsigned grid = static_cast<unsigned>(args.blocks + args.sorted.buckets);
+  exact_partition_sum_kernel<<<grid, kExactThreads, shared, stream>>>(args);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
