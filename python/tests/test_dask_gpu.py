@@ -20,19 +20,24 @@ def client():
         yield c
 
 
+# The array types of the chunks tally.dask filled. The tasks are pickled even on an in-process
+# cluster; a module-level function pickles by reference, so the one the worker calls is this one
+# and appends to this list.
+_SEEN = []
+_fill_chunk = td._fill_chunk
+
+
+def _recording_fill_chunk(recipe, weighted, flow, *blocks):
+    _SEEN.extend(type(b).__module__.split(".")[0] for b in blocks)
+    return _fill_chunk(recipe, weighted, flow, *blocks)
+
+
 @pytest.fixture
 def on_gpu(monkeypatch):
-    """Records the array type of every chunk that tally.dask fills (the cluster runs in this
-    process, so the patched function is the one the tasks call)."""
-    seen = []
-    fill_chunk = td._fill_chunk
-
-    def recording(recipe, weighted, flow, *blocks):
-        seen.extend(type(b).__module__.split(".")[0] for b in blocks)
-        return fill_chunk(recipe, weighted, flow, *blocks)
-
-    monkeypatch.setattr(td, "_fill_chunk", recording)
-    return seen
+    """The module names of the array types of every chunk that tally.dask fills during the test."""
+    _SEEN.clear()
+    monkeypatch.setattr(td, "_fill_chunk", _recording_fill_chunk)
+    return _SEEN
 
 
 def gpu_chunks(cupy, a, rng, pieces):
