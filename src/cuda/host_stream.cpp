@@ -27,7 +27,7 @@ bool is_pinned(const void* p) {
 
 int resolved_threads(int copy_threads) {
   if (copy_threads > 0) return copy_threads;
-  return std::clamp(omp_get_num_procs() / 2, 1, 8);
+  return std::clamp(omp_get_num_procs(), 1, 16);
 }
 
 /// Rows [begin, begin + rows) of a host view into `to`, contiguous: pages split among `threads`

@@ -419,19 +419,24 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
     negative = "'list' argument must have no negative elements"
     # One pass where a guessed length covers the data: count into [0, guess) and read back only
     # the dropped samples' counts; the maximum is looked for only where some lie beyond. The
-    # guess is minlength, or for counts the last call's length (a power of two, at least
-    # _BINCOUNT_GUESS_MIN), the result then cut after its last nonzero count. Sums cannot tell
-    # the maximum (a bin's weights may add to 0), so weighted calls guess only minlength.
-    guess = minlength if w is not None else max(minlength, _bincount_guess[0])
+    # guess is minlength, or without one, for counts of host data or of at least
+    # _BINCOUNT_ONE_PASS_CUDA samples in CUDA memory, the last call's length (a power of two,
+    # at least _BINCOUNT_GUESS_MIN), the result then cut after its last nonzero count. Sums
+    # cannot tell the maximum (a bin's weights may add to 0), so weighted calls guess only
+    # minlength. A small CUDA call finds the maximum first instead: the cut's read-back and copy
+    # cost more than the pass they save (16 samples: 166 us against 90, bench/PERFORMANCE.md
+    # entry 56).
+    learn = w is None and minlength == 0 and (src.size >= _BINCOUNT_ONE_PASS_CUDA or not src.on_cuda)
+    guess = _bincount_guess[0] if learn else minlength
     if guess > 0:
         axis = _tally.Axis.integer(0, int64_arg(guess, "minlength"))
         values, (below, beyond, _) = fill([axis], [src], w, src, strategy, device, flow=True)
         if below:
             raise ValueError(negative)
         if not beyond:
-            if guess == minlength:
+            if not learn:
                 return values
-            used = max(src.bins_used(values), minlength)
+            used = src.bins_used(values)
             _remember_bincount_length(used)
             if used == guess:
                 return values
@@ -443,7 +448,7 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
     length = max(int(hi) + 1, minlength)
     axis = _tally.Axis.integer(0, int64_arg(length, "minlength"))
     values = fill([axis], [src], w, src, strategy, device)
-    if w is None:
+    if learn:
         _remember_bincount_length(length)
     return values
 
@@ -451,6 +456,8 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
 # bincount's guess of the next unweighted call's length: a power of two in
 # [_BINCOUNT_GUESS_MIN, _BINCOUNT_GUESS_MAX] that covers the last call's (a list, to be set in place).
 _BINCOUNT_GUESS_MIN, _BINCOUNT_GUESS_MAX = 1 << 12, 1 << 20
+# From this many samples in CUDA memory the pass saved (64 MiB of i32: ~22 us) outweighs the cut.
+_BINCOUNT_ONE_PASS_CUDA = 1 << 24
 _bincount_guess = [_BINCOUNT_GUESS_MIN]
 
 
