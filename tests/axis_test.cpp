@@ -271,6 +271,39 @@ TEST(RegularAxis, FloatEstimateAgreesWithTheEdgesOnRandomRanges) {
   EXPECT_GT(fast, 150);  // the f32 estimate was in use for most ranges
 }
 
+/// Ranges from 0 whose step is a power of two (regular_rule::dyadic_scale32): every edge, its f32
+/// neighbours, random values and the ends land where the edges say (the CUDA kernel's binner:
+/// python/tests/test_exactness.py with torch CUDA tensors); ranges that
+/// are not of that form keep the checked rules.
+TEST(RegularAxis, DyadicRangesBinByTheExactProduct) {
+  std::mt19937_64 gen(80);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  struct range { std::int64_t bins; int exponent; dtype edge_type; };
+  for (const range r : {range{1 << 20, -20, dtype::f32}, range{256, -8, dtype::f64}, range{64, 0, dtype::f32},
+                        range{1024, -11, dtype::f64}, range{1024, -70, dtype::f32}, range{3, 4, dtype::f64},
+                        range{1 << 24, -24, dtype::f32}}) {
+    const double step = std::ldexp(1.0, r.exponent), hi = step * static_cast<double>(r.bins);
+    axis_spec a = regular_spec(r.bins, 0.0, hi, r.edge_type);
+    const tally::axis made = a.make();
+    SCOPED_TRACE(a.name());
+    EXPECT_EQ(tally::detail::make_regular_rule(made).dyadic_scale32, static_cast<float>(1.0 / step));
+    std::vector<double> values;
+    const std::vector<double> edges = made.edges();
+    for (std::size_t k = 0; k < edges.size(); k += edges.size() > 5000 ? 211 : 1) {
+      const float f = static_cast<float>(edges[k]);
+      for (float v : {f, std::nextafter(f, HUGE_VALF), std::nextafter(f, -HUGE_VALF)}) values.push_back(v);
+    }
+    for (int i = 0; i < 5000; ++i) values.push_back(static_cast<float>(hi * (1.1 * unit(gen) - 0.05)));
+    for (double v : {-0.0, 0x1p-149, -0x1p-149, hi, HUGE_VAL, -HUGE_VAL, std::nan("")}) values.push_back(v);
+    const column data = make_column(dtype::f32, values);
+    tally::histogram h(made, cpu_options());
+    ASSERT_GT(binned(fill_both(h, a, data.view())), 0u);
+  }
+  for (const tally::axis& other : {tally::axis::regular(1000, 0.0, 1.0, dtype::f32), tally::axis::regular(256, 0.25, 1.25),
+                                   tally::axis::regular(256, -1.0, 1.0), tally::axis::regular(256, 0.0, 1.0, dtype::f16)})
+    EXPECT_EQ(tally::detail::make_regular_rule(other).dyadic_scale32, 0.0f);
+}
+
 /// The f32 form of the variable rule (variable_rule32, the CUDA typed kernel's for f32 samples)
 /// bins every f32 as the f64 rule does: random edges at random scales, some closer together
 /// than an f32 spacing; every edge's f32 neighbours, random values, infinities and NaN.

@@ -94,6 +94,38 @@ def test_numpy_corner_torch_cuda(case):
     np.testing.assert_array_equal(got.cpu().numpy(), want)
 
 
+def _dyadic_samples(rng, hi, bins):
+    """f32 samples over [0, hi): uniform ones, every 97th edge and its neighbours below and above,
+    and the ends and beyond (-0, the smallest subnormal, hi and just past it, NaN, infinities)."""
+    edges = np.linspace(0, hi, bins + 1).astype(np.float32)[::97]
+    near = np.concatenate([edges, np.nextafter(edges, np.float32(-1)), np.nextafter(edges, np.float32(2 * hi))])
+    ends = np.array([0.0, -0.0, 1e-45, -1e-45, hi, np.nextafter(np.float32(hi), np.float32(2 * hi)),
+                     np.nan, np.inf, -np.inf], np.float32)
+    return np.concatenate([rng.random(50_000, dtype=np.float32) * np.float32(hi), near, ends])
+
+
+# Ranges from 0 whose edges are exactly k * 2^e (the f32 rule then takes the product's integer
+# part), and one whose edges are not (the checked rule).
+DYADIC = [(1.0, 2**20), (1.0, 256), (64.0, 64), (0.5, 1024), (2.0**-60, 2**10), (1.0, 1000)]
+
+
+@pytest.mark.parametrize("hi, bins", DYADIC)
+def test_f32_edges_of_dyadic_ranges(rng, hi, bins):
+    a = _dyadic_samples(rng, hi, bins)
+    want, want_edges = np.histogram(a, bins=bins, range=(0, hi))
+    got, edges = tally.histogram(a, bins=bins, range=(0, hi))
+    assert_same_array(got, want)
+    assert_same_array(edges, want_edges)
+
+
+@pytest.mark.parametrize("hi, bins", DYADIC)
+def test_f32_edges_of_dyadic_ranges_torch_cuda(torch, rng, hi, bins):
+    a = _dyadic_samples(rng, hi, bins)
+    want = np.histogram(a, bins=bins, range=(0, hi))[0]
+    got, _ = tally.histogram(torch.as_tensor(a, device="cuda"), bins=bins, range=(0, hi))
+    np.testing.assert_array_equal(got.cpu().numpy(), want)
+
+
 # numpy's answers where tally once raised or differed: (function, args, keywords).
 NUMPY_BEHAVIOUR = {
     "bincount_uint64_beyond_int64": ("bincount", (np.array([2**63], np.uint64),), {}),

@@ -74,6 +74,10 @@ struct regular_rule {
   /// the bin, anything else takes the f64 rule.
   bool fast32 = false;
   float first32 = 0, last32 = 0, scale32 = 0, guard32 = 1, upper32 = 0;
+  /// Nonzero where lo = 0 and every edge k is exactly k / dyadic_scale32, a power of two (what
+  /// linspace gives for a power-of-two step and bins <= 2^24): an f32 x in [0, last32] then
+  /// lies in bin floor(x * dyadic_scale32), a product that is exact (locate_dyadic32).
+  float dyadic_scale32 = 0;
   integer_keep keep;  // 64-bit integer samples: kept exactly, then binned as doubles
 
   /// The bin of a 64-bit integer sample: the exact range test, then the f64 rule.
@@ -138,7 +142,15 @@ struct regular_rule {
   /// The bin of an f32 sample, given an accessor for the edges: the f32 rule where fast32 holds,
   /// else the f64 rule.
   template <class Edges> TALLY_HD_HOT std::int64_t locate32(float x, const Edges& edge_at) const {
+    if (dyadic_scale32 != 0.0f) return locate_dyadic32(x);
     return fast32 ? locate_fast32(x, edge_at) : locate(static_cast<double>(x), edge_at);
+  }
+  /// The bin of an f32 x where the edges are exactly k / dyadic_scale32: no edge looked at.
+  TALLY_HD_HOT std::int64_t locate_dyadic32(float x) const {
+    if (!(x >= 0.0f)) return x != x ? bin_nan : bin_underflow;
+    if (x > last32) return bin_overflow;
+    const auto i = static_cast<std::int64_t>(x * dyadic_scale32);  // x == last32: bins, the last bin's end
+    return i < bins ? i : bins - 1;
   }
   /// The f32 estimate (rules with fast32 set) of an f32 x: t32 = fl(fl(x - first32) * scale32),
   /// its integer part i (t32 < 2^30 where first32 <= x <= last32, make_regular_rule checks) and

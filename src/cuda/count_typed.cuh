@@ -89,6 +89,18 @@ struct fast32_binner {
   }
 };
 
+/// The regular rule for f32 samples where every edge k is exactly k / scale, scale a power of two
+/// (rule.dyadic_scale32): the slot is the exact product's integer part, no edge looked at.
+struct dyadic32_binner {
+  float scale, last;
+  std::uint32_t bins;
+  template <class S> __device__ __forceinline__ S slot(float x, S cells) const {
+    if (!(x >= 0.0f)) return x != x ? cells + 2 : cells;  // NaN, below the range
+    if (x > last) return cells + 1;
+    return static_cast<S>(min(static_cast<std::uint32_t>(x * scale), bins - 1));  // x == last: the last bin
+  }
+};
+
 /// The variable rule for f32 samples in f32 (variable_rule32): half the table, f32 comparisons.
 struct variable32_binner {
   variable_rule32 rule;
@@ -112,6 +124,7 @@ template <int C> constexpr int channel_step<channel_value_binner<C>> = C;
 template <class B> struct gives_slots : std::false_type {};
 template <class T, bool Closed> struct gives_slots<narrow_integer_binner<T, Closed>> : std::true_type {};
 template <> struct gives_slots<fast32_binner> : std::true_type {};
+template <> struct gives_slots<dyadic32_binner> : std::true_type {};
 template <class B> struct counts_values : std::false_type {};
 template <> struct counts_values<value_binner> : std::true_type {};
 template <int C> struct counts_values<channel_value_binner<C>> : std::true_type {};
@@ -738,6 +751,11 @@ template <class... Ts, class F> bool with_typed_binner(dtype sample, const devic
       }
     }
     if constexpr (std::is_same_v<T, float>) {
+      if (axis.kind == axis_kind::regular && axis.regular.rule.dyadic_scale32 != 0.0f) {
+        const regular_rule& r = axis.regular.rule;
+        f(tag, dyadic32_binner{r.dyadic_scale32, r.last32, static_cast<std::uint32_t>(r.bins)});
+        return true;
+      }
       if (axis.kind == axis_kind::regular && axis.regular.rule.fast32) {
         f(tag, fast32_binner{axis.regular.rule});
         return true;
