@@ -90,14 +90,12 @@ struct fast32_binner {
 };
 
 /// The regular rule for f32 samples where every edge k is exactly k / scale, scale a power of two
-/// (rule.dyadic_scale32): the slot is the exact product's integer part, no edge looked at.
+/// (rule.dyadic_scale32): regular_rule::locate_dyadic32, no edge looked at.
 struct dyadic32_binner {
-  float scale, last;
-  std::uint32_t bins;
+  regular_rule rule;
   template <class S> __device__ __forceinline__ S slot(float x, S cells) const {
-    if (!(x >= 0.0f)) return x != x ? cells + 2 : cells;  // NaN, below the range
-    if (x > last) return cells + 1;
-    return static_cast<S>(min(static_cast<std::uint32_t>(x * scale), bins - 1));  // x == last: the last bin
+    const std::int64_t k = rule.locate_dyadic32(x);
+    return k >= 0 ? static_cast<S>(k) : cells - 1 - static_cast<S>(k);
   }
 };
 
@@ -752,8 +750,7 @@ template <class... Ts, class F> bool with_typed_binner(dtype sample, const devic
     }
     if constexpr (std::is_same_v<T, float>) {
       if (axis.kind == axis_kind::regular && axis.regular.rule.dyadic_scale32 != 0.0f) {
-        const regular_rule& r = axis.regular.rule;
-        f(tag, dyadic32_binner{r.dyadic_scale32, r.last32, static_cast<std::uint32_t>(r.bins)});
+        f(tag, dyadic32_binner{axis.regular.rule});
         return true;
       }
       if (axis.kind == axis_kind::regular && axis.regular.rule.fast32) {

@@ -15,9 +15,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "tally/dtype.hpp"
 #include "tally/error.hpp"
@@ -191,6 +194,25 @@ inline void check(cudaError_t status, const char* what) {
 
 template <class T> std::uintptr_t address(const T* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
+/// The blocks of `threads` threads of `kernel` that the current device holds at once, asked of
+/// the driver once per kernel and device (a launch would otherwise repeat three driver calls).
+inline int resident_blocks(const void* kernel, int threads) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, int> known;  // (kernel, device) -> blocks
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  std::lock_guard<std::mutex> lock(mutex);
+  int& blocks = known[{kernel, device}];
+  if (blocks == 0) {
+    int sms = 0, per_sm = 0;
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0),
+          "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    blocks = std::max(1, sms * per_sm);
+  }
+  return blocks;
+}
+
 /// Throws unless every input is either the output itself (same address and type: in place) or
 /// apart from it.
 template <class Out, class In> void check_aliasing(const Out* out, const In* in, std::int64_t n) {
@@ -236,12 +258,8 @@ void transform(cudaStream_t stream, std::int64_t n, Out* out, F f, const In*... 
   const auto kernel = detail::map::map_kernel<items, shape::packed, shape::unroll, F, Out, In...>;
   if constexpr (shape::resident) {
     // The kernel strides over the chunks: as many blocks as the current device holds at once.
-    int device = 0, sms = 0, per_sm = 0;
-    detail::map::check(cudaGetDevice(&device), "cudaGetDevice");
-    detail::map::check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
-    detail::map::check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, shape::threads, 0),
-                       "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-    blocks = std::min<std::int64_t>(blocks, std::max(1, sms * per_sm));
+    blocks = std::min<std::int64_t>(blocks, detail::map::resident_blocks(reinterpret_cast<const void*>(kernel),
+                                                                        shape::threads));
   }
   kernel<<<static_cast<unsigned>(blocks), shape::threads, 0, stream>>>(n, head, chunks, vectors, f, out, in...);
   detail::map::check(cudaGetLastError(), "the map kernel's launch");
