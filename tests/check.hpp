@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <sstream>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -21,6 +22,17 @@ inline bool cuda_usable() {
   for (const auto& b : tally::backends())
     if (b.which == tally::backend::cuda && b.usable) return true;
   return false;
+}
+
+/// The call throws tally::error whose message contains `part`.
+template <class F>
+void expect_error(F&& call, const std::string& part) {
+  try {
+    call();
+    ADD_FAILURE() << "no error; expected one mentioning \"" << part << "\"";
+  } catch (const tally::error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
 }
 
 inline std::uint64_t bits_of(double x) {

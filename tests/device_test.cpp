@@ -5,9 +5,11 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -150,6 +152,53 @@ TEST_F(Device, WeightedSumsHaveTheBitsOfTheSynchronousFill) {
       EXPECT_NE(h.sums_data(), nullptr);
     }
   }
+}
+
+TEST_F(Device, ExactSumsInPartsEqualOneCpuFillBitForBit) {
+  // options::exact_sums keeps the words on the device: fills of uneven parts (f32 weights through
+  // the exact kernel, partitioned above ~1500 cells; f64 through the wide atomics; infinities and
+  // NaNs among them; an unweighted fill adding ones) equal one CPU fill of all the data, and
+  // reset clears the words.
+  const stream s;
+  std::mt19937_64 gen(7300);
+  std::uint64_t seed = 7300;
+  for (const axis_spec& a : {regular_spec(256, -1.3, 2.7), integer_spec(-5, 4096), variable_spec(23, -1.3, 2.7, 11)}) {
+    for (dtype wt : {dtype::f32, dtype::f64}) {
+      ++seed;
+      SCOPED_TRACE(a.name() + " weights " + std::string(tally::name_of(wt)));
+      const std::int64_t n = 400003;
+      const column host = random_column_for(a, dtype::f32, all_dists[seed % 5], n, seed);
+      const column w = make_column(wt, spread_weights(n, seed + 1, seed % 2 == 0));
+      const device_column dev(host.view()), dw(w.view());
+
+      tally::options exact = device_options(true);
+      exact.exact_sums = true;
+      exact.backend = tally::backend::cpu;
+      tally::histogram want(a.make(), exact);
+      want.fill(host.view(), w.view());
+      want.fill(host.view());
+
+      exact.backend = tally::backend::automatic;
+      device_histogram h(a.make(), exact, s.get());
+      std::vector<std::int64_t> cuts = {0, n};
+      for (int i = 0; i < 3; ++i) cuts.push_back(std::uniform_int_distribution<std::int64_t>(0, n)(gen));
+      std::sort(cuts.begin(), cuts.end());
+      for (std::size_t i = 0; i + 1 < cuts.size(); ++i)
+        h.fill(slice(dev.view(), cuts[i], cuts[i + 1]), slice(dw.view(), cuts[i], cuts[i + 1]), s.get());
+      h.fill(dev.view(), s.get());
+      EXPECT_TRUE(same_elements(h.sums(s.get()), want.sums()));
+      EXPECT_TRUE(same_flow(h.flow(s.get()), want.flow()));
+
+      h.reset(s.get());
+      h.fill(dev.view(), dw.view(), s.get());
+      tally::histogram once(a.make(), exact);
+      once.fill(host.view(), w.view());
+      EXPECT_TRUE(same_elements(h.sums(s.get()), once.sums()));
+    }
+  }
+  tally::options unweighted = device_options(false);
+  unweighted.exact_sums = true;
+  EXPECT_THROW(device_histogram(regular_spec(8, 0.0, 1.0).make(), unweighted), tally::error);
 }
 
 TEST_F(Device, FillReturnsWhileItsStreamIsBlocked) {

@@ -78,10 +78,11 @@ std::vector<data_case> data_cases() {
           {integer_spec(-50, 256), dtype::i32}};
 }
 
-tally::options with_flow(bool weighted) {
+tally::options with_flow(bool weighted, bool exact_sums = false) {
   tally::options o;
   o.flow = true;
   o.weighted = weighted;
+  o.exact_sums = exact_sums;
   return o;
 }
 
@@ -93,8 +94,8 @@ column integer_weights(std::int64_t n, std::uint64_t seed) {
 }
 
 /// The CPU backend's histogram of all the samples (and weights).
-tally::histogram cpu_histogram(const tally::axis& a, bool weighted, const column& x, const column* w) {
-  tally::options o = with_flow(weighted);
+tally::histogram cpu_histogram(const tally::axis& a, const tally::options& opts, const column& x, const column* w) {
+  tally::options o = opts;
   o.backend = tally::backend::cpu;
   tally::histogram h(a, o);
   if (w) {
@@ -123,16 +124,25 @@ tally::view shard(const tally::view& all, std::size_t i, std::size_t n) {
 }
 
 TEST_F(Nccl, ShardedFillEqualsOneFillOfAllTheData) {
+  // Counts; sums of integer weights (every partial sum exact in f64); exact sums of spread f32 or
+  // f64 weights with infinities and NaNs (whose f64 partial sums would depend on the order).
+  enum mode { counts, sums, exact_sums };
   std::uint64_t seed = 7500;
   for (const data_case& c : data_cases()) {
-    for (bool weighted : {false, true}) {
+    for (mode m : {counts, sums, exact_sums}) {
       ++seed;
-      SCOPED_TRACE(c.axis.name() + (weighted ? " weighted" : " counts") + ", " + std::to_string(ranks()) + " GPUs");
+      const bool weighted = m != counts;
+      const dtype weight_type = seed % 2 ? dtype::f32 : dtype::f64;
+      SCOPED_TRACE(c.axis.name() + (m == counts ? " counts" : m == sums ? " weighted" : " exact sums of " +
+                   std::string(tally::name_of(weight_type))) + ", " + std::to_string(ranks()) + " GPUs");
       const std::int64_t n = 200003;
-      const column x = random_column_for(c.axis, c.type, dist::uniform, n, seed);
-      const column w = integer_weights(n, seed + 1);
-      const tally::histogram want = cpu_histogram(c.axis.make(), weighted, x, weighted ? &w : nullptr);
-      ASSERT_GT(want.flow().total(), 0u);
+      const dist d = m == exact_sums ? all_dists[seed % 5] : dist::uniform;
+      const column x = random_column_for(c.axis, c.type, d, n, seed);
+      const column w = m == exact_sums ? make_column(weight_type, spread_weights(n, seed + 1, seed % 3 == 0))
+                                       : integer_weights(n, seed + 1);
+      const tally::options opts = with_flow(weighted, m == exact_sums);
+      const tally::histogram want = cpu_histogram(c.axis.make(), opts, x, weighted ? &w : nullptr);
+      if (d == dist::uniform) ASSERT_GT(want.flow().total(), 0u);
 
       std::vector<std::unique_ptr<device_column>> xs, ws;
       std::vector<tally::view> x_shards, w_shards;
@@ -145,7 +155,7 @@ TEST_F(Nccl, ShardedFillEqualsOneFillOfAllTheData) {
           ws.push_back(std::make_unique<device_column>(shard(w.view(), i, ranks())));
           w_shards.push_back(ws.back()->view());
         }
-        per_device.emplace_back(c.axis.make(), with_flow(weighted), streams_[i]);
+        per_device.emplace_back(c.axis.make(), opts, streams_[i]);
       }
       tally::sharded_fill(per_device, x_shards, comms_, streams(), w_shards);
       for (std::size_t i = 0; i < ranks(); ++i) {
@@ -212,6 +222,84 @@ TEST_F(Nccl, AllReduceAndReduceOfTwoDimensionsEqualOneFill) {
   }
 }
 
+/// Runs body(i) for every rank i on a thread of its own (on its device), as one process a GPU
+/// would: exact sums are reduced outside any NCCL group (their digits are carried back after the
+/// collective). Returns each rank's tally::error message, empty where none.
+template <class Body>
+std::vector<std::string> on_every_rank(const std::vector<int>& devices, Body&& body) {
+  std::vector<std::string> errors(devices.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        check(cudaSetDevice(devices[i]));
+        body(i);
+      } catch (const tally::error& e) {
+        errors[i] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+TEST_F(Nccl, ExactSumsAllReduceAndReduceEqualOneFillBitForBit) {
+  std::uint64_t seed = 7700;
+  const std::vector<axis_spec> specs = {regular_spec(64, -1.3, 2.7), integer_spec(-10, 30)};
+  const std::vector<tally::axis> axes = {specs[0].make(), specs[1].make()};
+  const tally::options exact = with_flow(true, true);
+  for (bool root_only : {false, true}) {
+    for (dtype weight_type : {dtype::f32, dtype::f64}) {
+      seed += 3;
+      SCOPED_TRACE(std::string(root_only ? "reduce" : "all_reduce") + ", exact sums of " +
+                   std::string(tally::name_of(weight_type)));
+      const std::int64_t n = 100003;
+      const column x = random_column_for(specs[0], dtype::f64, dist::normal, n, seed);
+      const column y = random_column_for(specs[1], dtype::i16, dist::mostly_one_bin, n, seed + 1);
+      const column w = make_column(weight_type, spread_weights(n, seed + 2, root_only));
+      tally::options on_cpu = exact;
+      on_cpu.backend = tally::backend::cpu;
+      tally::histogram want(axes, on_cpu);
+      want.fill({x.view(), y.view()}, w.view());
+      std::vector<tally::histogram> parts;  // each rank's shard alone, on the CPU
+      for (std::size_t i = 0; i < ranks(); ++i) {
+        parts.emplace_back(axes, on_cpu);
+        parts.back().fill({shard(x.view(), i, ranks()), shard(y.view(), i, ranks())}, shard(w.view(), i, ranks()));
+      }
+      const int root = static_cast<int>(ranks()) - 1;
+      std::vector<std::vector<double>> got(ranks());
+      std::vector<tally::flow_counts> got_flow(ranks());
+      const auto errors = on_every_rank(devices_, [&](std::size_t i) {
+        const device_column xi(shard(x.view(), i, ranks())), yi(shard(y.view(), i, ranks()));
+        const device_column wi(shard(w.view(), i, ranks()));
+        device_histogram h(axes, exact, streams_[i]);
+        h.fill({xi.view(), yi.view()}, wi.view(), streams_[i]);
+        if (root_only) {
+          tally::reduce(h, root, comms_[i], streams_[i]);
+        } else {
+          tally::all_reduce(h, comms_[i], streams_[i]);
+        }
+        got[i] = h.sums(streams_[i]);
+        got_flow[i] = h.flow(streams_[i]);
+      });
+      for (std::size_t i = 0; i < ranks(); ++i) {
+        SCOPED_TRACE("rank " + std::to_string(i));
+        EXPECT_EQ(errors[i], "");
+        // reduce leaves the other ranks' partial histograms in place.
+        const tally::histogram& expected = root_only && static_cast<int>(i) != root ? parts[i] : want;
+        EXPECT_TRUE(same_elements(got[i], expected.sums())) << "sums";
+        EXPECT_TRUE(same_flow(got_flow[i], expected.flow()));
+      }
+    }
+  }
+  if (ranks() < 2) GTEST_SKIP() << "a layout that differs in exact_sums needs two ranks (GPUs); the sums passed";
+  const auto errors = on_every_rank(devices_, [&](std::size_t i) {
+    device_histogram h(axes, with_flow(true, i == 0), streams_[i]);
+    tally::check_same_layout(h, comms_[i], streams_[i]);
+  });
+  for (const std::string& e : errors) EXPECT_NE(e.find("exact_sums"), std::string::npos) << e;
+}
+
 TEST_F(Nccl, CheckSameLayoutTellsEqualFromDifferentHistograms) {
   // check_same_layout waits for its answer, so each rank calls it from a thread of its own.
   const auto check_all = [&](auto&& bins_of_rank) {
@@ -240,14 +328,6 @@ TEST_F(Nccl, CheckSameLayoutTellsEqualFromDifferentHistograms) {
 TEST_F(Nccl, BadArgumentsRaiseClearErrors) {
   on(devices_[0]);
   device_histogram h(tally::axis::regular(10, 0.0, 1.0), with_flow(false), streams_[0]);
-  const auto expect_error = [](auto&& call, const std::string& words) {
-    try {
-      call();
-      ADD_FAILURE() << "no error; expected one saying: " << words;
-    } catch (const tally::error& e) {
-      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-    }
-  };
   expect_error([&] { tally::all_reduce(h, nullptr, streams_[0]); }, "communicator is null");
   expect_error([&] { tally::reduce(h, static_cast<int>(ranks()), comms_[0], streams_[0]); }, "is not a rank");
   expect_error([&] { tally::reduce(h, -1, comms_[0], streams_[0]); }, "is not a rank");

@@ -334,17 +334,6 @@ TEST_F(Stream, AReaderThatThrowsStopsTheFillAndLeavesTheHistogramUsable) {
   EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
 }
 
-/// The call throws tally::error whose message contains `part`.
-template <class F>
-void expect_error(F&& call, const std::string& part) {
-  try {
-    call();
-    ADD_FAILURE() << "no error; expected one mentioning \"" << part << "\"";
-  } catch (const tally::error& e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
-}
-
 TEST_F(Stream, BadReadersAndOptionsThrowClearErrors) {
   const column x = make_column(dtype::i32, random_values(dist::uniform, {0.0, 10.0}, 1000, 9800, false));
   device_histogram h(tally::axis::regular(10, 0.0, 10.0), with_flow(true));

@@ -17,6 +17,10 @@
 
 namespace tally {
 
+namespace detail {
+struct device_cells;  // the exact words, for tally's NCCL reductions (src/cuda/fill.hpp)
+}
+
 /// Where device_histogram takes device memory from, in stream order: its cells and tables for
 /// its lifetime, and each fill's temporary memory (released on the fill's stream as soon as the
 /// fill's kernels are enqueued). The default (null functions) is cudaMallocFromPoolAsync and
@@ -61,7 +65,11 @@ using stream_reader = std::function<std::int64_t(void* out, std::int64_t max)>;
 /// later call, as with any CUDA library.
 ///
 /// Counts are 64-bit (a bin cannot overflow); weighted histograms hold f64 sums with the same
-/// bits on every run (the order of tally::histogram's CUDA fills). options::counts must be u64:
+/// bits on every run (the order of tally::histogram's CUDA fills). With options::exact_sums each
+/// cell also keeps its sum exactly in device memory (fixed-point words, 280 bytes a cell, as
+/// tally::histogram keeps them), so any split of the data into fills, and the NCCL reductions of
+/// tally/nccl.hpp, give one fill's sums bit for bit; sums_data() holds their correctly rounded
+/// values, rounded again after every fill (one pass over the words). options::counts must be u64:
 /// a 32-bit count could only be checked for overflow by reading it back.
 ///
 /// Construction allocates and zeroes the cells and copies the axes' tables (a few KB) to the
@@ -150,6 +158,7 @@ class device_histogram {
   policy plan_for(dtype t, std::int64_t n, dtype weight_type = dtype::f64) const;
 
  private:
+  friend struct detail::device_cells;
   friend void fill_channels(std::vector<device_histogram>& per_channel, const view& samples, int channels,
                             void* stream);
   friend void fill_channels_stream(std::vector<device_histogram>& per_channel, dtype type, int channels,

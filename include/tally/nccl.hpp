@@ -22,17 +22,24 @@ namespace tally {
 bool nccl_available();
 
 /// Sums the cells of every rank's histogram into every rank's histogram, on `stream` (stream
-/// ordered, no host synchronisation): counts as u64 (exact), sums of weights as f64, and the
-/// flow counters (exact). Every rank of `comm` calls it with a histogram of the same axes and
+/// ordered, no host synchronisation): counts as u64 (exact), sums of weights as f64 or, with
+/// options::exact_sums, as their exact words (one fill's sums bit for bit), and the flow
+/// counters (exact). Every rank of `comm` calls it with a histogram of the same axes and
 /// options; NCCL cannot check that (a histogram of another cell count reads or writes past its
 /// cells on some rank), so check_same_layout checks it where in doubt. The histogram must be on
 /// the communicator's device and outlive the reduction (free it after `stream` reaches it, or
 /// use the stream of its fills, which its destructor frees in order of).
 ///
-/// Counts equal one fill of all ranks' samples exactly. Sums of weights are f64 values added in
-/// NCCL's order (ring or tree, by message size and topology): a sum equals one fill's bits only
-/// where every partial sum is exact (integer weights below 2^53, say); otherwise it may differ
-/// from one fill in the last bits and from run to run of another NCCL configuration.
+/// Counts equal one fill of all ranks' samples exactly. Exact sums (options::exact_sums) travel
+/// as digits that NCCL's u64 sum adds without carries (71 words a cell, in temporary memory from
+/// tally's pool on `stream`), carried back into the words and rounded after it: they equal one
+/// fill of all the data bit for bit, on every run. For such a histogram call it outside any
+/// ncclGroupStart/End of the caller's (one thread a device, or sharded_fill for one thread that
+/// drives several) and with a blocking communicator: a group or a non-blocking communicator would
+/// enqueue the collective after the carrying. Plain sums of weights are f64 values added in NCCL's
+/// order (ring or tree, by message size and topology): a sum equals one fill's bits only where
+/// every partial sum is exact (integer weights below 2^53, say); otherwise it may differ from one
+/// fill in the last bits and from run to run of another NCCL configuration.
 ///
 /// With a blocking communicator (NCCL's default) errors raise tally::error with NCCL's message;
 /// with a non-blocking one the call may return with the work still being enqueued, and the
@@ -44,7 +51,7 @@ void all_reduce(device_histogram& h, ncclComm* comm, void* stream = nullptr);
 void reduce(device_histogram& h, int root, ncclComm* comm, void* stream = nullptr);
 
 /// Checks that every rank of `comm` holds a histogram of the same layout (axes' kinds, bins and
-/// edges; weighted; flow), with one all-reduce of two words, and throws tally::error on every
+/// edges; weighted; exact_sums; flow), with one all-reduce of two words, and throws tally::error on every
 /// rank where they differ. A collective: every rank calls it. Waits for `stream` (it reads the
 /// answer back), so call it once before reductions rather than with each one.
 void check_same_layout(const device_histogram& h, ncclComm* comm, void* stream = nullptr);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/exact_sum.hpp"
 #include "cuda/fill.hpp"
 #include "cuda/host_stream.hpp"
 #include "tally/device.hpp"
@@ -148,8 +149,8 @@ const kept_tables* tables_for(int device, const std::vector<axis>& axes) {
 }  // namespace
 
 /// Device memory: the destination (cells + 3 u64 slots whose last three are the flow counters;
-/// or cells f64 sums and 3 u64 flow counters), then the tables and a 1.0 (the weight of an
-/// unweighted fill of sums). `words` is the host source of the tables' copy, kept for the
+/// or cells f64 sums, with options::exact_sums the cells' wide words and flags, and 3 u64 flow
+/// counters), then the tables and a 1.0 (the weight of an unweighted fill of sums). `words` is the host source of the tables' copy, kept for the
 /// object's lifetime so that the asynchronous copy never reads freed memory. Where integer
 /// samples need no tables (rules::integers_need_no_tables), the memory holds only the 1.0, and
 /// the first fill of float samples uploads the tables and a 1.0 to memory of their own.
@@ -161,6 +162,7 @@ struct device_histogram::state {
   cudaEvent_t released = nullptr;  // release_on_default_stream: the work to wait for
   char* memory = nullptr;
   std::size_t bytes = 0;
+  std::size_t wide_at = 0;  // options::exact_sums: cells x kWideCellWords words
   std::size_t flow_at = 0;
   std::size_t tables_at = 0;
   detail::cuda::rules rules;
@@ -240,9 +242,8 @@ device_histogram::device_histogram(std::vector<axis> axes, options opts, void* s
                 "reading it back; use tally::histogram for checked u32 counts)");
   if (opts_.strategy == strategy::cpu_private)
     throw error("device_histogram: strategy cpu_private is a CPU strategy");
-  if (opts_.exact_sums)
-    throw error("device_histogram: exact_sums is kept by tally::histogram only (its sums here are f64); "
-                "fill a tally::histogram with options.exact_sums on the cuda backend instead");
+  if (opts_.exact_sums && !opts_.weighted)
+    throw error("device_histogram: exact_sums keeps sums of weights; construct with options.weighted = true");
   std::string detail;
   if (!detail::cuda_backend().usable(detail)) throw error("device_histogram: " + detail);
   TALLY_CUDA_CHECK(cudaGetDevice(&device_));
@@ -259,7 +260,9 @@ device_histogram::device_histogram(std::vector<axis> axes, options opts, void* s
   if (!deferred && !kept) s->rules.add_tables(axes_);
   s->words = s->rules.words();
   const auto cells = static_cast<std::size_t>(cells_);
-  s->flow_at = opts_.weighted ? aligned(cells * sizeof(double)) : cells * sizeof(std::uint64_t);
+  s->wide_at = aligned(cells * sizeof(double));
+  const std::size_t wide_bytes = opts_.exact_sums ? aligned(cells * detail::kWideCellWords * sizeof(std::uint64_t)) : 0;
+  s->flow_at = opts_.weighted ? s->wide_at + wide_bytes : cells * sizeof(std::uint64_t);
   s->tables_at = aligned(s->flow_at + 3 * sizeof(std::uint64_t));
   s->bytes = s->tables_at + s->words.size() * sizeof(std::uint64_t);
   stream_memory memory(s->allocator, s->bytes, stream);
@@ -332,7 +335,10 @@ void device_histogram::fill_impl(const std::vector<view>& columns, const view* w
   auto* flow = reinterpret_cast<unsigned long long*>(state_->memory + state_->flow_at);
   if (opts_.weighted) {
     stream_memory temp(state_->allocator, detail::cuda::sums_temp_bytes(in.plan, cells_), stream);
-    detail::cuda::enqueue_sums(in, reinterpret_cast<double*>(state_->memory), flow, temp.get(), as_stream(stream));
+    auto* sums = reinterpret_cast<double*>(state_->memory);
+    std::uint64_t* wide = detail::device_cells::wide(*this);
+    detail::cuda::enqueue_sums(in, sums, flow, temp.get(), as_stream(stream), wide);
+    if (wide) detail::cuda::round_wide(wide, cells_, sums, as_stream(stream));
   } else {
     stream_memory temp(state_->allocator, detail::cuda::counts_temp_bytes(in.plan), stream);
     detail::cuda::enqueue_counts(in, reinterpret_cast<unsigned long long*>(state_->memory), temp.get(),
@@ -572,6 +578,15 @@ flow_counts device_histogram::flow(void* stream) const {
   const auto f = copy_back<std::uint64_t>(flow_data(), 3, device_, stream);
   return flow_counts{f[0], f[1], f[2]};
 }
+
+namespace detail {
+
+std::uint64_t* device_cells::wide(device_histogram& h) {
+  require_state(h.state_.get());
+  return h.opts_.exact_sums ? reinterpret_cast<std::uint64_t*>(h.state_->memory + h.state_->wide_at) : nullptr;
+}
+
+}  // namespace detail
 
 policy device_histogram::plan_for(dtype t, std::int64_t n, dtype weight_type) const {
   const device_guard guard(device_);

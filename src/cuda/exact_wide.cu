@@ -2,6 +2,8 @@
 // core/exact_sum.hpp on the device, filled from the f32 exact kernel's words or, for f64 weights,
 // by global 64-bit atomics, one sample per thread. Integer additions commute, so the words are
 // the same on every run, grid and device, and equal the CPU backend's.
+#include <algorithm>
+
 #include "core/exact_sum.hpp"
 #include "cuda/common.cuh"
 #include "cuda/fill.hpp"
@@ -55,11 +57,51 @@ template <class W> __global__ void exact_wide_kernel(exact_wide_args a) {
   add_warp_flow(under, over, nan, a.flow);
 }
 
+/// One thread a cell, grid-stride: each of round_wide, split_wide and join_wide.
+__global__ void round_wide_kernel(const std::uint64_t* wide, std::int64_t cells, double* sums) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < cells; c += stride) {
+    const std::uint64_t* cell = wide + c * kWideCellWords;
+    sums[c] = exact_value<wide_exact>(cell, static_cast<unsigned>(cell[kWideWords]));
+  }
+}
+
+__global__ void split_wide_kernel(const std::uint64_t* wide, std::int64_t cells, std::uint64_t* digits) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < cells; c += stride)
+    split_wide_digits(wide + c * kWideCellWords, digits + c * kWideDigits);
+}
+
+__global__ void join_wide_kernel(const std::uint64_t* digits, std::int64_t cells, std::uint64_t* wide) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < cells; c += stride)
+    join_wide_digits(digits + c * kWideDigits, wide + c * kWideCellWords);
+}
+
+/// Blocks of 256 threads for one thread a cell (at most 4096 blocks, grid-stride beyond).
+unsigned cell_blocks(std::int64_t cells) {
+  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((cells + 255) / 256, 4096)));
+}
+
 }  // namespace
 
+void round_wide(const std::uint64_t* wide, std::int64_t cells, double* sums, cudaStream_t stream) {
+  round_wide_kernel<<<cell_blocks(cells), 256, 0, stream>>>(wide, cells, sums);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+void split_wide(const std::uint64_t* wide, std::int64_t cells, std::uint64_t* digits, cudaStream_t stream) {
+  split_wide_kernel<<<cell_blocks(cells), 256, 0, stream>>>(wide, cells, digits);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+void join_wide(const std::uint64_t* digits, std::int64_t cells, std::uint64_t* wide, cudaStream_t stream) {
+  join_wide_kernel<<<cell_blocks(cells), 256, 0, stream>>>(digits, cells, wide);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
 void widen_exact(const exact_sums_args& args, std::uint64_t* wide, cudaStream_t stream) {
-  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((args.cells + 255) / 256, 4096));
-  widen_exact_kernel<<<blocks, 256, 0, stream>>>(args.words, args.flags, args.cells, wide);
+  widen_exact_kernel<<<cell_blocks(args.cells), 256, 0, stream>>>(args.words, args.flags, args.cells, wide);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -11,6 +11,21 @@
 #include "cuda/kernels.hpp"
 #include "tally/histogram.hpp"
 
+namespace tally {
+class device_histogram;
+}
+
+namespace tally::detail {
+
+/// What tally's own reductions (cuda/nccl.cu) reach inside a device_histogram (its friend).
+struct device_cells {
+  /// options::exact_sums: the cells' wide words and flags (cells x kWideCellWords, after the
+  /// f64 sums that hold their rounded values); null without exact sums.
+  static std::uint64_t* wide(device_histogram& h);
+};
+
+}  // namespace tally::detail
+
 namespace tally::detail::cuda {
 
 /// The device holding p, or -1 for host memory.
@@ -108,6 +123,13 @@ void enqueue_channels(const channels_input& in, void* temp, cudaStream_t stream)
 /// wide atomics (plan.exact_wide).
 void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, void* temp, cudaStream_t stream,
                   std::uint64_t* wide = nullptr);
+/// Each cell's wide words (and flags) correctly rounded into sums[0, cells), as
+/// tally::histogram's exact sums are after every fill (core/exact_sum.hpp's exact_value).
+void round_wide(const std::uint64_t* wide, std::int64_t cells, double* sums, cudaStream_t stream);
+/// The wide cells as digits that an integer all-reduce adds without carries, and back (the
+/// digit sums carried into words): core/exact_sum.hpp's split_wide_digits and join_wide_digits.
+void split_wide(const std::uint64_t* wide, std::int64_t cells, std::uint64_t* digits, cudaStream_t stream);
+void join_wide(const std::uint64_t* digits, std::int64_t cells, std::uint64_t* wide, cudaStream_t stream);
 /// plan.exact_wide: each weight added into its cell's wide words with global 64-bit atomics, one
 /// sample per thread (cuda/exact_wide.cu); dropped samples to flow[0, 3).
 void enqueue_exact_wide(const fill_input& in, std::uint64_t* wide, unsigned long long* flow, cudaStream_t stream);

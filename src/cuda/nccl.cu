@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/exact_sum.hpp"
 #include "cuda/common.cuh"
 #include "cuda/fill.hpp"
 #include "tally/nccl.hpp"
@@ -33,6 +34,7 @@ struct nccl_api {
   decltype(&ncclGroupEnd) group_end = nullptr;
   decltype(&ncclCommCount) comm_count = nullptr;
   decltype(&ncclCommCuDevice) comm_device = nullptr;
+  decltype(&ncclCommUserRank) comm_rank = nullptr;
   std::string missing;
 };
 
@@ -65,6 +67,7 @@ nccl_api load_nccl() {
   find(api.group_end, "ncclGroupEnd", true);
   find(api.comm_count, "ncclCommCount", true);
   find(api.comm_device, "ncclCommCuDevice", true);
+  find(api.comm_rank, "ncclCommUserRank", true);
   return api;
 }
 
@@ -119,13 +122,59 @@ class nccl_group {
   bool open_ = true;
 };
 
-/// Calls enqueue(buffer, elements, type) for the cells (u64 counts or f64 sums) and, with
-/// options::flow, the three flow counters. The memory is the histogram's own: counts_data() and
-/// the others are const only so that readers cannot write by mistake.
+/// options::exact_sums: the cells' exact words travel as digits that NCCL's u64 sum adds without
+/// carries (core/exact_sum.hpp). Made before the collective is enqueued: the words split into
+/// digits, in memory from tally's pool, on `stream`; finish() carries the summed digits back into
+/// the words and rounds the sums. Inactive (no memory, no work) for other histograms.
+class exact_digits {
+ public:
+  exact_digits(device_histogram& h, void* stream)
+      : h_(h), stream_(static_cast<cudaStream_t>(stream)), wide_(detail::device_cells::wide(h)) {
+    if (!wide_) return;
+    const device_guard guard(h.device());
+    const std::size_t bytes = static_cast<std::size_t>(h.size()) * detail::kWideDigits * sizeof(std::uint64_t);
+    void* p = nullptr;
+    TALLY_CUDA_CHECK(cudaMallocFromPoolAsync(&p, bytes, detail::cuda::pool_of(h.device()), stream_));
+    digits_ = static_cast<std::uint64_t*>(p);
+    detail::cuda::split_wide(wide_, h.size(), digits_, stream_);
+  }
+  ~exact_digits() {
+    if (!digits_) return;
+    const device_guard guard(h_.device());
+    cudaFreeAsync(digits_, stream_);  // a destructor cannot throw; an error surfaces at the next call
+  }
+  exact_digits(const exact_digits&) = delete;
+  exact_digits& operator=(const exact_digits&) = delete;
+  exact_digits(exact_digits&& other) noexcept : h_(other.h_), stream_(other.stream_), wide_(other.wide_), digits_(other.digits_) {
+    other.digits_ = nullptr;
+  }
+  exact_digits& operator=(exact_digits&&) = delete;
+
+  std::uint64_t* digits() const { return digits_; }
+  /// After the collective, on a rank that received the sums.
+  void finish() const {
+    if (!digits_) return;
+    const device_guard guard(h_.device());
+    detail::cuda::join_wide(digits_, h_.size(), wide_, stream_);
+    detail::cuda::round_wide(wide_, h_.size(), const_cast<double*>(h_.sums_data()), stream_);
+  }
+
+ private:
+  device_histogram& h_;
+  cudaStream_t stream_;
+  std::uint64_t* wide_;
+  std::uint64_t* digits_ = nullptr;
+};
+
+/// Calls enqueue(buffer, elements, type) for the cells (u64 counts, f64 sums, or exact sums'
+/// digits) and, with options::flow, the three flow counters. The memory is the histogram's own:
+/// counts_data() and the others are const only so that readers cannot write by mistake.
 template <class Enqueue>
-void for_each_buffer(device_histogram& h, Enqueue&& enqueue) {
+void for_each_buffer(device_histogram& h, const exact_digits& exact, Enqueue&& enqueue) {
   const auto cells = static_cast<std::size_t>(h.size());
-  if (h.weighted()) {
+  if (exact.digits()) {
+    enqueue(exact.digits(), cells * detail::kWideDigits, ncclUint64);
+  } else if (h.weighted()) {
     enqueue(const_cast<double*>(h.sums_data()), cells, ncclFloat64);
   } else {
     enqueue(const_cast<std::uint64_t*>(h.counts_data()), cells, ncclUint64);
@@ -134,10 +183,11 @@ void for_each_buffer(device_histogram& h, Enqueue&& enqueue) {
 }
 
 /// Enqueues the all-reduce of h's buffers on `stream`, for a caller that opened a group.
-void enqueue_all_reduce(device_histogram& h, ncclComm* comm, void* stream, const std::string& what) {
+void enqueue_all_reduce(device_histogram& h, const exact_digits& exact, ncclComm* comm, void* stream,
+                        const std::string& what) {
   const device_guard guard(h.device());
   const nccl_api& api = nccl(what);
-  for_each_buffer(h, [&](void* cells, std::size_t n, ncclDataType_t type) {
+  for_each_buffer(h, exact, [&](void* cells, std::size_t n, ncclDataType_t type) {
     check(api.all_reduce(cells, cells, n, type, ncclSum, comm, static_cast<cudaStream_t>(stream)), comm, what);
   });
 }
@@ -150,6 +200,7 @@ std::uint64_t layout_fingerprint(const device_histogram& h) {
     for (int byte = 0; byte < 8; ++byte) hash = (hash ^ ((word >> (8 * byte)) & 0xff)) * 1099511628211ull;
   };
   add(h.weighted());
+  add(h.opts().exact_sums);
   add(h.opts().flow);
   add(h.axes().size());
   for (const axis& a : h.axes()) {
@@ -170,9 +221,11 @@ bool nccl_available() { return true; }
 
 void all_reduce(device_histogram& h, ncclComm* comm, void* stream) {
   require_comm(h, comm, "all_reduce");
+  const exact_digits exact(h, stream);
   nccl_group group("all_reduce");  // the cells and the flow counters in one launch
-  enqueue_all_reduce(h, comm, stream, "all_reduce");
+  enqueue_all_reduce(h, exact, comm, stream, "all_reduce");
   group.end();
+  exact.finish();
 }
 
 void reduce(device_histogram& h, int root, ncclComm* comm, void* stream) {
@@ -184,12 +237,16 @@ void reduce(device_histogram& h, int root, ncclComm* comm, void* stream) {
     throw error("reduce: root " + std::to_string(root) + " is not a rank of the communicator (0 to " +
                 std::to_string(ranks - 1) + ")");
   }
+  int rank = 0;
+  check(api.comm_rank(comm, &rank), comm, "reduce");
   const device_guard guard(h.device());
+  const exact_digits exact(h, stream);
   nccl_group group("reduce");
-  for_each_buffer(h, [&](void* cells, std::size_t n, ncclDataType_t type) {
+  for_each_buffer(h, exact, [&](void* cells, std::size_t n, ncclDataType_t type) {
     check(api.reduce(cells, cells, n, type, ncclSum, root, comm, static_cast<cudaStream_t>(stream)), comm, "reduce");
   });
   group.end();
+  if (rank == root) exact.finish();
 }
 
 void check_same_layout(const device_histogram& h, ncclComm* comm, void* stream) {
@@ -210,7 +267,7 @@ void check_same_layout(const device_histogram& h, ncclComm* comm, void* stream) 
   TALLY_CUDA_CHECK(cudaStreamSynchronize(s));
   if (most[0] != mine || ~most[1] != mine) {
     throw error(what + ": the ranks' histograms differ in axes (kinds, bins or edges) or options (weighted, "
-                       "flow); their cells cannot be summed");
+                       "exact_sums, flow); their cells cannot be summed");
   }
 }
 
@@ -229,9 +286,10 @@ void sharded_fill(std::vector<device_histogram>& per_device, const std::vector<v
   for (std::size_t i = 0; i < n; ++i) {
     const device_histogram& h = per_device[i];
     if (h.axes() != per_device[0].axes() || h.weighted() != per_device[0].weighted() ||
-        h.opts().flow != per_device[0].opts().flow) {
+        h.opts().exact_sums != per_device[0].opts().exact_sums || h.opts().flow != per_device[0].opts().flow) {
       throw error(what + ": histogram " + std::to_string(i) +
-                  " differs from histogram 0 in axes or options (weighted, flow); their cells cannot be summed");
+                  " differs from histogram 0 in axes or options (weighted, exact_sums, flow); their cells cannot be "
+                  "summed");
     }
     require_comm(h, comms[i], what);
   }
@@ -243,9 +301,13 @@ void sharded_fill(std::vector<device_histogram>& per_device, const std::vector<v
       per_device[i].fill(shards[i], weights[i], streams[i]);
     }
   }
+  std::vector<exact_digits> exact;
+  exact.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) exact.emplace_back(per_device[i], streams[i]);
   nccl_group group(what);  // one process, several devices: their all-reduces in one group
-  for (std::size_t i = 0; i < n; ++i) enqueue_all_reduce(per_device[i], comms[i], streams[i], what);
+  for (std::size_t i = 0; i < n; ++i) enqueue_all_reduce(per_device[i], exact[i], comms[i], streams[i], what);
   group.end();
+  for (const exact_digits& e : exact) e.finish();
 }
 
 }  // namespace tally
