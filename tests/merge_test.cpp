@@ -266,6 +266,67 @@ TEST(ExactSums, PartsInAnyOrderAndOnAnyThreadsEqualOneFillBitForBitAndTheExactSu
   EXPECT_GT(order_dependent, 0) << "the weights never made f64 sums depend on the order";
 }
 
+TEST(ExactSums, SummedDigitsOfPartsAssignedEqualOneFill) {
+  // What an all-reduce of exact_digits does: the parts' digits added word by word, with no carry,
+  // then assigned, equal one fill of all the data (infinities and NaNs among the weights).
+  std::mt19937_64 gen(2113);
+  std::uint64_t seed = 0;
+  for (const auto& c : every_axis_kind()) {
+    for (dtype weight_type : {dtype::f64, dtype::f32}) {
+      ++seed;
+      const int k = 2 + static_cast<int>(seed % 4);
+      SCOPED_TRACE(c.name + " weights " + std::string(tally::name_of(weight_type)) + " k=" + std::to_string(k));
+      const std::int64_t n = 3000;
+      const column samples = random_column_for(c.axis, c.type, all_dists[seed % 5], n, 9700 + seed);
+      const column weights = make_column(weight_type, spread_weights(n, 9800 + seed, seed % 2 == 0));
+      const tally::view w = weights.view();
+      tally::histogram whole(c.axis.make(), exact_options());
+      whole.fill(samples.view(), w);
+      ASSERT_GT(binned(ref::exact_fill({c.axis.model()}, {samples.view()}, &w)), 0u);
+
+      const auto cuts = random_cuts(n, k, gen);
+      std::vector<std::uint64_t> digits;
+      tally::flow_counts flow;
+      std::uint64_t samples_seen = 0;
+      for (int i = 0; i < k; ++i) {
+        tally::histogram part(c.axis.make(), exact_options());
+        part.fill(slice(samples.view(), cuts[i], cuts[i + 1]), slice(w, cuts[i], cuts[i + 1]));
+        const std::vector<std::uint64_t> d = part.exact_digits();
+        ASSERT_EQ(d.size(), static_cast<std::size_t>(part.size()) * tally::exact_digits_per_cell);
+        if (digits.empty()) digits.assign(d.size(), 0);
+        for (std::size_t j = 0; j < d.size(); ++j) digits[j] += d[j];
+        flow.underflow += part.flow().underflow;
+        flow.overflow += part.flow().overflow;
+        flow.nan += part.flow().nan;
+        samples_seen += part.samples();
+      }
+      tally::histogram reduced(c.axis.make(), exact_options());
+      reduced.assign_exact_digits(digits, flow, samples_seen);
+      EXPECT_TRUE(reduced == whole);
+      EXPECT_TRUE(same_elements(reduced.sums(), whole.sums()));
+    }
+  }
+}
+
+TEST(ExactSums, DigitsNeedExactSumsAndTheirCount) {
+  const auto expect_error = [](auto&& call, const std::string& words) {
+    try {
+      call();
+      ADD_FAILURE() << "no error; expected one saying: " << words;
+    } catch (const tally::error& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  tally::histogram exact(tally::axis::regular(8, 0.0, 1.0), exact_options());
+  const std::vector<std::uint64_t> digits = exact.exact_digits();
+  EXPECT_EQ(digits.size(), 8u * tally::exact_digits_per_cell);
+  expect_error([&] { exact.assign_exact_digits(std::vector<std::uint64_t>(digits.size() - 1), {}, 0); },
+               "71 a cell");
+  tally::histogram plain(tally::axis::regular(8, 0.0, 1.0), options_with(count_type::u64, true, true));
+  expect_error([&] { (void)plain.exact_digits(); }, "keeps no exact sums");
+  expect_error([&] { plain.assign_exact_digits(digits, {}, 0); }, "keeps no exact sums");
+}
+
 TEST(ExactSums, NDPartsEqualOneFill) {
   std::mt19937_64 gen(2112);
   const auto kinds = every_axis_kind();

@@ -67,6 +67,10 @@ struct options {
   int threads = 0;
 };
 
+/// The u64 digits of one cell's exact sum in histogram::exact_digits: each of its 34 fixed-point
+/// limbs' two 32-bit halves, then a counter for each of +inf, -inf and NaN.
+constexpr int exact_digits_per_cell = 71;
+
 /// Samples dropped from the bins. For N-D, a dropped sample is counted once, under the
 /// reason of the first axis (in axis order) that rejects it.
 struct flow_counts {
@@ -99,6 +103,16 @@ class histogram {
   /// the wrong number of cells, the wrong kind, or a count beyond a u32 histogram's storage.
   void assign(const std::vector<std::uint64_t>& counts, flow_counts dropped, std::uint64_t samples);
   void assign(const std::vector<double>& sums, flow_counts dropped, std::uint64_t samples);
+
+  /// options::exact_sums: each cell's exact sum as exact_digits_per_cell u64 digits, row-major,
+  /// in a form any integer sum adds without carries (NCCL's, an MPI or torch.distributed
+  /// all-reduce): the digit-wise sum of fewer than 2^31 histograms' digits, given to
+  /// assign_exact_digits, is their merge bit for bit. Throws tally::error without exact sums.
+  std::vector<std::uint64_t> exact_digits() const;
+  /// Sets every cell's exact sum from digits as exact_digits gives them (or sums of them), the
+  /// flow counters and samples(), as assign does; throws tally::error, changing nothing, for the
+  /// wrong number of digits or a histogram without exact sums.
+  void assign_exact_digits(const std::vector<std::uint64_t>& digits, flow_counts dropped, std::uint64_t samples);
 
   /// Adds other's cells, flow counters and samples() into this histogram: the merge of
   /// histograms filled with parts of the data (`h += h` doubles h). `other` must have the same

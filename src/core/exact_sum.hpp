@@ -270,4 +270,34 @@ template <class Format = f32_exact> TALLY_HD double exact_value(const std::uint6
   return negative ? -x : x;
 }
 
+/// A wide cell as digits that an integer sum (NCCL's, torch.distributed's) adds without carries:
+/// each limb's low and high 32 bits in a word of its own, then one counter a flag (+inf, -inf,
+/// NaN). Digit-wise sums of fewer than 2^31 cells' digits stay below 2^63, and join_wide_digits
+/// turns them into the cells' exact sum: the limbs with their carries, each flag set where its
+/// counter is not 0.
+constexpr int kWideDigits = 2 * kWideWords + 3;
+
+TALLY_HD inline void split_wide_digits(const std::uint64_t* cell, std::uint64_t* digits) {
+  for (int k = 0; k < kWideWords; ++k) {
+    digits[2 * k] = cell[k] & 0xFFFFFFFFu;
+    digits[2 * k + 1] = cell[k] >> 32;
+  }
+  const std::uint64_t flags = cell[kWideWords];
+  digits[2 * kWideWords] = (flags & exact_plus_inf) != 0;
+  digits[2 * kWideWords + 1] = (flags & exact_minus_inf) != 0;
+  digits[2 * kWideWords + 2] = (flags & exact_nan) != 0;
+}
+
+TALLY_HD inline void join_wide_digits(const std::uint64_t* digits, std::uint64_t* cell) {
+  std::uint64_t carry = 0;  // below 2^31: the top of a digit sum below 2^63
+  for (int k = 0; k < kWideWords; ++k) {
+    const std::uint64_t lo = digits[2 * k] + carry;
+    const std::uint64_t hi = digits[2 * k + 1] + (lo >> 32);
+    cell[k] = (lo & 0xFFFFFFFFu) | (hi << 32);
+    carry = hi >> 32;
+  }  // the last carry is 2^2176: the sum's modulus drops it
+  cell[kWideWords] = (digits[2 * kWideWords] ? exact_plus_inf : 0u) | (digits[2 * kWideWords + 1] ? exact_minus_inf : 0u) |
+                     (digits[2 * kWideWords + 2] ? exact_nan : 0u);
+}
+
 }  // namespace tally::detail

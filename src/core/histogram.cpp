@@ -352,6 +352,29 @@ void histogram::assign(const std::vector<double>& sums, flow_counts dropped, std
   samples_ = samples;
 }
 
+static_assert(exact_digits_per_cell == detail::kWideDigits, "the public digit count is the core's");
+
+std::vector<std::uint64_t> histogram::exact_digits() const {
+  if (!opts_.exact_sums) throw error("exact_digits: the histogram keeps no exact sums (options.exact_sums)");
+  std::vector<std::uint64_t> digits(detail::times(static_cast<std::size_t>(cells_), detail::kWideDigits));
+  for (std::int64_t i = 0; i < cells_; ++i)
+    detail::split_wide_digits(exact_.data() + i * detail::kWideCellWords, digits.data() + i * detail::kWideDigits);
+  return digits;
+}
+
+void histogram::assign_exact_digits(const std::vector<std::uint64_t>& digits, flow_counts dropped, std::uint64_t samples) {
+  if (!opts_.exact_sums) throw error("assign_exact_digits: the histogram keeps no exact sums (options.exact_sums)");
+  if (digits.size() != static_cast<std::size_t>(cells_) * detail::kWideDigits)
+    throw error("assign_exact_digits: " + std::to_string(digits.size()) + " digits given to a histogram of " +
+                std::to_string(cells_) + " cells (" + std::to_string(detail::kWideDigits) + " a cell)");
+  check_assign(static_cast<std::size_t>(cells_), true, dropped);
+  for (std::int64_t i = 0; i < cells_; ++i)
+    detail::join_wide_digits(digits.data() + i * detail::kWideDigits, exact_.data() + i * detail::kWideCellWords);
+  round_exact();
+  flow_ = dropped;
+  samples_ = samples;
+}
+
 std::vector<std::int64_t> histogram::shape() const {
   std::vector<std::int64_t> s;
   for (const auto& a : axes_) s.push_back(a.bins());
