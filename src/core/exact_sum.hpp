@@ -277,7 +277,7 @@ template <class Format = f32_exact> TALLY_HD double exact_value(const std::uint6
 /// counter is not 0.
 constexpr int kWideDigits = 2 * kWideWords + 3;
 
-TALLY_HD inline void split_wide_digits(const std::uint64_t* cell, std::uint64_t* digits) {
+TALLY_HD void split_wide_digits(const std::uint64_t* cell, std::uint64_t* digits) {
   for (int k = 0; k < kWideWords; ++k) {
     digits[2 * k] = cell[k] & 0xFFFFFFFFu;
     digits[2 * k + 1] = cell[k] >> 32;
@@ -288,7 +288,7 @@ TALLY_HD inline void split_wide_digits(const std::uint64_t* cell, std::uint64_t*
   digits[2 * kWideWords + 2] = (flags & exact_nan) != 0;
 }
 
-TALLY_HD inline void join_wide_digits(const std::uint64_t* digits, std::uint64_t* cell) {
+TALLY_HD void join_wide_digits(const std::uint64_t* digits, std::uint64_t* cell) {
   std::uint64_t carry = 0;  // below 2^31: the top of a digit sum below 2^63
   for (int k = 0; k < kWideWords; ++k) {
     const std::uint64_t lo = digits[2 * k] + carry;
