@@ -317,6 +317,24 @@ void assign_cells(py_histogram& h, nb::ndarray<const T, nb::ndim<1>, nb::c_conti
   h.locked([&](tally::histogram& t) { t.assign(v, f, samples); });
 }
 
+/// tally::histogram::exact_digits as a (cells, exact_digits_per_cell) uint64 array that owns them.
+nb::ndarray<nb::numpy, std::uint64_t, nb::ndim<2>> exact_digits(const py_histogram& h) {
+  auto digits = std::make_unique<std::vector<std::uint64_t>>(
+      h.locked([](const tally::histogram& t) { return t.exact_digits(); }));
+  const std::size_t dims[2] = {static_cast<std::size_t>(h.get().size()),
+                               static_cast<std::size_t>(tally::exact_digits_per_cell)};
+  nb::capsule owner(digits.get(), [](void* p) noexcept { delete static_cast<std::vector<std::uint64_t>*>(p); });
+  return nb::ndarray<nb::numpy, std::uint64_t, nb::ndim<2>>(digits.release()->data(), 2, dims, owner);
+}
+
+/// tally::histogram::assign_exact_digits from exact_digits' digits (or their sums), of any shape.
+void assign_exact_digits(py_histogram& h, nb::ndarray<const std::uint64_t, nb::c_contig, nb::device::cpu> digits,
+                         std::tuple<std::uint64_t, std::uint64_t, std::uint64_t> dropped, std::uint64_t samples) {
+  const std::vector<std::uint64_t> v(digits.data(), digits.data() + digits.size());
+  const tally::flow_counts f{std::get<0>(dropped), std::get<1>(dropped), std::get<2>(dropped)};
+  h.locked([&](tally::histogram& t) { t.assign_exact_digits(v, f, samples); });
+}
+
 /// The locks of several histograms (each once, however often it appears), taken in address
 /// order: every call that holds more than one lock takes them in this one order, so two calls
 /// over the same histograms in different orders (a += b and b += a) cannot deadlock.
@@ -662,6 +680,8 @@ NB_MODULE(_tally, m) {
       .def_prop_ro("axes", [](const py_histogram& h) { return h.get().axes(); })
       .def("assign", &assign_cells<std::uint64_t>, "cells"_a, "flow"_a, "samples"_a)
       .def("assign", &assign_cells<double>, "cells"_a, "flow"_a, "samples"_a)
+      .def("exact_digits", &exact_digits)
+      .def("assign_exact_digits", &assign_exact_digits, "digits"_a, "flow"_a, "samples"_a)
       .def("to_bytes", &py_histogram::to_bytes)
       .def_static("from_bytes", &py_histogram::from_bytes, "data"_a, "backend"_a, nb::rv_policy::take_ownership);
 

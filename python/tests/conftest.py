@@ -40,6 +40,18 @@ def samples(rng, type_name, n, distribution, lo=None, hi=None):
     return x.astype(dtype)
 
 
+def spread_weights(rng, n, specials):
+    """Weights whose float64 sums depend on the order: magnitudes 2^-60 .. 2^60 of both signs, one
+    in eight the negation of the one before; with `specials`, two infinities and a NaN."""
+    w = rng.uniform(1, 2, n) * 2.0 ** rng.integers(-60, 61, n) * rng.choice([-1.0, 1.0], n)
+    cancel = np.flatnonzero(rng.integers(0, 8, n) == 0)
+    cancel = cancel[cancel > 0]
+    w[cancel] = -w[cancel - 1]
+    if specials:
+        w[n // 4], w[n // 2], w[3 * n // 4] = np.inf, -np.inf, np.nan
+    return w
+
+
 def assert_same_array(got, want):
     """Same dtype, shape and bits (so edges compare bit for bit, -0.0 and NaN included)."""
     assert isinstance(got, np.ndarray), type(got)

@@ -10,25 +10,13 @@ import numpy as np
 import pytest
 
 import tally
-from conftest import DISTRIBUTIONS, assert_same_array, bins_by_edges, samples
+from conftest import DISTRIBUTIONS, assert_same_array, bins_by_edges, samples, spread_weights
 
 AXES = {
     "regular": (lambda: tally.axis.regular(37, -1.3, 2.7), -2.0, 3.5),
     "variable": (lambda: tally.axis.variable(np.sort(np.r_[-1.3, 2.7, np.linspace(-1, 2.5, 21) + 0.01])), -2.0, 3.5),
     "integer": (lambda: tally.axis.integer(-7, 23), -12, 30),
 }
-
-
-def spread_weights(rng, n, specials):
-    """Weights whose float64 sums depend on the order: magnitudes 2^-60 .. 2^60 of both signs, one
-    in eight the negation of the one before; with `specials`, two infinities and a NaN."""
-    w = rng.uniform(1, 2, n) * 2.0 ** rng.integers(-60, 61, n) * rng.choice([-1.0, 1.0], n)
-    cancel = np.flatnonzero(rng.integers(0, 8, n) == 0)
-    cancel = cancel[cancel > 0]
-    w[cancel] = -w[cancel - 1]
-    if specials:
-        w[n // 4], w[n // 2], w[3 * n // 4] = np.inf, -np.inf, np.nan
-    return w
 
 
 def correctly_rounded(weights):
@@ -116,6 +104,42 @@ def test_two_dimensions_with_flow(rng):
         h.fill(np.stack([x[p], y[p]], axis=1), weight=w[p])
         merged += h
     assert merged == whole
+
+
+def test_summed_digits_of_parts_assigned_equal_one_fill(rng):
+    """What tally.distributed.all_reduce does with exact sums: the parts' exact_digits added as
+    plain integers (no carries) and assigned back equal one fill bit for bit."""
+    make, lo, hi = AXES["variable"]
+    n = 6000
+    x = samples(rng, "f64", n, "hot", lo, hi)
+    w = spread_weights(rng, n, specials=True)
+    whole = tally.Histogram(make(), weighted=True, exact_sums=True, flow=True)
+    whole.fill(x, weight=w)
+    digits, flow = 0, np.zeros(3, np.uint64)
+    for p in parts_of(n, 3, rng):
+        part = tally.Histogram(make(), weighted=True, exact_sums=True, flow=True)._hists[0]
+        part.fill([x[p]], w[p])
+        d = part.exact_digits()
+        assert d.dtype == np.uint64 and d.shape == (make().bins, 71)
+        digits = digits + d
+        flow += np.array(part.flow(), np.uint64)
+    reduced = tally.Histogram(make(), weighted=True, exact_sums=True, flow=True)
+    reduced._hists[0].assign_exact_digits(digits, tuple(flow.tolist()), n)
+    assert reduced == whole
+    assert_same_array(reduced.values(), whole.values())
+    assert np.isnan(whole.values()).any()  # the specials reached the cells
+
+
+def test_exact_digits_need_exact_sums_and_their_count():
+    exact = tally.Histogram(tally.axis.integer(0, 4), weighted=True, exact_sums=True)._hists[0]
+    digits = exact.exact_digits()
+    with pytest.raises(ValueError, match="71 a cell"):
+        exact.assign_exact_digits(digits.ravel()[1:], (0, 0, 0), 0)
+    plain = tally.Histogram(tally.axis.integer(0, 4), weighted=True)._hists[0]
+    with pytest.raises(ValueError, match="keeps no exact sums"):
+        plain.exact_digits()
+    with pytest.raises(ValueError, match="keeps no exact sums"):
+        plain.assign_exact_digits(digits, (0, 0, 0), 0)
 
 
 def test_exact_and_plain_sums_do_not_mix():

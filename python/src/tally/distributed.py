@@ -3,16 +3,17 @@
 - ``all_reduce(x, group=None)``: sums ``x`` over the ranks of a ``torch.distributed`` process
   group, in place, and returns it: a torch tensor of counts or sums (CUDA tensors for the NCCL
   backend, CPU ones for gloo), or a :class:`tally.Histogram` (its cells are on the host; they
-  travel as an int64 tensor of counts, flow counters and samples, exact, or a float64 tensor of
-  sums, on the current CUDA device for NCCL and on the CPU otherwise).
+  travel, on the current CUDA device for NCCL and on the CPU otherwise, as one int64 tensor of
+  counts or exact sums' digits, flow counters and samples, plus a float64 tensor of plain sums).
 - ``sharded_histogram(shards, bins, range, weights=None)``: numpy.histogram of the shards taken
   together, for one process holding one array on each of several GPUs: each shard is
   histogrammed on its own device and the counts are added on the first shard's device.
 
-Counts are exact. Sums of float weights are added in the collective's order (NCCL's ring or
-tree), so they may differ in the last bits from one histogram of all the data unless every
-partial sum is exact (integer weights, say). Every rank must pass a histogram of the same axes
-and options: the collective cannot check that.
+Counts are exact, and so are the sums of a histogram with ``exact_sums=True``: the reduced
+histogram equals one histogram of all the data bit for bit. Plain float64 sums of weights are
+added in the collective's order (NCCL's ring or tree), so they may differ in the last bits from
+one histogram of all the data unless every partial sum is exact (integer weights, say). Every
+rank must pass a histogram of the same axes and options: the collective cannot check that.
 """
 
 import numpy as np
@@ -54,20 +55,37 @@ def all_reduce(x, group=None):
 def _all_reduce_histogram(h, group):
     torch, dist = _torch_distributed()
     device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend(group) == "nccl" else "cpu"
-    for part in h._hists:
-        flow = part.flow() if h._flow else (0, 0, 0)
-        tally_words = torch.tensor([*flow, part.samples], dtype=torch.int64, device=device)
-        values = np.ascontiguousarray(part.values()).ravel()
-        cells = torch.from_numpy(values).to(device)
-        # Two collectives for the two dtypes, in the same order on every rank.
-        dist.all_reduce(cells, op=dist.ReduceOp.SUM, group=group)
-        dist.all_reduce(tally_words, op=dist.ReduceOp.SUM, group=group)
-        words = tally_words.cpu().tolist()
-        summed = cells.cpu().numpy()
-        if values.dtype == np.int64:
-            summed = summed.astype(np.uint64)
-        part.assign(summed, tuple(words[:3]), words[3])
+    # Each part's cells: float64 sums, or uint64 counts or exact sums' digits (which an integer
+    # sum adds without carries); then its flow counters and samples.
+    cells = [part.exact_digits().ravel() if part.exact_sums else np.ascontiguousarray(part.values()).ravel()
+             for part in h._hists]
+    cells = [c if c.dtype == np.float64 else c.view(np.uint64) for c in cells]
+    words = [np.array([*(part.flow() if h._flow else (0, 0, 0)), part.samples], np.uint64) for part in h._hists]
+    summed = _all_reduce_arrays(cells + words, torch, dist, device, group)
+    for part, c, w in zip(h._hists, summed, summed[len(h._hists):]):
+        flow, samples = tuple(w[:3].tolist()), int(w[3])
+        if part.exact_sums:
+            part.assign_exact_digits(c, flow, samples)
+        else:
+            part.assign(c, flow, samples)
     return h
+
+
+def _all_reduce_arrays(arrays, torch, dist, device, group):
+    """The float64 and uint64 ``arrays`` summed over the ranks: one collective a dtype, float64
+    first, so the same sequence on every rank. uint64 travels as int64, whose sum wraps alike."""
+    out = list(arrays)
+    for dtype in (np.float64, np.uint64):
+        which = [i for i, a in enumerate(arrays) if a.dtype == dtype]
+        if not which:
+            continue
+        flat = np.concatenate([arrays[i] for i in which])
+        t = torch.from_numpy(flat.view(np.int64) if dtype == np.uint64 else flat).to(device)
+        dist.all_reduce(t, op=dist.ReduceOp.SUM, group=group)
+        total = t.cpu().numpy().view(dtype)
+        for i, piece in zip(which, np.split(total, np.cumsum([arrays[i].size for i in which])[:-1])):
+            out[i] = piece
+    return out
 
 
 def sharded_histogram(shards, bins, range, weights=None):
