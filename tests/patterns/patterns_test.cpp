@@ -4,6 +4,7 @@
 // device copies that keep the address modulo 256) and are skipped, never passed, without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cfloat>
 #include <cmath>
@@ -234,6 +235,64 @@ TEST(PatternsBounds, SigmoidFamilyWithinTwoToTheMinus23OnEvery16BitInput) {
   check("sigmoid", tally::ops::sigmoid{});
   check("silu", tally::ops::silu{});
   check("gelu_tanh", tally::ops::gelu_tanh{});
+}
+
+/// The premise of the CUDA backend's fast 16-bit gelu_erf (rounded_gelu_erf in
+/// src/patterns/cuda/elementwise.cu): its formula, ops::detail::gelu_erf_estimate, with exact
+/// 2^u and 1/v (correctly rounded) in place of the GPU's approximations, is within 6 * 2^-23
+/// (relative; 5.9 by the comment's count) of 0.5 x erfc(z), z = -x / sqrt 2 rounded to f32 as
+/// ops::gelu_erf rounds it, on every finite f16 and bf16 input whose value is at least 2^-122
+/// (below, the fast path needs no bound: its f16 results round to zero, its bf16 ones take the
+/// accurate formula). Measured: 2.4 (f16) and 2.2 (bf16) times 2^-23.
+TEST(PatternsBounds, GeluErfEstimateWithinSixTimesTwoToTheMinus23OnEvery16BitInput) {
+  const auto ex2 = [](float u) { return static_cast<float>(std::exp2(static_cast<double>(u))); };
+  const auto rcp = [](float v) { return 1.0f / v; };
+  for (dtype t : {dtype::f16, dtype::bf16}) {
+    double worst = 0;
+    for (float x : every_16bit_value(t)) {
+      if (!std::isfinite(x)) continue;
+      const float z = -x * 0.70710678118654752f;
+      const long double exact = 0.5L * x * std::erfc(static_cast<long double>(z));
+      if (std::fabs(exact) < 0x1p-122L) continue;
+      const float y = tally::ops::detail::gelu_erf_estimate(x, ex2, rcp);
+      worst = std::max(worst, static_cast<double>(std::fabs(y - exact) / std::fabs(exact)));
+    }
+    EXPECT_LE(worst, 6 * 0x1p-23) << tally::name_of(t);
+  }
+}
+
+/// Every f16 and bf16 input of gelu_erf: the 16-bit result is, bit for bit, the f32 result of the
+/// same input on the same backend rounded to the type (NaN: both NaN), and within the
+/// activation's bound (finite inputs). On the CUDA backend this checks the fast 16-bit path's
+/// claim of rounding exactly as the accurate formula.
+TEST_P(Patterns, GeluErfOfEvery16BitInputIsItsF32ResultRounded) {
+  const activation& a = activations().back();
+  ASSERT_EQ(a.op, tally::unary_op::gelu_erf);
+  for (dtype t : {dtype::f16, dtype::bf16}) {
+    SCOPED_TRACE(std::string(tally::name_of(t)));
+    std::vector<std::uint16_t> x(65536), y(65536);
+    for (std::uint32_t b = 0; b < 65536; ++b) x[b] = static_cast<std::uint16_t>(b);
+    tally::unary(a.op, t, x.data(), y.data(), 65536, run());
+    const std::vector<float> xf = every_16bit_value(t);
+    std::vector<float> yf(xf.size());
+    tally::unary(a.op, dtype::f32, xf.data(), yf.data(), static_cast<std::int64_t>(xf.size()), run());
+    buffer got(t, 1), want(t, 1);
+    int bad = 0;
+    for (std::uint32_t b = 0; b < 65536 && bad < 5; ++b) {
+      std::memcpy(got.at(0), &y[b], 2);
+      want.set(0, yf[b]);
+      std::uint16_t want_bits;
+      std::memcpy(&want_bits, want.at(0), 2);
+      const double yi = got.get(0);
+      const bool same = y[b] == want_bits || (std::isnan(yi) && std::isnan(yf[b]));
+      const bool within = !std::isfinite(xf[b]) || acceptable(a, t, xf[b], yi);
+      if (!same || !within) {
+        ++bad;
+        ADD_FAILURE() << "x=" << xf[b] << " (bits " << x[b] << ") y=" << yi << " (bits " << y[b] << ") f32 " << yf[b]
+                      << " rounded bits " << want_bits << " exact=" << a.exact(xf[b]);
+      }
+    }
+  }
 }
 
 /// Every f16 and bf16 input of the sigmoid family: within the activation's bound (finite inputs)

@@ -86,6 +86,41 @@ TALLY_OP_HD float scaled_sigmoid(float t, float s) {
 
 TALLY_OP_HD float scaled_sigmoid(sigmoid_args a) { return scaled_sigmoid(a.t, a.s); }
 
+/// 0.5 x erfc(z), z = -x / sqrt 2 rounded to f32 as gelu_erf rounds it, by one short formula: the
+/// CUDA backend's fast path for 16-bit results (src/patterns/cuda/elementwise.cu states its error
+/// bound; tests/patterns/patterns_test.cpp checks it on every f16 and bf16 input). With a = |z|:
+/// erfc(a) = e^-a^2 r S(t), r = 1 / (a + 2), t = (a - 2) r in [-1, 1), S a degree-8 polynomial
+/// fitted to erfcx(a) (a + 2) for a in [0, 9.5]; erfc(-a) = 2 - erfc(a). For e^-a^2, a^2 = q + q_lo
+/// exactly (fma), 2^(-q log2 e) is taken at its f32 rounding u and multiplied by 1 + c for the
+/// rest, c = (-q log2 e - u) ln 2 - q_lo (|c| < 2^-16: c^2 is negligible). ex2(u) = 2^u and
+/// rcp(v) = 1 / v are passed in: the GPU's fast approximations, or exact ones on the host.
+template <class Ex2, class Rcp> TALLY_OP_HD float gelu_erf_estimate(float x, Ex2 ex2, Rcp rcp) {
+  constexpr float inv_sqrt2 = 0.70710678118654752f;
+  constexpr float log2e = 1.44269504088896341f;
+  constexpr float log2e_lo_ln2 = 1.33497582e-8f;  // (log2 e - log2e) ln 2
+  constexpr float ln2 = 0.693147180559945309f;
+  const float a = fabsf(x) * inv_sqrt2;  // |-x * inv_sqrt2|: rounding is symmetric
+  const float q = a * a, q_lo = fmaf(a, a, -q);
+  const float u = -q * log2e;
+  const float c = fmaf(fmaf(-q, log2e, -u), ln2, fmaf(-q, log2e_lo_ln2, -q_lo));
+  const float r = rcp(a + 2.0f);
+  const float t = (a - 2.0f) * r;
+  float p = -0x1.e26ea4p-12f;
+  p = fmaf(p, t, -0x1.8a5a42p-11f);
+  p = fmaf(p, t, 0x1.8680e4p-9f);
+  p = fmaf(p, t, 0x1.a5c712p-8f);
+  p = fmaf(p, t, -0x1.5ffe8ep-6f);
+  p = fmaf(p, t, -0x1.2a799ep-5f);
+  p = fmaf(p, t, 0x1.1e2d4ep-2f);
+  p = fmaf(p, t, -0x1.5fd390p-1f);
+  p = fmaf(p, t, 0x1.058672p+0f);
+  float e = ex2(u);
+  e = fmaf(e, c, e);
+  const float w = e * r * p;  // erfc(a)
+  const float h = 0.5f * x;
+  return x > 0.0f ? fmaf(-h, w, x) : h * w;
+}
+
 }  // namespace detail
 
 /// 1 / (1 + e^-x), within 1.5 ulp of the exact value over all f32 (tests/patterns/patterns_test.cpp
