@@ -41,7 +41,10 @@ def measure(workers, args):
             distributed.Client(cluster) as client:
         rs = da.random.RandomState(RandomState=cupy.random.RandomState)
         x = rs.random_sample(n, chunks=args.chunk).astype(cupy.float32).persist()
-        w = rs.random_sample(n, chunks=args.chunk).astype(cupy.float32).persist()
+        distributed.wait(x)
+        # Weights made from x where its chunks lie, so that a chunk and its weights share a GPU
+        # (separately made arrays may land on different workers, whose fill then moves a chunk).
+        w = (1 - x).persist()
         k = rs.randint(0, 4096, n, chunks=args.chunk, dtype=cupy.int32).persist()
         distributed.wait([x, w, k])
         # Every chunk on a GPU: the workers hold cupy arrays, spread over all of them.
