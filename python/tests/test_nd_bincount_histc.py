@@ -109,18 +109,23 @@ def test_bincount_empty_and_large_values(rng):
 
 
 def test_bincount_guesses_the_length_from_the_last_call(rng):
-    """Unweighted bincount counts into a guessed length (the last call's, a power of two) in one
-    pass and cuts the result after its last nonzero count; data beyond the guess are counted
-    again at their own length. Lengths that grow, shrink, sit on a power of two or below
-    minlength give numpy's results."""
+    """Unweighted bincount of host data of at least the guessed length (the last call's, a power
+    of two) counts into it in one pass and cuts the result after its last nonzero count; data
+    beyond the guess are counted again at their own length (shorter data find their maximum
+    first). Lengths that grow, shrink, sit on a power of two or below minlength give numpy's
+    results."""
     for top in [3, 5000, 5000, 2**12, 2**12 + 1, 70000, 10, 2**20 + 7, 1, 2**16, 2**16 - 1, 0]:
-        x = rng.integers(0, top + 1, 5001)
+        x = rng.integers(0, top + 1, max(5001, 2 * top + 2))
         x[rng.integers(0, x.size)] = top  # the maximum is there
         for minlength in (0, 1, top + 1, top + 2, 3000):
             assert_same_array(tally.bincount(x, minlength=minlength), np.bincount(x, minlength=minlength))
-    # One sample at the end of the guess, and counts whose last bins are zero.
-    tally.bincount(np.array([5000]))
-    for x in (np.array([8191]), np.array([8192]), np.array([0, 0, 7])):
+    # The maximum at the end of the guess, just beyond it, and counts whose last bins are zero.
+    tally.bincount(np.full(2**14, 5000))
+    for last in (8191, 8192, 7):
+        x = np.zeros(2**14, np.int64)
+        x[-1] = last
+        assert_same_array(tally.bincount(x), np.bincount(x))
+    for x in (np.array([8191]), np.array([0, 0, 7])):  # fewer samples than the guess
         assert_same_array(tally.bincount(x), np.bincount(x))
 
 

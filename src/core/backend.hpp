@@ -35,6 +35,9 @@ struct channels_job {
   std::vector<fill_job> per_channel;
 };
 
+/// The hardware threads of this machine (at least 1), read once per process.
+int hardware_threads();
+
 /// Throws tally::error if adding `add` (job.cells counts) to the job's storage would overflow a
 /// cell.
 void check_counts(const fill_job& job, const std::uint64_t* add);

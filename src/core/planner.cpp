@@ -4,6 +4,7 @@
 #include <string>
 #include <thread>
 
+#include "core/backend.hpp"
 #include "core/exact_sum.hpp"
 #include "core/partition.hpp"
 #include "tally/error.hpp"
@@ -62,11 +63,6 @@ std::int64_t partition_chunk(std::int64_t n, std::int64_t most) {
   return tiles * kPartitionTile;
 }
 
-int hardware_threads() {
-  unsigned t = std::thread::hardware_concurrency();
-  return t == 0 ? 1 : static_cast<int>(t);
-}
-
 policy plan_cpu(const plan_request& r) {
   policy p;
   p.where = backend::cpu;
@@ -75,7 +71,7 @@ policy plan_cpu(const plan_request& r) {
   // Threads: every thread zeroes and merges a private copy of all cells, so each needs
   // enough samples to pay for it; below that, fewer threads are faster. Measured (2-core VM,
   // 2^26 i64, cpu results at fcf2e16): 2 threads 1.3-2.0x one thread.
-  const int available = r.threads > 0 ? r.threads : hardware_threads();
+  const int available = r.threads > 0 ? r.threads : detail::hardware_threads();
   // Exact sums keep no private copies (threads add into the shared words atomically).
   const std::int64_t per_thread = r.exact_sums ? p.block : std::max<std::int64_t>(p.block, 2 * r.cells);
   const std::int64_t useful = std::max<std::int64_t>(1, r.n / per_thread);
@@ -505,6 +501,16 @@ policy plan_cuda(const plan_request& r) {
 }  // namespace
 
 namespace detail {
+int hardware_threads() {
+  // Asked once: the C library reads it from /sys on every call (about 6 us), which small fills
+  // would pay at each plan.
+  static const int threads = [] {
+    const unsigned t = std::thread::hardware_concurrency();
+    return t == 0 ? 1 : static_cast<int>(t);
+  }();
+  return threads;
+}
+
 std::int64_t& partition_pass_tiles() {
   static std::int64_t tiles = 0;
   return tiles;

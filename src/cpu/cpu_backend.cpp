@@ -10,7 +10,6 @@
 #include <memory>
 #include <type_traits>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/backend.hpp"
@@ -420,7 +419,7 @@ void fill_exact(const fill_job& job) {
 }
 
 bool cpu_usable(std::string& detail) {
-  detail = std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " hardware threads";
+  detail = std::to_string(hardware_threads()) + " hardware threads";
   return true;
 }
 

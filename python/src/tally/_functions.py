@@ -423,10 +423,11 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
     # _BINCOUNT_ONE_PASS_CUDA samples in CUDA memory, the last call's length (a power of two,
     # at least _BINCOUNT_GUESS_MIN), the result then cut after its last nonzero count. Sums
     # cannot tell the maximum (a bin's weights may add to 0), so weighted calls guess only
-    # minlength. A small CUDA call finds the maximum first instead: the cut's read-back and copy
-    # cost more than the pass they save (16 samples: 166 us against 90, bench/PERFORMANCE.md
-    # entry 56).
-    learn = w is None and minlength == 0 and (src.size >= _BINCOUNT_ONE_PASS_CUDA or not src.on_cuda)
+    # minlength. A small call finds the maximum first instead: in CUDA memory the cut's read-back
+    # and copy cost more than the pass they save (16 samples: 166 us against 90,
+    # bench/PERFORMANCE.md entry 56); on the host the guess's cells (zeroed, then searched for the
+    # last nonzero) cost more than reading fewer samples than cells.
+    learn = w is None and minlength == 0 and src.size >= (_BINCOUNT_ONE_PASS_CUDA if src.on_cuda else _bincount_guess[0])
     guess = _bincount_guess[0] if learn else minlength
     if guess > 0:
         axis = _tally.Axis.integer(0, int64_arg(guess, "minlength"))
