@@ -95,25 +95,37 @@ class carve {
   std::size_t size_ = 0;
 };
 
+/// Whether a CUDA device is usable, and what each is, asked once per process: every
+/// device_histogram's construction and every synchronous fill asks, and cudaGetDeviceProperties
+/// (every attribute of every device) is slow beside a small call.
 bool cuda_usable(std::string& detail) {
-  int count = 0;
-  const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess || count == 0) {
-    detail = status == cudaSuccess ? "no CUDA device found"
-                                   : std::string("no CUDA device: ") + cudaGetErrorString(status);
-    cudaGetLastError();  // leave no error behind for later calls
-    return false;
-  }
-  detail.clear();
-  for (int d = 0; d < count; ++d) {
-    cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) continue;
-    detail += (d ? "; " : "") + std::to_string(d) + ": " + prop.name + " (sm_" +
-              std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
-              std::to_string(prop.multiProcessorCount) + " SMs, " +
-              std::to_string(prop.totalGlobalMem >> 20) + " MiB)";
-  }
-  return true;
+  struct probe {
+    bool usable = false;
+    std::string detail;
+  };
+  static const probe found = [] {
+    probe p;
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess || count == 0) {
+      p.detail = status == cudaSuccess ? "no CUDA device found"
+                                       : std::string("no CUDA device: ") + cudaGetErrorString(status);
+      cudaGetLastError();  // leave no error behind for later calls
+      return p;
+    }
+    p.usable = true;
+    for (int d = 0; d < count; ++d) {
+      cudaDeviceProp prop{};
+      if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) continue;
+      p.detail += (d ? "; " : "") + std::to_string(d) + ": " + prop.name + " (sm_" +
+                  std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
+                  std::to_string(prop.multiProcessorCount) + " SMs, " +
+                  std::to_string(prop.totalGlobalMem >> 20) + " MiB)";
+    }
+    return p;
+  }();
+  detail = found.detail;
+  return found.usable;
 }
 
 bool cuda_owns(const void* p) { return device_of(p) >= 0; }
