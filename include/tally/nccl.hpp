@@ -32,7 +32,7 @@ bool nccl_available();
 ///
 /// Counts equal one fill of all ranks' samples exactly. Exact sums (options::exact_sums) travel
 /// as digits that NCCL's u64 sum adds without carries (71 words a cell, in temporary memory from
-/// tally's pool on `stream`), carried back into the words and rounded after it: they equal one
+/// the histogram's allocator on `stream`), carried back into the words and rounded after it: they equal one
 /// fill of all the data bit for bit, on every run. For such a histogram call it outside any
 /// ncclGroupStart/End of the caller's (one thread a device, or sharded_fill for one thread that
 /// drives several) and with a blocking communicator: a group or a non-blocking communicator would

@@ -150,8 +150,9 @@ const kept_tables* tables_for(int device, const std::vector<axis>& axes) {
 
 /// Device memory: the destination (cells + 3 u64 slots whose last three are the flow counters;
 /// or cells f64 sums, with options::exact_sums the cells' wide words and flags, and 3 u64 flow
-/// counters), then the tables and a 1.0 (the weight of an unweighted fill of sums). `words` is the host source of the tables' copy, kept for the
-/// object's lifetime so that the asynchronous copy never reads freed memory. Where integer
+/// counters), then the tables and a 1.0 (the weight of an unweighted fill of sums). `words` is
+/// the host source of the tables' copy, kept for the object's lifetime so that the asynchronous
+/// copy never reads freed memory. Where integer
 /// samples need no tables (rules::integers_need_no_tables), the memory holds only the 1.0, and
 /// the first fill of float samples uploads the tables and a 1.0 to memory of their own.
 struct device_histogram::state {
@@ -584,6 +585,16 @@ namespace detail {
 std::uint64_t* device_cells::wide(device_histogram& h) {
   require_state(h.state_.get());
   return h.opts_.exact_sums ? reinterpret_cast<std::uint64_t*>(h.state_->memory + h.state_->wide_at) : nullptr;
+}
+
+void* device_cells::allocate(const device_histogram& h, std::size_t bytes, void* stream) {
+  require_state(h.state_.get());
+  return stream_memory(h.state_->allocator, bytes, stream).release();
+}
+
+void device_cells::deallocate(const device_histogram& h, void* p, std::size_t bytes, void* stream) {
+  const device_allocator& a = h.state_->allocator;
+  a.deallocate(a.context, p, bytes, stream);
 }
 
 }  // namespace detail

@@ -12,17 +12,53 @@
 namespace tally::detail::cuda {
 namespace {
 
-/// Each cell's f32-format words (units of 2^-149) added into its wide words, and its flags or-ed in.
-/// One thread a cell: the wide words are the launch's own, so plain additions.
-__global__ void widen_exact_kernel(const std::uint64_t* words, const unsigned* flags, std::int64_t cells,
-                                   std::uint64_t* wide) {
+/// op(c) for every cell c, one thread a cell, grid-stride: each cell's words are that thread's
+/// alone, so plain additions.
+template <class Op> __global__ void each_cell_kernel(std::int64_t cells, Op op) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < cells; c += stride) {
+  for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < cells; c += stride) op(c);
+}
+
+/// Launches each_cell_kernel in blocks of 256 threads (at most 4096 blocks, grid-stride beyond).
+template <class Op> void for_each_cell(std::int64_t cells, Op op, cudaStream_t stream) {
+  const auto blocks = static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((cells + 255) / 256, 4096)));
+  each_cell_kernel<<<blocks, 256, 0, stream>>>(cells, op);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+/// A cell's f32-format words (units of 2^-149) added into its wide words, its flags or-ed in.
+struct widen_op {
+  const std::uint64_t* words;
+  const unsigned* flags;
+  std::uint64_t* wide;
+  __device__ void operator()(std::int64_t c) const {
     std::uint64_t* cell = wide + c * kWideCellWords;
     add_f32_words_to_wide(cell, words + c * kExactWords, plain_fetch_add{});
     cell[kWideWords] |= flags[c];
   }
-}
+};
+
+/// A cell's wide words and flags correctly rounded into its f64 sum.
+struct round_op {
+  const std::uint64_t* wide;
+  double* sums;
+  __device__ void operator()(std::int64_t c) const {
+    const std::uint64_t* cell = wide + c * kWideCellWords;
+    sums[c] = exact_value<wide_exact>(cell, static_cast<unsigned>(cell[kWideWords]));
+  }
+};
+
+struct split_op {
+  const std::uint64_t* wide;
+  std::uint64_t* digits;
+  __device__ void operator()(std::int64_t c) const { split_wide_digits(wide + c * kWideCellWords, digits + c * kWideDigits); }
+};
+
+struct join_op {
+  const std::uint64_t* digits;
+  std::uint64_t* wide;
+  __device__ void operator()(std::int64_t c) const { join_wide_digits(digits + c * kWideDigits, wide + c * kWideCellWords); }
+};
 
 /// The wide atomics' arguments: the fill's samples and weights, the cells' wide words.
 struct exact_wide_args {
@@ -57,52 +93,22 @@ template <class W> __global__ void exact_wide_kernel(exact_wide_args a) {
   add_warp_flow(under, over, nan, a.flow);
 }
 
-/// One thread a cell, grid-stride: each of round_wide, split_wide and join_wide.
-__global__ void round_wide_kernel(const std::uint64_t* wide, std::int64_t cells, double* sums) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < cells; c += stride) {
-    const std::uint64_t* cell = wide + c * kWideCellWords;
-    sums[c] = exact_value<wide_exact>(cell, static_cast<unsigned>(cell[kWideWords]));
-  }
-}
-
-__global__ void split_wide_kernel(const std::uint64_t* wide, std::int64_t cells, std::uint64_t* digits) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < cells; c += stride)
-    split_wide_digits(wide + c * kWideCellWords, digits + c * kWideDigits);
-}
-
-__global__ void join_wide_kernel(const std::uint64_t* digits, std::int64_t cells, std::uint64_t* wide) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < cells; c += stride)
-    join_wide_digits(digits + c * kWideDigits, wide + c * kWideCellWords);
-}
-
-/// Blocks of 256 threads for one thread a cell (at most 4096 blocks, grid-stride beyond).
-unsigned cell_blocks(std::int64_t cells) {
-  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((cells + 255) / 256, 4096)));
-}
-
 }  // namespace
 
 void round_wide(const std::uint64_t* wide, std::int64_t cells, double* sums, cudaStream_t stream) {
-  round_wide_kernel<<<cell_blocks(cells), 256, 0, stream>>>(wide, cells, sums);
-  TALLY_CUDA_CHECK(cudaGetLastError());
+  for_each_cell(cells, round_op{wide, sums}, stream);
 }
 
 void split_wide(const std::uint64_t* wide, std::int64_t cells, std::uint64_t* digits, cudaStream_t stream) {
-  split_wide_kernel<<<cell_blocks(cells), 256, 0, stream>>>(wide, cells, digits);
-  TALLY_CUDA_CHECK(cudaGetLastError());
+  for_each_cell(cells, split_op{wide, digits}, stream);
 }
 
 void join_wide(const std::uint64_t* digits, std::int64_t cells, std::uint64_t* wide, cudaStream_t stream) {
-  join_wide_kernel<<<cell_blocks(cells), 256, 0, stream>>>(digits, cells, wide);
-  TALLY_CUDA_CHECK(cudaGetLastError());
+  for_each_cell(cells, join_op{digits, wide}, stream);
 }
 
 void widen_exact(const exact_sums_args& args, std::uint64_t* wide, cudaStream_t stream) {
-  widen_exact_kernel<<<cell_blocks(args.cells), 256, 0, stream>>>(args.words, args.flags, args.cells, wide);
-  TALLY_CUDA_CHECK(cudaGetLastError());
+  for_each_cell(args.cells, widen_op{args.words, args.flags, wide}, stream);
 }
 
 void enqueue_exact_wide(const fill_input& in, std::uint64_t* wide, unsigned long long* flow, cudaStream_t stream) {

@@ -22,6 +22,9 @@ struct device_cells {
   /// options::exact_sums: the cells' wide words and flags (cells x kWideCellWords, after the
   /// f64 sums that hold their rounded values); null without exact sums.
   static std::uint64_t* wide(device_histogram& h);
+  /// Temporary device memory from the histogram's allocator, in the order of `stream`.
+  static void* allocate(const device_histogram& h, std::size_t bytes, void* stream);
+  static void deallocate(const device_histogram& h, void* p, std::size_t bytes, void* stream);
 };
 
 }  // namespace tally::detail

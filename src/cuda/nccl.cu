@@ -124,24 +124,26 @@ class nccl_group {
 
 /// options::exact_sums: the cells' exact words travel as digits that NCCL's u64 sum adds without
 /// carries (core/exact_sum.hpp). Made before the collective is enqueued: the words split into
-/// digits, in memory from tally's pool, on `stream`; finish() carries the summed digits back into
-/// the words and rounds the sums. Inactive (no memory, no work) for other histograms.
+/// digits, in memory from the histogram's allocator, on `stream`; finish() carries the summed
+/// digits back into the words and rounds the sums. Inactive (no memory, no work) for other
+/// histograms.
 class exact_digits {
  public:
   exact_digits(device_histogram& h, void* stream)
       : h_(h), stream_(static_cast<cudaStream_t>(stream)), wide_(detail::device_cells::wide(h)) {
     if (!wide_) return;
     const device_guard guard(h.device());
-    const std::size_t bytes = static_cast<std::size_t>(h.size()) * detail::kWideDigits * sizeof(std::uint64_t);
-    void* p = nullptr;
-    TALLY_CUDA_CHECK(cudaMallocFromPoolAsync(&p, bytes, detail::cuda::pool_of(h.device()), stream_));
-    digits_ = static_cast<std::uint64_t*>(p);
+    digits_ = static_cast<std::uint64_t*>(detail::device_cells::allocate(h, bytes(), stream_));
     detail::cuda::split_wide(wide_, h.size(), digits_, stream_);
   }
   ~exact_digits() {
     if (!digits_) return;
     const device_guard guard(h_.device());
-    cudaFreeAsync(digits_, stream_);  // a destructor cannot throw; an error surfaces at the next call
+    try {
+      detail::device_cells::deallocate(h_, digits_, bytes(), stream_);
+    } catch (const error&) {
+      // A destructor cannot throw; the CUDA error stays for the caller's next call to report.
+    }
   }
   exact_digits(const exact_digits&) = delete;
   exact_digits& operator=(const exact_digits&) = delete;
@@ -151,6 +153,7 @@ class exact_digits {
   exact_digits& operator=(exact_digits&&) = delete;
 
   std::uint64_t* digits() const { return digits_; }
+  std::size_t bytes() const { return static_cast<std::size_t>(h_.size()) * detail::kWideDigits * sizeof(std::uint64_t); }
   /// After the collective, on a rank that received the sums.
   void finish() const {
     if (!digits_) return;

@@ -88,8 +88,9 @@ template <class T, class Op> struct rounded_sigmoid_family {
 };
 
 /// 0.5 x erfc(-x / sqrt 2) for a result rounded to T (half or bfloat16): the same T as the
-/// accurate ops::gelu_erf rounded to T, for every x, in about 40% of its instructions. Its
-/// estimate y (ops::detail::gelu_erf_estimate, with the ex2 and rcp approximations) is within
+/// accurate ops::gelu_erf rounded to T, for every x, in about three quarters of its
+/// instructions. Its estimate y (ops::detail::gelu_erf_estimate, with the ex2 and rcp
+/// approximations) is within
 /// eps = 9.5 * 2^-23 of F = 0.5 x erfc(z), z = -x / sqrt 2 rounded to f32 as the accurate
 /// formula rounds it: ex2 2.5 ulp and its fma correction 0.5; rcp 1.5 and the rounding of a + 2
 /// 0.5, weighted by at most 1.63 (r scales the result and moves t), the rounding of a - 2 and of
