@@ -46,8 +46,10 @@ def main():
              ("tally.bincount(xi, minlength=16)", lambda: tally.bincount(xi, minlength=16)),
              ("torch.histc(x, 16, 0, 1)", lambda: torch.histc(x, 16, 0, 1)),
              ("torch.bincount(xi)", lambda: torch.bincount(xi)),
-             ("_tally.fill_on_stream alone (C++ floor)",
-              lambda: _tally.fill_on_stream([axis], [x], None, "automatic", stream, x.device.index, False))]
+             ("_tally.fill_on_stream alone (C++ floor, DLPack input)",
+              lambda: _tally.fill_on_stream([axis], [x], None, "automatic", stream, x.device.index, False)),
+             ("_tally.fill_address alone (C++ floor, address input)",
+              lambda: _tally.fill_address([axis], x.data_ptr(), 16, "f64", "automatic", stream, x.device.index))]
     for name, fn in calls:
         print(f"{name}: {per_call_us(fn, args.calls):.1f} us a call")
     for name, fn in calls[:4]:

@@ -129,6 +129,7 @@ struct fill_views {
   std::vector<tally::view> columns;
   std::optional<tally::view> weights;
 
+  fill_views() = default;
   fill_views(const std::vector<any_array>& cs, const std::optional<any_array>& ws) {
     const bool any_order = cs.size() == 1 && !ws;
     for (const auto& c : cs) columns.push_back(one_view(c, any_order));
@@ -401,13 +402,11 @@ std::vector<py_histogram*> copy_all(const std::vector<py_histogram*>& hs) {
 /// int64 (the u64 counts' bits; no bin reaches 2^63), sums as float64.
 /// With `flow`, returns (values, (underflow, overflow, nan)): the flow counts are read back
 /// after the fill, the one wait of such a call.
-nb::object fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_array>& columns,
-                          const std::optional<any_array>& weights, const std::string& strategy,
-                          std::uintptr_t stream_handle, int device, bool flow) {
-  const fill_views v(columns, weights);
+nb::object fill_views_on_stream(std::vector<tally::axis> axes, const fill_views& v, const std::string& strategy,
+                                std::uintptr_t stream_handle, int device, bool flow) {
   auto* stream = reinterpret_cast<void*>(stream_handle);
   auto h = std::make_unique<tally::device_histogram>(
-      std::move(axes), make_options(weights.has_value(), strategy, tally::backend::cuda, flow), stream);
+      std::move(axes), make_options(v.weights.has_value(), strategy, tally::backend::cuda, flow), stream);
   if (h->device() != device)
     throw tally::error("tally: the current CUDA device is " + std::to_string(h->device()) +
                        ", the samples are on device " + std::to_string(device));
@@ -429,6 +428,24 @@ nb::object fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_a
   nb::ndarray<> values(cells, dims.size(), dims.data(), owner, nullptr, type, nb::device::cuda::value, at);
   if (!flow) return nb::cast(values);
   return nb::make_tuple(values, nb::make_tuple(dropped.underflow, dropped.overflow, dropped.nan));
+}
+
+nb::object fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_array>& columns,
+                          const std::optional<any_array>& weights, const std::string& strategy,
+                          std::uintptr_t stream_handle, int device, bool flow) {
+  return fill_views_on_stream(std::move(axes), fill_views(columns, weights), strategy, stream_handle, device, flow);
+}
+
+/// fill_on_stream of one contiguous column given by its CUDA address, element count and sample
+/// type (what a torch tensor's data_ptr() and numel() give): the package's cached small calls,
+/// for which a DLPack export of the input costs a third of the fill. The fill checks that the
+/// address is memory of `device`.
+nb::object fill_address(std::vector<tally::axis> axes, std::uintptr_t data, std::int64_t size,
+                        const std::string& type, const std::string& strategy, std::uintptr_t stream_handle,
+                        int device, bool flow) {
+  fill_views v;
+  v.columns.push_back({reinterpret_cast<const void*>(data), size, 1, tally::dtype_from_name(type)});
+  return fill_views_on_stream(std::move(axes), v, strategy, stream_handle, device, flow);
 }
 
 /// UHI's axis traits: tally's axes never wrap around; integer axes are discrete.
@@ -691,6 +708,8 @@ NB_MODULE(_tally, m) {
 
   m.def("fill_on_stream", &fill_on_stream, "axes"_a, "columns"_a, "weights"_a.none(), "strategy"_a,
         "stream"_a, "device"_a, "flow"_a = false);
+  m.def("fill_address", &fill_address, "axes"_a, "data"_a, "size"_a, "type"_a, "strategy"_a, "stream"_a,
+        "device"_a, "flow"_a = false);
 
   m.def("fill_channels", [](std::vector<py_histogram*> per_channel, const any_array& samples, int channels) {
     const tally::view v = one_view(samples, false);

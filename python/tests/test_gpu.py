@@ -229,3 +229,40 @@ def test_torch_plan_says_how_the_weights_sum(torch):
     w = torch.rand(1 << 20, device="cuda")
     assert tally.plan(x, bins=256, range=(0, 256), weights=w)["exact_sums"]
     assert not tally.plan(x, bins=256, range=(0, 256), weights=w.double())["exact_sums"]
+
+
+@pytest.mark.parametrize("lib", ["torch", "cupy"])
+def test_repeated_calls_reuse_their_arguments_parts(request, rng, lib):
+    """Calls with equal arguments on contiguous CUDA arrays reuse what they derive from the
+    arguments (tally._kept): every call on fresh data still equals numpy's, the edges come back
+    as new arrays, and inputs beyond minlength, negative ones and bool arrays behave as the
+    first call did."""
+    mod = request.getfixturevalue(lib)
+    to_device = (lambda a: mod.from_numpy(a).cuda()) if lib == "torch" else mod.asarray
+    for distribution in ["uniform", "hot", "skewed", "sorted"] * 2:
+        for type_name in ["u8", "i32", "i64", "f32", "f64"]:
+            a = samples(rng, type_name, int(rng.integers(1, 3000)), distribution)
+            x = to_device(a)
+            for bins, where in [(16, (0.0, 1.0)), (16, (-0.0, 1.0)), (7, (-2, 200)), (5, (3, 3)), (4, [1.5, 2.5])]:
+                h, e = tally.histogram(x, bins, where)
+                want_h, want_e = np.histogram(a, bins, where)
+                assert_same_array(host(e), want_e)
+                assert_same_array(host(h), want_h)
+                e[0] = 123  # the next equal call's edges are a new array
+            c = tally.histc(x, 9, -1, 100)
+            edges = np.linspace(-1, 100, 10).astype(a.dtype if a.dtype.kind == "f" else np.float64)
+            want_type = a.dtype if a.dtype.kind == "f" else np.float32
+            assert_same_array(host(c), counts_by_edges(a, edges).astype(want_type))
+            if a.dtype.kind in "iu":
+                nonnegative = to_device(np.abs(a))
+                for minlength in (1, 64, 6000):
+                    assert_same_array(host(tally.bincount(nonnegative, minlength=minlength)),
+                                      np.bincount(np.abs(a).astype(np.int64), minlength=minlength))
+                if a.min() < 0:
+                    with pytest.raises(ValueError, match="negative"):
+                        tally.bincount(x, minlength=64)
+    flags = to_device(rng.random(100) < 0.3)
+    for _ in range(2):
+        with pytest.warns(RuntimeWarning, match="bool"):
+            h, _ = tally.histogram(flags, 2, (0, 2))
+        assert_same_array(host(h), np.bincount(host(flags).astype(np.int64), minlength=2))

@@ -217,21 +217,29 @@ class Source:
         return out
 
     def edges_result(self, edges, dtype=None):
-        """Edges as this input's library and device, like result(), always a new array. Edges
-        that tally keeps (_edges.is_kept: its cache of regular edges, read-only) are copied to a CUDA
-        device once, on a stream of their own, and cloned there on later calls on the current
-        stream: no pinned staging and host copy a call (8 MiB for 2^20 bins), and no wait for
-        the caller's stream. The device copies are kept for the process's lifetime (never
-        freed, so no clone in flight can outlive them), up to _DEVICE_EDGES_BYTES a device."""
-        if not self.on_cuda or self.lib not in ("torch", "cupy") or not _edges.is_kept(edges):
+        """Edges as this input's library and device, like result(), always a new array: a copy
+        of kept_edges() where there is one (cloned on the current stream)."""
+        kept = self.kept_edges(edges, dtype)
+        if kept is None:
             return self.result(np.array(edges), dtype)
+        return kept.clone() if self.lib == "torch" else kept.copy()
+
+    def kept_edges(self, edges, dtype=None):
+        """The device copy of edges that tally keeps (_edges.is_kept: its cache of regular edges,
+        read-only), or None for other edges and inputs. It is copied to a CUDA device once, on a
+        stream of its own, so that later calls clone it on the current stream: no pinned staging
+        and host copy a call (8 MiB for 2^20 bins), and no wait for the caller's stream. The
+        device copies are kept for the process's lifetime (never freed, so no clone in flight
+        can outlive them), up to _DEVICE_EDGES_BYTES a device. Never to be written."""
+        if not self.on_cuda or self.lib not in ("torch", "cupy") or not _edges.is_kept(edges):
+            return None
         key = (id(edges), self.lib, self.index, dtype)
         hit = _device_edges.get(key)
         if hit is None:
             used = sum(e.nbytes for (_, lib, index, _), (e, _) in _device_edges.items()
                        if (lib, index) == (self.lib, self.index))
             if used + edges.nbytes > _DEVICE_EDGES_BYTES:
-                return self.result(np.array(edges), dtype)
+                return None
             # result()'s copy, made current on a side stream and waited for there.
             if self.lib == "torch":
                 torch = _torch()
@@ -245,7 +253,7 @@ class Source:
                 on_device = self.result(np.array(edges), dtype)
             side.synchronize()
             hit = _device_edges[key] = (edges, on_device)  # holds `edges`: its id stays unique
-        return hit[1].clone() if self.lib == "torch" else hit[1].copy()
+        return hit[1]
 
     def from_dlpack(self, array):
         """A result in CUDA memory (a DLPack array from the extension) as this input's library,

@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from . import _edges, _tally
+from . import _edges, _kept, _tally
 from ._arrays import (FLOAT_TYPES, NUMPY_NAMES, Source, _cupy, _torch, backend_for, int64_arg,
                       operator_index, same_device, sample_type_of, strategy_arg, to_host)
 
@@ -37,6 +37,9 @@ def fill(axes, columns, weights, src, strategy, device, flow=False):
 def _fill_on_stream(axes, columns, weights, src, strategy, flow):
     _require_cuda(src)
     with _device_of(src, wait=False) as stream:
+        c = columns[0]
+        if len(columns) == 1 and weights is None and _kept.tensor_key(c.obj):
+            return _kept.fill_address(c.lib, c.obj, axes, c.type, c.index, stream, strategy, flow)
         out = _in_layout(
             lambda c, w: _tally.fill_on_stream(axes, c, w, strategy, stream, src.index, flow), columns, weights)
         return (src.from_dlpack(out[0]), out[1]) if flow else src.from_dlpack(out)
@@ -224,6 +227,14 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
     ``strategy`` names one of tally's strategies ('automatic' lets the planner choose, see
     :func:`plan`); ``device`` is None (where the data are), 'cpu' or 'cuda'.
     """
+    key = None
+    if weights is None and not density and device is None and type(bins) is int and type(range) in (tuple, list):
+        key = _kept_key("histogram", a, bins, range, strategy)
+        kept = _kept.get(key)
+        if kept is not None:
+            values = kept.fill(a, strategy)
+            if values is not None:
+                return values, kept.edges_copy()
     if isinstance(a, np.ndarray) and a.dtype.kind in "Mm":
         return _histogram_of_times(a, bins, range, weights, density, strategy, device)
     src = _histogram_input(a)
@@ -242,12 +253,28 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
         return (src.result(np.zeros(0)) if density else empty), src.edges_result(edges)
     values = fill([axis], [src], w, src, strategy, device)
     edges_out = src.edges_result(edges, out_dtype)
+    if key is not None:
+        kept = src.kept_edges(edges, out_dtype)
+        if kept is not None:
+            _kept.keep(key, _kept.KeptCall(src.lib, src.index, src.type, [axis], edges=kept))
     if density:
         widths = src.result(np.array(np.diff(edges), float))
         return values / widths / values.sum(), edges_out
     if w is not None:
         values = _as_sum_dtype(values, src, np.dtype(sum_dtype) if sum_dtype is not None else w.given_dtype)
     return values, edges_out
+
+
+def _kept_key(function, a, bins, range, strategy):
+    """The key of a call's kept parts (_kept): None unless `a` is a contiguous CUDA array of
+    torch or cupy and `range` two plain Python numbers."""
+    if len(range) != 2 or type(strategy) is not str:
+        return None
+    first, last = _kept.number_key(range[0]), _kept.number_key(range[1])
+    if first is None or last is None:
+        return None
+    array = _kept.tensor_key(a)
+    return None if array is None else (function, bins, first, last, strategy, array)
 
 
 def _histogram_of_times(a, bins, range, weights, density, strategy, device):
@@ -402,6 +429,20 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
     """numpy.bincount, computed by tally: the count (or the sum of ``weights``, float64) of each
     value 0 .. max(x) of a 1-D array of non-negative integers, at least ``minlength`` bins.
     Keywords as :func:`histogram`."""
+    key = None
+    if weights is None and device is None and type(minlength) is int and minlength > 0 and type(strategy) is str:
+        array = _kept.tensor_key(x)
+        key = None if array is None or array[3] != 1 else ("bincount", minlength, strategy, array)
+        kept = _kept.get(key)
+        if kept is not None:
+            out = kept.fill(x, strategy, flow=True)
+            if out is not None:
+                values, (below, beyond, _) = out
+                if below:
+                    raise ValueError(_NEGATIVE)
+                if not beyond:
+                    return values
+                return _bincount_by_max(Source(x, "x"), None, minlength, strategy, device, False)
     src = Source(x, "x")
     if src.ndim != 1:
         raise ValueError("object too deep for desired array" if src.ndim > 1
@@ -416,7 +457,6 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
     w = _weights_of(weights, src, "The weights and list don't have the same length.")
     if src.size == 0:
         return src.zeros(minlength, w is not None)
-    negative = "'list' argument must have no negative elements"
     # One pass where a guessed length covers the data: count into [0, guess) and read back only
     # the dropped samples' counts; the maximum is looked for only where some lie beyond. The
     # guess is minlength, or without one, for counts of host data or of at least
@@ -432,8 +472,10 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
     if guess > 0:
         axis = _tally.Axis.integer(0, int64_arg(guess, "minlength"))
         values, (below, beyond, _) = fill([axis], [src], w, src, strategy, device, flow=True)
+        if key is not None and not learn:
+            _kept.keep(key, _kept.KeptCall(src.lib, src.index, src.type, [axis]))
         if below:
-            raise ValueError(negative)
+            raise ValueError(_NEGATIVE)
         if not beyond:
             if not learn:
                 return values
@@ -443,9 +485,17 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
                 return values
             cut = values[:used]  # copied: a view would keep the guess's cells alive
             return cut.clone() if src.lib == "torch" else cut.copy()
+    return _bincount_by_max(src, w, minlength, strategy, device, learn)
+
+
+_NEGATIVE = "'list' argument must have no negative elements"
+
+
+def _bincount_by_max(src, w, minlength, strategy, device, learn):
+    """bincount's counts over 0 .. max(x), at least minlength bins, the maximum found first."""
     lo, hi = src.min_max()
     if lo < 0 or (src.type == "u64" and int(hi) >= 2**63):  # numpy reads uint64 as int64
-        raise ValueError(negative)
+        raise ValueError(_NEGATIVE)
     length = max(int(hi) + 1, minlength)
     axis = _tally.Axis.integer(0, int64_arg(length, "minlength"))
     values = fill([axis], [src], w, src, strategy, device)
@@ -474,6 +524,16 @@ def histc(input, bins=100, min=0, max=0, *, strategy="automatic", device=None):
     input's library and device. Samples are binned by numpy's rule against the edges
     linspace(min, max, bins + 1) rounded to the input's float type, so a sample within rounding
     of an edge may land one bin away from torch.histc's arithmetic estimate."""
+    key = None
+    if device is None and type(bins) is int:
+        key = _kept_key("histc", input, bins, (min, max), strategy)
+        if key is not None and min == max:  # the range comes from the data
+            key = None
+        kept = _kept.get(key)
+        if kept is not None:
+            values = kept.fill(input, strategy)
+            if values is not None:
+                return _histc_result(values, kept.lib, kept.type)
     src = Source(input, "input").bool_as_u8()
     bins = operator_index(bins, "histc: bins must be an integer")
     if bins < 1:
@@ -490,10 +550,17 @@ def histc(input, bins=100, min=0, max=0, *, strategy="automatic", device=None):
     edge_type = src.type if src.type in FLOAT_TYPES else "f64"
     axis = _tally.Axis.regular(int64_arg(bins, "bins"), lo, hi, edge_type)
     values = fill([axis], [src], None, src, strategy, device)
-    out = NUMPY_NAMES[src.type] if src.type in FLOAT_TYPES else "float32"
-    if src.lib == "torch":
-        return values.to(getattr(_torch(), out))
-    return values.astype("float32" if out == "bfloat16" else out)
+    if key is not None:
+        _kept.keep(key, _kept.KeptCall(src.lib, src.index, src.type, [axis]))
+    return _histc_result(values, src.lib, src.type)
+
+
+def _histc_result(counts, lib, sample_type):
+    """torch.histc's result: the counts in the input's float dtype (float32 for integers)."""
+    out = NUMPY_NAMES[sample_type] if sample_type in FLOAT_TYPES else "float32"
+    if lib == "torch":
+        return counts.to(getattr(_torch(), out))
+    return counts.astype("float32" if out == "bfloat16" else out)
 
 
 def plan(a=None, bins=10, range=None, weights=None, *, dtype=None, n=None,

@@ -1,0 +1,110 @@
+"""Small calls on CUDA tensors at the cost of the fill: what a call derives from its arguments
+alone, kept, and samples passed by address.
+
+A 1-D call (histogram, histc, bincount) on a contiguous torch or cupy CUDA array whose other
+arguments are plain Python numbers derives everything but the counts from those numbers and the
+array's dtype and device: the sample type, numpy's edges, the axis, the edges' device copy. The
+full path makes them once and keeps them here by (function, arguments, dtype, device); a later
+equal call checks the array's layout and fills (KeptCall.fill). One contiguous column is handed
+to the extension by its data pointer (fill_address), not by a DLPack export, which costs a
+third of a small fill.
+"""
+
+import math
+import sys
+
+from . import _tally
+
+_calls = {}
+_CALLS_MAX = 1024  # distinct kept calls; beyond, the table starts again
+
+
+def _torch():
+    return sys.modules.get("torch")
+
+
+def _cupy():
+    return sys.modules.get("cupy")
+
+
+def tensor_key(a):
+    """(library, dtype, device index, dimensions) of a C-contiguous torch or cupy array in CUDA memory,
+    else None. Not bool arrays (numpy warns on every call of them) nor torch's negative views
+    (a flag, not negated memory)."""
+    torch = _torch()
+    if torch is not None and isinstance(a, torch.Tensor):
+        if not a.is_cuda or a.dtype is torch.bool or not a.is_contiguous() or a.is_neg() or not _raw_stream(torch):
+            return None
+        return "torch", a.dtype, a.get_device(), a.dim()
+    cupy = _cupy()
+    if cupy is not None and isinstance(a, cupy.ndarray):
+        if a.dtype.kind == "b" or not a.flags.c_contiguous:
+            return None
+        return "cupy", a.dtype, a.data.device_id, a.ndim
+    return None
+
+
+def _raw_stream(torch):
+    """Whether torch has the raw current-stream handle KeptCall.fill reads."""
+    return hasattr(torch._C, "_cuda_getCurrentRawStream")
+
+
+def number_key(value):
+    """A key for a plain Python int or float (the sign of a zero kept: numpy's edges keep it),
+    else None: other numbers take the full path."""
+    t = type(value)
+    if t is int:
+        return value
+    if t is float:
+        return (value, math.copysign(1.0, value)) if value == 0 else (value,)
+    return None
+
+
+def get(key):
+    return None if key is None else _calls.get(key)
+
+
+def keep(key, call):
+    if len(_calls) >= _CALLS_MAX:
+        _calls.clear()
+    _calls[key] = call
+
+
+def fill_address(lib, a, axes, sample_type, index, stream, strategy, flow):
+    """The extension's one-shot fill of contiguous `a` on `stream` of device `index` (current),
+    the result as an array of `lib` in place (with flow: and the flow counts)."""
+    if lib == "torch":
+        out = _tally.fill_address(axes, a.data_ptr(), a.numel(), sample_type, strategy, stream, index, flow)
+        from_dlpack = _torch().from_dlpack
+    else:
+        out = _tally.fill_address(axes, a.data.ptr, a.size, sample_type, strategy, stream, index, flow)
+        from_dlpack = _cupy().from_dlpack
+    return (from_dlpack(out[0]), out[1]) if flow else from_dlpack(out)
+
+
+class KeptCall:
+    """One call's argument-derived parts: the axes, the sample type, the device, and optionally
+    the edges' kept device copy (never written: returned as a copy) and the result's dtype."""
+
+    __slots__ = ("lib", "index", "type", "axes", "edges", "out")
+
+    def __init__(self, lib, index, sample_type, axes, edges=None, out=None):
+        self.lib, self.index, self.type, self.axes, self.edges, self.out = lib, index, sample_type, axes, edges, out
+
+    def fill(self, a, strategy, flow=False):
+        """The fill of `a` on the current stream, or None where its device is not the current
+        one (the full path switches devices)."""
+        if self.lib == "torch":
+            torch = _torch()
+            if torch._C._cuda_getDevice() != self.index:
+                return None
+            stream = torch._C._cuda_getCurrentRawStream(self.index)
+        else:
+            cuda = _cupy().cuda
+            if cuda.runtime.getDevice() != self.index:
+                return None
+            stream = cuda.get_current_stream().ptr
+        return fill_address(self.lib, a, self.axes, self.type, self.index, stream, strategy, flow)
+
+    def edges_copy(self):
+        return self.edges.clone() if self.lib == "torch" else self.edges.copy()
