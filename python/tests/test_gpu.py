@@ -240,7 +240,7 @@ def test_repeated_calls_reuse_their_arguments_parts(request, rng, lib):
     mod = request.getfixturevalue(lib)
     to_device = (lambda a: mod.from_numpy(a).cuda()) if lib == "torch" else mod.asarray
     for distribution in ["uniform", "hot", "skewed", "sorted"] * 2:
-        for type_name in ["u8", "i32", "i64", "f32", "f64"]:
+        for type_name in ["u8", "u32", "i32", "i64", "f32", "f64"]:
             a = samples(rng, type_name, int(rng.integers(1, 3000)), distribution)
             x = to_device(a)
             for bins, where in [(16, (0.0, 1.0)), (16, (-0.0, 1.0)), (7, (-2, 200)), (5, (3, 3)), (4, [1.5, 2.5])]:
@@ -255,12 +255,13 @@ def test_repeated_calls_reuse_their_arguments_parts(request, rng, lib):
             assert_same_array(host(c), counts_by_edges(a, edges).astype(want_type))
             if a.dtype.kind in "iu":
                 nonnegative = to_device(np.abs(a))
-                for minlength in (1, 64, 6000):
+                for minlength in (0, 1, 64, 6000):
                     assert_same_array(host(tally.bincount(nonnegative, minlength=minlength)),
                                       np.bincount(np.abs(a).astype(np.int64), minlength=minlength))
                 if a.min() < 0:
-                    with pytest.raises(ValueError, match="negative"):
-                        tally.bincount(x, minlength=64)
+                    for minlength in (0, 64):
+                        with pytest.raises(ValueError, match="negative"):
+                            tally.bincount(x, minlength=minlength)
     flags = to_device(rng.random(100) < 0.3)
     for _ in range(2):
         with pytest.warns(RuntimeWarning, match="bool"):

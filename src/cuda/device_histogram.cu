@@ -269,8 +269,12 @@ device_histogram::device_histogram(std::vector<axis> axes, options opts, void* s
   stream_memory memory(s->allocator, s->bytes, stream);
   TALLY_CUDA_CHECK(cudaMemsetAsync(memory.get(), 0, s->tables_at, as_stream(stream)));
   auto* tables = reinterpret_cast<std::uint64_t*>(memory.get() + s->tables_at);
-  TALLY_CUDA_CHECK(cudaMemcpyAsync(tables, s->words.data(), s->words.size() * sizeof(std::uint64_t),
-                                   cudaMemcpyHostToDevice, as_stream(stream)));
+  // Kept tables end with a 1.0 of their own, and only fills of sums read the 1.0: a histogram
+  // of kept tables, or an unweighted one without tables, copies nothing (one operation fewer on
+  // the stream of every small one-shot call).
+  if (!kept && (opts_.weighted || !deferred))
+    TALLY_CUDA_CHECK(cudaMemcpyAsync(tables, s->words.data(), s->words.size() * sizeof(std::uint64_t),
+                                     cudaMemcpyHostToDevice, as_stream(stream)));
   if (!kept) {
     s->rules.point_at(tables);
     s->device_words = tables;
@@ -522,6 +526,8 @@ void device_histogram::reset(void* stream) {
 
 void device_histogram::release_on_default_stream() {
   require_state(state_.get());
+  // The legacy default stream (torch's default, handle 0) is freed on already, in its order.
+  if (state_->stream == nullptr || state_->stream == static_cast<void*>(cudaStreamLegacy)) return;
   const device_guard guard(device_);
   cudaEvent_t done = nullptr;
   TALLY_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));

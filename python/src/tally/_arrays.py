@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from . import _edges, _tally
+from . import _edges, _kept, _tally
 
 # tally's sample type names by numpy dtype name (bool is read as u8 where numpy allows it).
 _NAMES = {
@@ -167,15 +167,12 @@ class Source:
     def min_max(self):
         """numpy's a.min(), a.max(): scalars of the array's own type (NaN if any is NaN).
         bf16 gives Python floats (numpy has no bf16)."""
-        if self.lib == "torch":
+        if self.lib in ("torch", "cupy"):
             try:
-                lo, hi = _torch().aminmax(self.obj)
-            except (RuntimeError, NotImplementedError):  # torch lacks it for some uint types
+                values = _kept.min_max(self.lib, self.obj)
+            except (RuntimeError, NotImplementedError):  # torch lacks aminmax for some uint types
                 a = self.host()
                 return a.min(), a.max()
-            values = _torch().stack([lo, hi]).tolist()
-        elif self.lib == "cupy":
-            values = _cupy().stack([self.obj.min(), self.obj.max()]).get().tolist()
         elif self.lib == "numpy":
             return self.obj.min(), self.obj.max()
         else:

@@ -430,11 +430,11 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
     value 0 .. max(x) of a 1-D array of non-negative integers, at least ``minlength`` bins.
     Keywords as :func:`histogram`."""
     key = None
-    if weights is None and device is None and type(minlength) is int and minlength > 0 and type(strategy) is str:
+    if weights is None and device is None and type(minlength) is int and minlength >= 0 and type(strategy) is str:
         array = _kept.tensor_key(x)
         key = None if array is None or array[3] != 1 else ("bincount", minlength, strategy, array)
         kept = _kept.get(key)
-        if kept is not None:
+        if kept is not None and minlength > 0:
             out = kept.fill(x, strategy, flow=True)
             if out is not None:
                 values, (below, beyond, _) = out
@@ -443,6 +443,10 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
                 if not beyond:
                     return values
                 return _bincount_by_max(Source(x, "x"), None, minlength, strategy, device, False)
+        elif kept is not None and 0 < kept.size(x) < _BINCOUNT_ONE_PASS_CUDA:
+            values = _bincount_kept_by_max(kept, x, strategy)
+            if values is not None:
+                return values
     src = Source(x, "x")
     if src.ndim != 1:
         raise ValueError("object too deep for desired array" if src.ndim > 1
@@ -485,7 +489,26 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
                 return values
             cut = values[:used]  # copied: a view would keep the guess's cells alive
             return cut.clone() if src.lib == "torch" else cut.copy()
+    if key is not None and minlength == 0 and not learn:
+        _kept.keep(key, _kept.KeptCall(src.lib, src.index, src.type, None))  # the axis from the maximum
     return _bincount_by_max(src, w, minlength, strategy, device, learn)
+
+
+def _bincount_kept_by_max(kept, x, strategy):
+    """_bincount_by_max of a kept call: None where torch cannot reduce the type (the full path
+    then reads the maximum on the host) or the device is not current."""
+    try:
+        lo, hi = _kept.min_max(kept.lib, x)
+    except (RuntimeError, NotImplementedError):
+        return None
+    if lo < 0 or hi >= 2**63:  # numpy reads uint64 as int64
+        raise ValueError(_NEGATIVE)
+    return kept.fill(x, strategy, axes=[_integer_axis(hi + 1)])
+
+
+@functools.lru_cache(maxsize=64)
+def _integer_axis(length):
+    return _tally.Axis.integer(0, length)
 
 
 _NEGATIVE = "'list' argument must have no negative elements"

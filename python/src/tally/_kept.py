@@ -82,6 +82,22 @@ def fill_address(lib, a, axes, sample_type, index, stream, strategy, flow):
     return (from_dlpack(out[0]), out[1]) if flow else from_dlpack(out)
 
 
+def min_max(lib, a):
+    """[min, max] of a torch or cupy array (not empty) as Python numbers: reduced into one
+    two-element array of its device, read back once."""
+    if lib == "torch":
+        torch = _torch()
+        both = torch.empty(2, dtype=a.dtype, device=a.device)
+        torch.aminmax(a, out=(both[0], both[1]))
+        return both.tolist()
+    cupy = _cupy()
+    with cupy.cuda.Device(a.data.device_id):
+        both = cupy.empty(2, a.dtype)
+        cupy.amin(a, out=both[0])
+        cupy.amax(a, out=both[1])
+        return both.get().tolist()
+
+
 class KeptCall:
     """One call's argument-derived parts: the axes, the sample type, the device, and optionally
     the edges' kept device copy (never written: returned as a copy) and the result's dtype."""
@@ -91,9 +107,10 @@ class KeptCall:
     def __init__(self, lib, index, sample_type, axes, edges=None, out=None):
         self.lib, self.index, self.type, self.axes, self.edges, self.out = lib, index, sample_type, axes, edges, out
 
-    def fill(self, a, strategy, flow=False):
-        """The fill of `a` on the current stream, or None where its device is not the current
-        one (the full path switches devices)."""
+    def fill(self, a, strategy, flow=False, axes=None):
+        """The fill of `a` on the current stream (over `axes` instead of the kept ones where
+        given), or None where its device is not the current one (the full path switches
+        devices)."""
         if self.lib == "torch":
             torch = _torch()
             if torch._C._cuda_getDevice() != self.index:
@@ -104,7 +121,10 @@ class KeptCall:
             if cuda.runtime.getDevice() != self.index:
                 return None
             stream = cuda.get_current_stream().ptr
-        return fill_address(self.lib, a, self.axes, self.type, self.index, stream, strategy, flow)
+        return fill_address(self.lib, a, axes or self.axes, self.type, self.index, stream, strategy, flow)
+
+    def size(self, a):
+        return a.numel() if self.lib == "torch" else a.size
 
     def edges_copy(self):
         return self.edges.clone() if self.lib == "torch" else self.edges.copy()
