@@ -83,19 +83,16 @@ def fill_address(lib, a, axes, sample_type, index, stream, strategy, flow):
 
 
 def min_max(lib, a):
-    """[min, max] of a torch or cupy array (not empty) as Python numbers: reduced into one
-    two-element array of its device, read back once."""
+    """[min, max] of a torch or cupy array (not empty) as Python numbers, read back once (torch:
+    reduced into one two-element array of its device)."""
     if lib == "torch":
         torch = _torch()
         both = torch.empty(2, dtype=a.dtype, device=a.device)
         torch.aminmax(a, out=(both[0], both[1]))
         return both.tolist()
-    cupy = _cupy()
+    cupy = _cupy()  # its reductions into views (out=) fail on its CUB path: cupy 14
     with cupy.cuda.Device(a.data.device_id):
-        both = cupy.empty(2, a.dtype)
-        cupy.amin(a, out=both[0])
-        cupy.amax(a, out=both[1])
-        return both.get().tolist()
+        return cupy.stack([a.min(), a.max()]).get().tolist()
 
 
 class KeptCall:
