@@ -267,3 +267,38 @@ def test_repeated_calls_reuse_their_arguments_parts(request, rng, lib):
         with pytest.warns(RuntimeWarning, match="bool"):
             h, _ = tally.histogram(flags, 2, (0, 2))
         assert_same_array(host(h), np.bincount(host(flags).astype(np.int64), minlength=2))
+
+
+def test_torch_tensors_that_require_grad(torch, rng):
+    """Tensors of an autograd graph are read as data, contiguous or strided, on the GPU and the
+    CPU, as samples and as weights (torch's DLPack export refuses them; torch.histc reads them)."""
+    a = samples(rng, "f32", 4001, "skewed")
+    w = rng.random(a.size).astype(np.float32)
+    for device in ("cuda", "cpu"):
+        x = torch.from_numpy(a).to(device).requires_grad_()
+        weights = torch.from_numpy(w).to(device).requires_grad_()
+        for view, want in [(x, a), (x[::3], a[::3])]:
+            h, e = tally.histogram(view, 12, (0.0, 4.0))
+            want_h, want_e = np.histogram(want, 12, (0.0, 4.0))
+            assert_same_array(host(h), want_h)
+            assert_same_array(host(e), want_e)
+        h, _ = tally.histogram(x, 12, (0.0, 4.0), weights=weights, sum_dtype=np.float64)
+        assert_same_array(host(h), tally.histogram(a, 12, (0.0, 4.0), weights=w, sum_dtype=np.float64)[0])
+        c = tally.histc(x, 9, 0, 3)
+        assert host(c).sum() == np.count_nonzero((a >= 0) & (a <= 3))
+
+
+def test_kept_calls_on_views_and_empty_tensors(torch, rng):
+    """A repeated call on a contiguous view (an offset into its storage) and on an empty tensor
+    gives numpy's answer, as the first call did."""
+    a = samples(rng, "i32", 5000, "uniform")
+    x = torch.from_numpy(a).cuda()
+    for _ in range(2):
+        for view, want in [(x[7:], a[7:]), (x[:0], a[:0]), (x[100:900], a[100:900])]:
+            h, e = tally.histogram(view, 20, (-1000, 5000))
+            assert_same_array(host(h), np.histogram(want, 20, (-1000, 5000))[0])
+            assert_same_array(host(e), np.histogram(want, 20, (-1000, 5000))[1])
+            nonnegative = view.abs()
+            assert_same_array(host(tally.bincount(nonnegative, minlength=10)),
+                              np.bincount(np.abs(want).astype(np.int64), minlength=10))
+            assert_same_array(host(tally.bincount(nonnegative)), np.bincount(np.abs(want).astype(np.int64)))

@@ -48,6 +48,8 @@ class Source:
         if isinstance(obj, np.ndarray):
             self._from_numpy(obj)
         elif torch is not None and isinstance(obj, torch.Tensor):
+            if obj.requires_grad:  # read as data, as torch.histc reads it (DLPack refuses it)
+                obj = obj.detach()
             self.obj, self.lib = obj, "torch"
             self.type = _NAMES.get(str(obj.dtype).replace("torch.", ""))
             self.np_dtype = None if self.type in (None, "bf16") else np.dtype(str(obj.dtype)[6:])
