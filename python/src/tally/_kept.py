@@ -28,8 +28,8 @@ def _cupy():
 
 
 def tensor_key(a):
-    """(library, dtype, device index, dimensions) of a C-contiguous torch or cupy array in CUDA memory,
-    else None. Not bool arrays (numpy warns on every call of them) nor torch's negative views
+    """(library, dtype, device index, dimensions) of a C-contiguous torch or cupy array in CUDA
+    memory, else None. Not bool arrays (numpy warns on every call of them) nor torch's negative views
     (a flag, not negated memory)."""
     torch = _torch()
     if torch is not None and isinstance(a, torch.Tensor):
@@ -96,13 +96,14 @@ def min_max(lib, a):
 
 
 class KeptCall:
-    """One call's argument-derived parts: the axes, the sample type, the device, and optionally
-    the edges' kept device copy (never written: returned as a copy) and the result's dtype."""
+    """One call's argument-derived parts: the array's library, device and sample type, the axes
+    (None where each call's axis depends on the data), and the edges' kept device copy where the
+    call returns edges (never written: returned as a copy)."""
 
-    __slots__ = ("lib", "index", "type", "axes", "edges", "out")
+    __slots__ = ("lib", "index", "type", "axes", "edges")
 
-    def __init__(self, lib, index, sample_type, axes, edges=None, out=None):
-        self.lib, self.index, self.type, self.axes, self.edges, self.out = lib, index, sample_type, axes, edges, out
+    def __init__(self, lib, index, sample_type, axes, edges=None):
+        self.lib, self.index, self.type, self.axes, self.edges = lib, index, sample_type, axes, edges
 
     def fill(self, a, strategy, flow=False, axes=None):
         """The fill of `a` on the current stream (over `axes` instead of the kept ones where
@@ -121,6 +122,7 @@ class KeptCall:
         return fill_address(self.lib, a, axes or self.axes, self.type, self.index, stream, strategy, flow)
 
     def size(self, a):
+        """The number of elements of `a`, an array of this call's library."""
         return a.numel() if self.lib == "torch" else a.size
 
     def edges_copy(self):
