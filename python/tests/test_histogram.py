@@ -258,3 +258,17 @@ def test_strategies_agree(rng, strategy):
     a = samples(rng, "i32", N, "hot")
     got, _ = tally.histogram(a, bins=100, range=(0, 5000), strategy=strategy)
     assert_same_array(got, np.histogram(a, bins=100, range=(0, 5000))[0])
+
+
+def test_ranges_ending_at_signed_zeros_keep_numpys_edges():
+    """-0.0 == 0.0, but numpy's edges keep a zero's sign: ranges that differ only in it (given
+    one after the other, so that the second could find the first one's cached edges) each give
+    numpy's edges and counts."""
+    for a in (np.linspace(-1, 1, 101), np.linspace(-1, 1, 101).astype(np.float32)):
+        for first, last in [(-1.0, 0.0), (-1.0, -0.0), (-1.0, 0.0), (np.float64(-1), np.float64(-0.0)),
+                            (np.float32(-1), np.float32(-0.0)), (np.float32(-1), np.float32(0.0)),
+                            (-0.0, 1.0), (0.0, 1.0), (-0.0, 1.0)]:
+            h, e = tally.histogram(a, 16, (first, last))
+            want_h, want_e = np.histogram(a, 16, (first, last))
+            assert_same_array(e, want_e)
+            assert_same_array(h, want_h)

@@ -11,6 +11,7 @@ which bins identically ("the bin whose edges hold x"), only slower on the GPU.
 """
 
 import functools
+import math
 import weakref
 
 import numpy as np
@@ -57,14 +58,13 @@ def regular(src, n, range):
 
 def _key(value):
     """A hashable stand-in for a range value that keeps its numpy type (it decides the
-    arithmetic of numpy's linspace)."""
-    if isinstance(value, np.generic):
-        return (value.dtype.str, value.item())
-    return (type(value).__name__, value)
+    arithmetic of numpy's linspace) and the sign of a zero (-0.0 == 0.0, but an edge keeps it)."""
+    kind, v = (value.dtype.str, value.item()) if isinstance(value, np.generic) else (type(value).__name__, value)
+    return kind, v, isinstance(v, float) and v == 0 and math.copysign(1.0, v) < 0
 
 
 def _value(key):
-    kind, v = key
+    kind, v, _ = key
     return np.dtype(kind).type(v) if kind not in ("int", "float", "bool") else v
 
 

@@ -495,15 +495,17 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
 
 
 def _bincount_kept_by_max(kept, x, strategy):
-    """_bincount_by_max of a kept call: None where torch cannot reduce the type (the full path
-    then reads the maximum on the host) or the device is not current."""
+    """_bincount_by_max of a kept call: None where the device is not current or torch cannot
+    reduce the type (the full path then switches devices, or reads the maximum on the host)."""
+    if _kept.current_stream(kept.lib, kept.index) is None:
+        return None
     try:
         lo, hi = _kept.min_max(kept.lib, x)
     except (RuntimeError, NotImplementedError):
         return None
     if lo < 0 or hi >= 2**63:  # numpy reads uint64 as int64
         raise ValueError(_NEGATIVE)
-    return kept.fill(x, strategy, axes=[_integer_axis(hi + 1)])
+    return kept.fill(x, strategy, axes=[_integer_axis(int64_arg(hi + 1, "minlength"))])
 
 
 @functools.lru_cache(maxsize=64)

@@ -33,7 +33,7 @@ def tensor_key(a):
     (a flag, not negated memory)."""
     torch = _torch()
     if torch is not None and isinstance(a, torch.Tensor):
-        if not a.is_cuda or a.dtype is torch.bool or not a.is_contiguous() or a.is_neg() or not _raw_stream(torch):
+        if not a.is_cuda or a.dtype is torch.bool or not a.is_contiguous() or a.is_neg() or not raw_stream(torch):
             return None
         return "torch", a.dtype, a.get_device(), a.dim()
     cupy = _cupy()
@@ -44,7 +44,7 @@ def tensor_key(a):
     return None
 
 
-def _raw_stream(torch):
+def raw_stream(torch):
     """Whether torch has the raw current-stream handle KeptCall.fill reads."""
     return hasattr(torch._C, "_cuda_getCurrentRawStream")
 
@@ -68,6 +68,20 @@ def keep(key, call):
     if len(_calls) >= _CALLS_MAX:
         _calls.clear()
     _calls[key] = call
+
+
+def current_stream(lib, index):
+    """The current stream's handle of `lib` (torch or cupy) where device `index` is the current
+    device, else None."""
+    if lib == "torch":
+        torch = _torch()
+        if torch._C._cuda_getDevice() != index:
+            return None
+        return torch._C._cuda_getCurrentRawStream(index)
+    cuda = _cupy().cuda
+    if cuda.runtime.getDevice() != index:
+        return None
+    return cuda.get_current_stream().ptr
 
 
 def fill_address(lib, a, axes, sample_type, index, stream, strategy, flow):
@@ -109,16 +123,9 @@ class KeptCall:
         """The fill of `a` on the current stream (over `axes` instead of the kept ones where
         given), or None where its device is not the current one (the full path switches
         devices)."""
-        if self.lib == "torch":
-            torch = _torch()
-            if torch._C._cuda_getDevice() != self.index:
-                return None
-            stream = torch._C._cuda_getCurrentRawStream(self.index)
-        else:
-            cuda = _cupy().cuda
-            if cuda.runtime.getDevice() != self.index:
-                return None
-            stream = cuda.get_current_stream().ptr
+        stream = current_stream(self.lib, self.index)
+        if stream is None:
+            return None
         return fill_address(self.lib, a, axes or self.axes, self.type, self.index, stream, strategy, flow)
 
     def size(self, a):
