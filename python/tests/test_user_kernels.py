@@ -346,6 +346,36 @@ def test_torch_reduction_two_inputs_broadcast_non_contiguous(torch, rng):
     np.testing.assert_allclose(host(got), np.einsum("abc,c->b", x, y), rtol=0, atol=1e-14 * scale.max())
 
 
+@pytest.mark.parametrize("lib", ["torch", "cupy"])
+def test_repeated_calls_reuse_the_first_calls_plan(request, rng, lib):
+    """Calls with arguments alike reuse the first call's plan (_user_kernels._Plan): fresh data,
+    scalars, alignments and given outputs at every call, every result equal to numpy's."""
+    mod = request.getfixturevalue(lib)
+    dev = (lambda a: _t(mod, a)) if lib == "torch" else (lambda a: mod.asarray(np.ascontiguousarray(a)))
+    affine = tally.ElementwiseKernel("T x, float32 s", "T z", "z = x * s + i", "affine_again")
+    l2 = tally.ReductionKernel(*L2NORM, reduce_type="float64")
+    rows = tally.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "row_sums", reduce_type="float64")
+    for call in range(4):
+        x = _f32(rng, (64, 514))
+        line = _f32(rng, 4097)
+        s = float(rng.uniform(-2, 2))
+        view = dev(line)[call % 2:4096 + call % 2]  # its alignment alternates, its layout does not
+        want = line[call % 2:4096 + call % 2] * np.float32(s) + np.arange(4096, dtype=np.float32)
+        np.testing.assert_array_equal(host(affine(view, s)), want)
+        out = dev(np.zeros(4096, np.float32))
+        assert affine(view, np.float32(s), out) is out
+        np.testing.assert_array_equal(host(out), want)
+        strided = dev(x)[:, 1:]  # a layout of its own: the strided kernel
+        want = x[:, 1:] * np.float32(s) + np.arange(64 * 513, dtype=np.float32).reshape(64, 513)
+        np.testing.assert_array_equal(host(affine(strided, s)), want)
+        big = rng.uniform(-1, 1, 1 << 21).astype(np.float32)  # split: scratch memory and a second kernel
+        np.testing.assert_allclose(host(l2(dev(big))), np.sqrt((big.astype(np.float64) ** 2).sum()),
+                                   rtol=2e-7, atol=0)
+        np.testing.assert_allclose(host(rows(dev(x), axis=1)), x.astype(np.float64).sum(axis=1).astype(np.float32),
+                                   rtol=2e-7, atol=0)
+    assert len(affine._plans) == 3 and len(l2._plans) == 1 and len(rows._plans) == 1
+
+
 # ---- CUDA: cupy ----
 
 def test_cupy_elementwise_and_reduction(cupy, rng):

@@ -9,7 +9,9 @@ arguments to them (type placeholders such as T from the arrays, then from Python
 broadcasts the non-raw arrays, allocates the missing outputs in the inputs' library, merges the
 dimensions that every array walks the same way, generates the CUDA source for the bound types
 (_user_kernels.cuh in front), and launches it. Sources are kept per bound signature here and
-compiled once per architecture by the extension.
+compiled once per architecture by the extension. What a call launches, as far as its arguments'
+types, shapes and strides decide it, is kept too (_Plan, by _layout_key): a later call with
+arguments alike binds nothing and only reads its arrays' addresses.
 """
 
 import math
@@ -19,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _tally
-from ._arrays import NUMPY_NAMES, Source
+from . import _kept, _tally
+from ._arrays import NUMPY_NAMES, Source, _cupy, _torch
 from ._functions import _cuda_usable, _device_of
 
 __all__ = ["ElementwiseKernel", "ReductionKernel"]
@@ -372,17 +374,22 @@ class ElementwiseKernel:
         self.operation, self.preamble = operation, preamble
         self.no_return, self.return_tuple = no_return, return_tuple
         self._sources = {}  # signature -> source
+        self._plans = {}  # _layout_key -> _Plan
 
     def __repr__(self):
         return f"<tally.ElementwiseKernel {self.name}>"
 
     # ---- the call ----
     def __call__(self, *args, size=None):
-        bound = _Bound(self, args, allow_raw=True)
-        if callable(self.operation):
-            outs = self._numpy_call(bound, size)
-        else:
-            outs = self._cuda_call(bound, size)
+        key = None if callable(self.operation) or not (size is None or type(size) is int) else _layout_key(args, size)
+        plan = _kept_plan(self._plans, key)
+        outs = None if plan is None else plan.call(self.name, args)
+        if outs is None:
+            bound = _Bound(self, args, allow_raw=True)
+            if callable(self.operation):
+                outs = self._numpy_call(bound, size)
+            else:
+                outs = self._cuda_call(bound, size, key)
         if self.no_return:
             return None
         return tuple(outs) if self.return_tuple or len(outs) > 1 else outs[0]
@@ -412,7 +419,7 @@ class ElementwiseKernel:
             if p.output and p.raw and src is None:
                 raise ValueError(f"tally: {self.name}: the raw output {p.name} must be given")
 
-    def _cuda_call(self, bound, size):
+    def _cuda_call(self, bound, size, key):
         ref = bound.check_cuda()
         shape = self._shape(bound, size)
         self._check_outputs(bound, shape)
@@ -421,23 +428,29 @@ class ElementwiseKernel:
         given = tuple(bound.sources[k] is not None for k in range(n_in, len(bound.params)))
         items = _items_of(bound)
         source = self._source_of(bound, given, items)
+        allocate = [None if bound.sources[k] is not None else (shape, bound.types[k])
+                    for k in range(n_in, len(bound.params))]
         for k in range(n_in, len(bound.params)):
             if bound.sources[k] is None:
                 bound.sources[k] = Source(_empty(ref, shape, bound.types[k]), bound.params[k].name)
+        copied = False
         for k, p in enumerate(bound.params):
             s = bound.sources[k]
             if p.raw and s is not None and not _is_c_contiguous(s):
                 if p.output:
                     raise ValueError(f"tally: {self.name}: the raw output {p.name} must be C-contiguous")
                 bound.sources[k] = s.contiguous()
+                copied = True
         outs = [bound.sources[k].obj for k in range(n_in, len(bound.params))]
         n = math.prod(shape)
         if n == 0:
             return outs
         layouts = {k: _layout(s) for k, s in bound.arrays()}
-        _check_overlaps(self.name, [
-            (p.name, p.output, layouts[k][0], tuple(bound.sources[k].shape), layouts[k][1],
-             _ITEMSIZE[bound.sources[k].type], p.raw) for k, p in enumerate(bound.params) if k in layouts])
+        plan = _Plan(ref, n_in, allocate, {
+            k: (p.name, p.output, tuple(bound.sources[k].shape), layouts[k][1], _ITEMSIZE[bound.sources[k].type], p.raw)
+            for k, p in enumerate(bound.params) if k in layouts})
+        addresses = {k: layout[0] for k, layout in layouts.items()}
+        plan.check_overlaps(self.name, addresses)
         strided = [k for k in layouts if not bound.params[k].raw]
         merged, strides = _merge_dims(shape, [
             _broadcast_strides(bound.sources[k].shape, layouts[k][1], shape) for k in strided])
@@ -445,28 +458,45 @@ class ElementwiseKernel:
             raise ValueError(f"tally: {self.name}: {len(merged)} dimensions after merging; at most {_MAX_DIMS}")
         strides = dict(zip(strided, strides))
         contiguous = len(merged) == 1 and all(s == [1] for s in strides.values())
-        vectors = contiguous and all(layouts[k][0] % (_ITEMSIZE[bound.sources[k].type] * items) == 0 for k in strided)
-
-        args = []
+        align = {k: _ITEMSIZE[bound.sources[k].type] * items for k in strided}
+        parts = []  # per parameter: ("scalar", type), ("raw", count bytes) or ("array", strides bytes)
         for k, p in enumerate(bound.params):
             s = bound.sources[k]
             if s is None:
-                args.append(_scalar_bytes(bound.values[k], bound.types[k]))
+                parts.append(("scalar", bound.types[k]))
             elif p.raw:
-                args.append(_pointer(layouts[k][0]) + _int64(math.prod(s.shape)))
+                parts.append(("raw", _int64(math.prod(s.shape))))
             else:
-                args.append(_pointer(layouts[k][0]))
-                if not contiguous:
-                    args.append(_strides_bytes(strides[k]))
+                parts.append(("array", b"" if contiguous else _strides_bytes(strides[k])))
         if contiguous:
             kernel = f"{self.name}_contiguous"
-            args = [_int64(n), struct.pack("<i", int(vectors))] + args
+            head = _int64(n)
             work = -(-n // items)
         else:
             kernel = f"{self.name}_strided"
-            args = [_shape_bytes(merged)] + args
+            head = _shape_bytes(merged)
             work = n
-        _launch(ref, source, kernel, work, args)
+
+        def build(addresses, values):
+            args = [head]
+            if contiguous:
+                args.append(struct.pack("<i", int(all(addresses[k] % a == 0 for k, a in align.items()))))
+            for k, (kind, extra) in enumerate(parts):
+                if kind == "scalar":
+                    args.append(_scalar_bytes(values[k], extra))
+                elif kind == "raw":
+                    args.append(_pointer(addresses[k]) + extra)
+                else:
+                    args.append(_pointer(addresses[k]))
+                    if extra:
+                        args.append(extra)
+            return args
+
+        plan.add_launch(ref, source, kernel, work, build)
+        with _device_of(ref, wait=False) as stream:
+            plan.run(addresses, bound.values, stream)
+        if key is not None and not copied:
+            _keep_plan(self._plans, key, plan)
         return outs
 
     def _numpy_call(self, bound, size):
@@ -645,15 +675,109 @@ def _multiprocessors(ref):
     return _devices[key][2]
 
 
-def _launch(ref, source, kernel, work, args, threads=_THREADS):
-    """Compiles (once per source and architecture) and enqueues `kernel` on the caller's current
-    stream of ref's device: enough blocks of `threads` for `work` items, at most 32 a
-    multiprocessor (the kernels loop over the rest)."""
-    sms = _multiprocessors(ref)
-    with _device_of(ref, wait=False) as stream:
-        blocks = max(1, min(-(-work // threads), 32 * sms))
-        handle = _tally.runtime_kernel(source, kernel)
-        _tally.runtime_launch(handle, blocks, threads, args, stream)
+class _Plan:
+    """What a call launches, as far as its arguments' library, device, types, shapes and strides
+    decide it (not their addresses or the scalars' values): the outputs to allocate, the arrays'
+    layouts (for the overlap check), scratch memory, and the kernels with their launch shapes and
+    argument builders. The full call makes one and runs it; the kernel keeps it by _layout_key,
+    so that a later call with arguments alike runs it again (call)."""
+
+    __slots__ = ("lib", "index", "n_in", "allocate", "layouts", "scratch", "launches")
+
+    def __init__(self, ref, n_in, allocate, layouts, scratch=0):
+        self.lib, self.index, self.n_in = ref.lib, ref.index, n_in
+        self.allocate = allocate  # per output: None where given, else (shape, type) of a new array
+        self.layouts = layouts  # per array parameter: (name, output, shape, strides, itemsize, raw)
+        self.scratch = scratch  # bytes of scratch memory a call allocates (its address: addresses[None])
+        self.launches = []
+
+    def add_launch(self, ref, source, kernel, work, build, threads=_THREADS):
+        """A kernel of `source` for `work` items of `threads` threads each: enough blocks, at most
+        32 a multiprocessor (the kernels loop over the rest); build(addresses, values) gives its
+        arguments' bytes. Compiled (once per source and architecture) on ref's device."""
+        sms = _multiprocessors(ref)
+        with _device_of(ref, wait=False):
+            handle = _tally.runtime_kernel(source, kernel)
+        self.launches.append((handle, max(1, min(-(-work // threads), 32 * sms)), threads, build))
+
+    def check_overlaps(self, name, addresses):
+        _check_overlaps(name, [(n, out, addresses[k], shape, strides, size, raw)
+                               for k, (n, out, shape, strides, size, raw) in self.layouts.items()])
+
+    def run(self, addresses, values, stream):
+        for handle, blocks, threads, build in self.launches:
+            _tally.runtime_launch(handle, blocks, threads, build(addresses, values), stream)
+
+    def call(self, name, args):
+        """The call of `args`, which are alike the arguments the plan was made from: its outputs,
+        or None where the plan's device is not the current one (the full call switches)."""
+        stream = _kept.current_stream(self.lib, self.index)
+        if stream is None:
+            return None
+        values = list(args) + [None] * (self.n_in + len(self.allocate) - len(args))
+        outs = []
+        for k, new in enumerate(self.allocate, self.n_in):
+            if values[k] is None:
+                values[k] = _new_array(self.lib, self.index, *new)
+            outs.append(values[k])
+        addresses = {k: _address(self.lib, values[k]) for k in self.layouts}
+        if any(new is None for new in self.allocate):  # a new output overlaps nothing
+            self.check_overlaps(name, addresses)
+        scratch = None
+        if self.scratch:  # freed when this call returns: reused only by work enqueued after it
+            scratch = _new_array(self.lib, self.index, (self.scratch,), "u8")
+            addresses[None] = _address(self.lib, scratch)
+        self.run(addresses, values, stream)
+        return outs
+
+
+def _new_array(lib, index, shape, type_name):
+    """A new array of `lib` on the current device `index`."""
+    if lib == "torch":
+        torch = _torch()
+        return torch.empty(shape, dtype=getattr(torch, NUMPY_NAMES[type_name]), device=f"cuda:{index}")
+    return _cupy().empty(shape, NUMPY_NAMES[type_name])
+
+
+def _address(lib, a):
+    return a.data_ptr() if lib == "torch" else a.data.ptr
+
+
+def _layout_key(args, extra):
+    """A key for a call's arguments as a _Plan depends on them: each array's library, type,
+    device, shape and strides, each scalar's type (and for an int, whether int64 holds it), and
+    `extra` (the call's keywords); None where an argument is of another kind."""
+    torch, cupy = _torch(), _cupy()
+    parts = [extra]
+    for v in args:
+        if torch is not None and isinstance(v, torch.Tensor):
+            if not v.is_cuda or not _kept.raw_stream(torch):
+                return None
+            parts.append((v.dtype, v.get_device(), tuple(v.shape), v.stride()))
+        elif cupy is not None and isinstance(v, cupy.ndarray):
+            parts.append((v.dtype, v.data.device_id, v.shape, v.strides))
+        elif type(v) is int:
+            if not -2**63 <= v < 2**63:
+                return None
+            parts.append(int)
+        elif type(v) in (float, bool) or isinstance(v, np.generic):
+            parts.append(type(v))
+        else:
+            return None
+    return tuple(parts)
+
+
+_PLANS_MAX = 256  # plans a kernel keeps; beyond, it starts again
+
+
+def _kept_plan(plans, key):
+    return None if key is None else plans.get(key)
+
+
+def _keep_plan(plans, key, plan):
+    if len(plans) >= _PLANS_MAX:
+        plans.clear()
+    plans[key] = plan
 
 
 class ReductionKernel:
@@ -701,11 +825,23 @@ class ReductionKernel:
         self.map_expr, self.reduce_expr, self.post_map_expr = map_expr, reduce_expr, post_map_expr
         self.identity, self.reduce_type, self.preamble = identity, reduce_type, preamble
         self._sources = {}
+        self._plans = {}  # _layout_key -> _Plan
 
     def __repr__(self):
         return f"<tally.ReductionKernel {self.name}>"
 
     def __call__(self, *args, axis=None, keepdims=False):
+        key = None
+        if not self.host and (axis is None or type(axis) is int or
+                              (type(axis) is tuple and all(type(a) is int for a in axis))):
+            key = _layout_key(args, (axis, bool(keepdims)))
+        plan = _kept_plan(self._plans, key)
+        outs = None if plan is None else plan.call(self.name, args)
+        if outs is None:
+            outs = self._full_call(args, axis, keepdims, key)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _full_call(self, args, axis, keepdims, key):
         bound = _Bound(self, args, allow_raw=False)
         shapes = [s.shape for k, s in bound.arrays() if k < len(self.in_params)]
         if not shapes:
@@ -722,10 +858,8 @@ class ReductionKernel:
                 raise ValueError(f"tally: {self.name}: the output {p.name} has shape {tuple(src.shape)}, "
                                  f"expected {out_shape}")
         if self.host:
-            outs = self._numpy_call(bound, shape, axes, keepdims, out_shape)
-        else:
-            outs = self._cuda_call(bound, shape, axes, out_shape)
-        return outs[0] if len(outs) == 1 else tuple(outs)
+            return self._numpy_call(bound, shape, axes, keepdims, out_shape)
+        return self._cuda_call(bound, shape, axes, out_shape, key)
 
     def _reduce_type(self, bound):
         if self.reduce_type is None:
@@ -753,11 +887,13 @@ class ReductionKernel:
         result = reduced if self.post_map_expr is None else self.post_map_expr(reduced)
         return _host_outputs(bound, result, out_shape, "post_map_expr")
 
-    def _cuda_call(self, bound, shape, axes, out_shape):
+    def _cuda_call(self, bound, shape, axes, out_shape, key):
         ref = bound.check_cuda()
         from .patterns import _empty
         n_in = len(self.in_params)
         given = tuple(bound.sources[k] is not None for k in range(n_in, len(bound.params)))
+        allocate = [None if bound.sources[k] is not None else (out_shape, bound.types[k])
+                    for k in range(n_in, len(bound.params))]
         for k in range(n_in, len(bound.params)):
             if bound.sources[k] is None:
                 bound.sources[k] = Source(_empty(ref, out_shape, bound.types[k]), bound.params[k].name)
@@ -767,9 +903,11 @@ class ReductionKernel:
         if outputs_count == 0:
             return outs
         layouts = {k: _layout(s) for k, s in bound.arrays()}
-        _check_overlaps(self.name, [
-            (p.name, p.output, layouts[k][0], tuple(bound.sources[k].shape), layouts[k][1],
-             _ITEMSIZE[bound.sources[k].type], True) for k, p in enumerate(bound.params) if k in layouts])
+        plan = _Plan(ref, n_in, allocate, {
+            k: (p.name, p.output, tuple(bound.sources[k].shape), layouts[k][1], _ITEMSIZE[bound.sources[k].type], True)
+            for k, p in enumerate(bound.params) if k in layouts})
+        addresses = {k: layout[0] for k, layout in layouts.items()}
+        plan.check_overlaps(self.name, addresses)
         inputs = [k for k in layouts if k < n_in]
         outputs = list(range(n_in, len(bound.params)))
         full = {k: _broadcast_strides(bound.sources[k].shape, layouts[k][1], shape) for k in inputs}
@@ -790,9 +928,9 @@ class ReductionKernel:
             red_strides = [[0] for _ in inputs]
         if len(kept) > _MAX_DIMS or len(red) > _MAX_DIMS:
             raise ValueError(f"tally: {self.name}: more than {_MAX_DIMS} dimensions after merging")
-        kept_in = dict(zip(inputs, kept_strides[:len(inputs)]))
-        kept_out = dict(zip(outputs, kept_strides[len(inputs):]))
-        red_in = dict(zip(inputs, red_strides))
+        kept_in = {k: _strides_bytes(st) for k, st in zip(inputs, kept_strides[:len(inputs)])}
+        kept_out = {k: _strides_bytes(st) for k, st in zip(outputs, kept_strides[len(inputs):])}
+        red_in = {k: _strides_bytes(st) for k, st in zip(inputs, red_strides)}
         reduce_type = self._reduce_type(bound)
         source = self._source_of(bound, given, reduce_type)
 
@@ -803,27 +941,40 @@ class ReductionKernel:
         if not warp_groups and outputs_count < 8 * sms:
             # Few long reductions: each split by enough blocks to fill the device, 8192 elements at least.
             splits = max(1, min(-(-8 * sms // outputs_count), elements // 8192))
-        scalars = [_scalar_bytes(bound.values[k], bound.types[k]) for k in range(n_in) if bound.sources[k] is None]
-        output_args = []
-        for k in outputs:
-            output_args += [_pointer(layouts[k][0]), _strides_bytes(kept_out[k])]
-        scratch, partials_address = None, 0
         if splits > 1:
-            # From the library's pool on the current stream: freed when this call returns, it is
-            # reused only by work enqueued after the two kernels.
-            scratch = Source(_empty(ref, (outputs_count * splits * _ITEMSIZE[reduce_type],), "u8"))
-            partials_address = _layout(scratch)[0]
-        input_args = []
-        for k in inputs:
-            input_args += [_pointer(layouts[k][0]), _strides_bytes(kept_in[k]), _strides_bytes(red_in[k])]
-        args = ([_shape_bytes(kept), _shape_bytes(red), _int64(splits), struct.pack("<i", int(warp_groups))] +
-                input_args + scalars + output_args + [_pointer(partials_address)])
+            # Partial results in scratch memory from the library's pool on the current stream.
+            plan.scratch = outputs_count * splits * _ITEMSIZE[reduce_type]
+        scalar_types = [(k, bound.types[k]) for k in range(n_in) if bound.sources[k] is None]
+        kept_bytes, red_bytes = _shape_bytes(kept), _shape_bytes(red)
+
+        def scalars_and_outputs(addresses, values):
+            args = [_scalar_bytes(values[k], t) for k, t in scalar_types]
+            for k in outputs:
+                args += [_pointer(addresses[k]), kept_out[k]]
+            return args
+
+        def reduce_args(addresses, values):
+            args = [kept_bytes, red_bytes, _int64(splits), struct.pack("<i", int(warp_groups))]
+            for k in inputs:
+                args += [_pointer(addresses[k]), kept_in[k], red_in[k]]
+            return args + scalars_and_outputs(addresses, values) + [_pointer(addresses.get(None, 0))]
+
+        def finish_args(addresses, values):
+            return ([kept_bytes, _int64(splits), _pointer(addresses[None])] + scalars_and_outputs(addresses, values) +
+                    [_int64(elements)])
+
         groups = outputs_count * splits
-        _launch(ref, source, f"{self.name}_reduce", groups * (32 if warp_groups else _THREADS), args)
+        plan.add_launch(ref, source, f"{self.name}_reduce", groups * (32 if warp_groups else _THREADS), reduce_args)
         if splits > 1:
-            finish = ([_shape_bytes(kept), _int64(splits), _pointer(partials_address)] + scalars + output_args +
-                      [_int64(elements)])
-            _launch(ref, source, f"{self.name}_finish", outputs_count * 32, finish)
+            plan.add_launch(ref, source, f"{self.name}_finish", outputs_count * 32, finish_args)
+        scratch = None
+        if plan.scratch:  # freed when this call returns: reused only by work enqueued after the kernels
+            scratch = Source(_empty(ref, (plan.scratch,), "u8"))
+            addresses[None] = _layout(scratch)[0]
+        with _device_of(ref, wait=False) as stream:
+            plan.run(addresses, bound.values, stream)
+        if key is not None:
+            _keep_plan(self._plans, key, plan)
         return outs
 
     def source(self, *args):

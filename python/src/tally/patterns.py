@@ -33,7 +33,8 @@ def _empty(src, shape, type_name):
         torch = _torch()
         return torch.empty(shape, dtype=getattr(torch, name), device=src.obj.device)
     if src.lib == "cupy":
-        return _cupy().empty(shape, name)
+        with _cupy().cuda.Device(src.index):  # cupy allocates on the current device
+            return _cupy().empty(shape, name)
     return np.empty(shape, name)
 
 
