@@ -1,105 +1,31 @@
 """The plans of user-defined kernels (tally._user_kernels._Plan), checked on the host: a call that
 reuses the plan of an earlier call with arguments alike launches exactly what a full call with
 the same arguments launches (kernel, blocks, threads, argument bytes, stream), for elementwise and
-reduction kernels of several layouts, and binds nothing. cupy's arrays are stood in for by
-numpy-backed ones and the extension's compile and launch entry points by recorders, so this runs
-without a GPU; test_user_kernels.py runs the kernels themselves on one."""
+reduction kernels of several layouts, and binds nothing. cupy is stood in for (cupy_stand_in.py)
+and the extension's compile and launch entry points by recorders, so this runs without a GPU;
+test_user_kernels.py runs the kernels themselves on one."""
 
 import sys
-import types
 
 import numpy as np
 import pytest
 
+import cupy_stand_in
 import tally
 from tally import _tally, _user_kernels
 
 
-class _Memory:
-    def __init__(self, a):
-        self.ptr, self.device_id = a.ctypes.data, 0
-
-
-class _Device:
-    id = 0
-
-    def __init__(self, index=0):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-class _Stream:
-    ptr = 7  # a handle the launches must carry
-
-    def synchronize(self):
-        pass
-
-
-class FakeArray:
-    """What tally reads of a cupy array, over a numpy array (its addresses are real)."""
-
-    def __init__(self, a):
-        self.a = a
-
-    dtype = property(lambda self: self.a.dtype)
-    shape = property(lambda self: self.a.shape)
-    strides = property(lambda self: self.a.strides)
-    itemsize = property(lambda self: self.a.itemsize)
-    size = property(lambda self: self.a.size)
-    ndim = property(lambda self: self.a.ndim)
-    data = property(lambda self: _Memory(self.a))
-    device = property(lambda self: _Device())
-    flags = property(lambda self: self.a.flags)
-
-    def __getitem__(self, index):
-        return FakeArray(self.a[index])
-
-
-class _Allocator:
-    """Hands out the same memory to the n-th allocation of every call (as a caching allocator
-    hands a freed block back), so that two calls' new outputs have the same addresses."""
-
-    def __init__(self):
-        self.blocks, self.next = [], 0
-
-    def empty(self, shape, dtype):
-        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-        if self.next == len(self.blocks):
-            self.blocks.append({})
-        block = self.blocks[self.next].setdefault((shape, np.dtype(dtype)), FakeArray(np.empty(shape, dtype)))
-        self.next += 1
-        return block
-
-    def new_call(self):
-        self.next = 0
-
-
-_allocator = _Allocator()
+_allocator = cupy_stand_in.Allocator()
+FakeArray = cupy_stand_in.StandInArray
 
 
 @pytest.fixture
 def fake_cupy(monkeypatch):
-    """cupy replaced by FakeArray and the extension's runtime entry points by recorders; yields the
-    list the launches go to."""
-    cupy = types.ModuleType("cupy")
-    cupy.ndarray = FakeArray
-    cupy.empty = _allocator.empty
-    cupy.ascontiguousarray = lambda x: FakeArray(np.ascontiguousarray(x.a))
-    cupy.cuda = types.SimpleNamespace(Device=_Device, get_current_stream=_Stream,
-                                      runtime=types.SimpleNamespace(getDevice=lambda: 0))
-    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    """cupy replaced by its stand-in and the extension's runtime entry points by recorders; yields
+    the list the launches go to."""
+    monkeypatch.setitem(sys.modules, "cupy", cupy_stand_in.module(_allocator))
     launches = []
-    monkeypatch.setattr(_user_kernels, "_cuda_usable", lambda: True)
-    monkeypatch.setattr(_user_kernels, "_devices", {})
-    monkeypatch.setattr(_tally, "runtime_device", lambda: (0, 90, 132))
-    monkeypatch.setattr(_tally, "runtime_kernel", lambda source, name: hash((source, name)) & 0xFFFFFFFF)
-    monkeypatch.setattr(_tally, "runtime_launch", lambda handle, blocks, threads, args, stream:
-                        launches.append((handle, blocks, threads, [bytes(a) for a in args], stream)))
+    cupy_stand_in.stub_runtime(monkeypatch.setattr, _user_kernels, _tally, launches)
     return launches
 
 
