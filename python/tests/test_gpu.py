@@ -243,7 +243,8 @@ def test_repeated_calls_reuse_their_arguments_parts(request, rng, lib):
         for type_name in ["u8", "u32", "i32", "i64", "f32", "f64"]:
             a = samples(rng, type_name, int(rng.integers(1, 3000)), distribution)
             x = to_device(a)
-            for bins, where in [(16, (0.0, 1.0)), (16, (-0.0, 1.0)), (7, (-2, 200)), (5, (3, 3)), (4, [1.5, 2.5])]:
+            for bins, where in [(16, (0.0, 1.0)), (16, (-0.0, 1.0)), (16, (-1.0, 0.0)), (16, (-1.0, -0.0)),
+                                (7, (-2, 200)), (5, (3, 3)), (4, [1.5, 2.5])]:
                 h, e = tally.histogram(x, bins, where)
                 want_h, want_e = np.histogram(a, bins, where)
                 assert_same_array(host(e), want_e)
