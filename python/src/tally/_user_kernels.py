@@ -441,7 +441,7 @@ class ElementwiseKernel:
                     raise ValueError(f"tally: {self.name}: the raw output {p.name} must be C-contiguous")
                 bound.sources[k] = s.contiguous()
                 copied = True
-        outs = [bound.sources[k].obj for k in range(n_in, len(bound.params))]
+        outs = _outputs(bound, n_in)
         n = math.prod(shape)
         if n == 0:
             return outs
@@ -643,6 +643,13 @@ extern "C" __global__ void __launch_bounds__({_THREADS}) {name}_contiguous(const
   }}
 }}
 """
+
+
+def _outputs(bound, n_in):
+    """The call's outputs: each given one as the caller's own object (not the detached view a
+    Source reads of a tensor that requires grad), each new one as allocated."""
+    return [bound.values[k] if bound.values[k] is not None else bound.sources[k].obj
+            for k in range(n_in, len(bound.params))]
 
 
 def _items_of(bound):
@@ -897,7 +904,7 @@ class ReductionKernel:
         for k in range(n_in, len(bound.params)):
             if bound.sources[k] is None:
                 bound.sources[k] = Source(_empty(ref, out_shape, bound.types[k]), bound.params[k].name)
-        outs = [bound.sources[k].obj for k in range(n_in, len(bound.params))]
+        outs = _outputs(bound, n_in)
         kept_dims = [d for d in range(len(shape)) if d not in axes]
         outputs_count = math.prod(shape[d] for d in kept_dims)
         if outputs_count == 0:
