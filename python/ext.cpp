@@ -516,6 +516,17 @@ void unary(const std::string& op, const any_array& x, const out_ndarray& y, std:
   tally::unary(which, dtype_of(x.dtype()), in, out, static_cast<std::int64_t>(x.size()), on_stream(stream));
 }
 
+/// unary() of contiguous memory given by address, element type and count: the package's path
+/// for torch and cupy CUDA arrays, for which a DLPack export of each array costs more than a
+/// small kernel. tally::unary checks the addresses (null, alignment, overlap, where they live).
+void unary_address(const std::string& op, const std::string& type, std::uintptr_t x, std::uintptr_t y,
+                   std::int64_t n, std::uintptr_t stream) {
+  const auto which = op_named(op, tally::unary_op::tanh);
+  const auto t = tally::dtype_from_name(type);
+  nb::gil_scoped_release release;
+  tally::unary(which, t, reinterpret_cast<const void*>(x), reinterpret_cast<void*>(y), n, on_stream(stream));
+}
+
 void binary(const std::string& op, const any_array& a, const any_array& b, const out_ndarray& out,
             std::uintptr_t stream) {
   const auto which = op_named(op, tally::binary_op::div);
@@ -728,6 +739,7 @@ NB_MODULE(_tally, m) {
   }, "per_channel"_a, "samples"_a, "channels"_a);
 
   m.def("unary", &unary, "op"_a, "x"_a, "out"_a.noconvert(), "stream"_a);
+  m.def("unary_address", &unary_address, "op"_a, "type"_a, "x"_a, "out"_a, "n"_a, "stream"_a);
   m.def("binary", &binary, "op"_a, "a"_a, "b"_a, "out"_a.noconvert(), "stream"_a);
   m.def("reduce", &reduce, "op"_a, "x"_a, "along_rows"_a, "out"_a.noconvert(), "stream"_a);
   m.def("matmul", &matmul, "a"_a, "b"_a, "out"_a.noconvert(), "stream"_a);

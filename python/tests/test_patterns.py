@@ -228,6 +228,23 @@ def test_cuda_patterns(request, rng, lib_name):
     assert np.all(np.abs(c - a.astype(np.float64) @ m.astype(np.float64)) <= bound)
 
 
+@pytest.mark.parametrize("lib_name", ["torch", "cupy"])
+def test_cuda_activations_into_out_in_place_and_views(request, rng, lib_name):
+    """Activations of CUDA arrays (contiguous ones go to the extension by address) into a given
+    output, in place, of a strided view (copied once) and of a view offset by one element."""
+    lib = request.getfixturevalue(lib_name)
+    x = values(rng, (40, 30), np.float32)
+    g = _on_gpu(lib, x)
+    out = _on_gpu(lib, np.zeros_like(x))
+    assert tally.silu(g, out=out) is out
+    check_activation(ACTIVATIONS[2], x, host(out), np.float32)
+    check_activation(ACTIVATIONS[0], x[::3, 1::2], host(tally.sigmoid(g[::3, 1::2])), np.float32)
+    check_activation(ACTIVATIONS[0], x.ravel()[1:], host(tally.sigmoid(g.reshape(-1)[1:])), np.float32)
+    want = host(tally.tanh(g))
+    assert tally.tanh(g, out=g) is g
+    np.testing.assert_array_equal(host(g), want)
+
+
 def test_patterns_submodule_and_top_level_names():
     import tally.patterns
     assert sorted(tally.patterns.__all__) == ["ElementwiseKernel", "ReductionKernel", "add", "div", "gelu", "matmul",

@@ -84,15 +84,17 @@ def current_stream(lib, index):
     return cuda.get_current_stream().ptr
 
 
+def address(lib, a):
+    """The data address of an array of `lib` (torch or cupy), its offset into its memory included."""
+    return a.data_ptr() if lib == "torch" else a.data.ptr
+
+
 def fill_address(lib, a, axes, sample_type, index, stream, strategy, flow):
     """The extension's one-shot fill of contiguous `a` on `stream` of device `index` (current),
     the result as an array of `lib` in place (with flow: and the flow counts)."""
-    if lib == "torch":
-        out = _tally.fill_address(axes, a.data_ptr(), a.numel(), sample_type, strategy, stream, index, flow)
-        from_dlpack = _torch().from_dlpack
-    else:
-        out = _tally.fill_address(axes, a.data.ptr, a.size, sample_type, strategy, stream, index, flow)
-        from_dlpack = _cupy().from_dlpack
+    size = a.numel() if lib == "torch" else a.size
+    out = _tally.fill_address(axes, address(lib, a), size, sample_type, strategy, stream, index, flow)
+    from_dlpack = _torch().from_dlpack if lib == "torch" else _cupy().from_dlpack
     return (from_dlpack(out[0]), out[1]) if flow else from_dlpack(out)
 
 

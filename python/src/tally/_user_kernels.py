@@ -727,13 +727,13 @@ class _Plan:
             if values[k] is None:
                 values[k] = _new_array(self.lib, self.index, *new)
             outs.append(values[k])
-        addresses = {k: _address(self.lib, values[k]) for k in self.layouts}
+        addresses = {k: _kept.address(self.lib, values[k]) for k in self.layouts}
         if any(new is None for new in self.allocate):  # a new output overlaps nothing
             self.check_overlaps(name, addresses)
         scratch = None
         if self.scratch:  # freed when this call returns: reused only by work enqueued after it
             scratch = _new_array(self.lib, self.index, (self.scratch,), "u8")
-            addresses[None] = _address(self.lib, scratch)
+            addresses[None] = _kept.address(self.lib, scratch)
         self.run(addresses, values, stream)
         return outs
 
@@ -744,10 +744,6 @@ def _new_array(lib, index, shape, type_name):
         torch = _torch()
         return torch.empty(shape, dtype=getattr(torch, NUMPY_NAMES[type_name]), device=f"cuda:{index}")
     return _cupy().empty(shape, NUMPY_NAMES[type_name])
-
-
-def _address(lib, a):
-    return a.data_ptr() if lib == "torch" else a.data.ptr
 
 
 def _layout_key(args, extra):

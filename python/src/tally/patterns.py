@@ -6,7 +6,7 @@ written by the extension. The package's top level exports the same functions."""
 
 import numpy as np
 
-from . import _tally
+from . import _kept, _tally
 from ._arrays import NUMPY_NAMES, Source, _cupy, _torch, same_device
 from ._functions import _device_of, _require_cuda
 from ._user_kernels import ElementwiseKernel, ReductionKernel
@@ -64,7 +64,11 @@ def _unary(op, x, out):
 
     def call(stream):
         y = _empty(src, src.shape, src.type) if out is None else out
-        _tally.unary(op, src.obj, y, stream)
+        if _kept.tensor_key(src.obj) and _kept.tensor_key(y):  # contiguous CUDA arrays: by address
+            _tally.unary_address(op, src.type, _kept.address(src.lib, src.obj), _kept.address(src.lib, y), src.size,
+                                 stream)
+        else:
+            _tally.unary(op, src.obj, y, stream)
         return y
     return _run(src, call)
 
