@@ -6,11 +6,11 @@ numpy arrays; plain sequences go through ``numpy.asarray`` as numpy.histogram do
 """
 
 import operator
-import sys
 
 import numpy as np
 
 from . import _edges, _kept, _tally
+from ._kept import _cupy, _torch  # noqa: F401 (the package's modules import them from here)
 
 # tally's sample type names by numpy dtype name (bool is read as u8 where numpy allows it).
 _NAMES = {
@@ -28,14 +28,6 @@ NUMPY_NAMES = {t: name for name, t in _NAMES.items()}
 def sample_type_of(np_dtype):
     """tally's sample type name for a numpy dtype, or None."""
     return _NAMES.get(np.dtype(np_dtype).name)
-
-
-def _torch():
-    return sys.modules.get("torch")
-
-
-def _cupy():
-    return sys.modules.get("cupy")
 
 
 class Source:

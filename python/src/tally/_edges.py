@@ -52,11 +52,11 @@ def regular(src, n, range):
     bin_type = np.result_type(first, last, np.empty(0, src.np_dtype))
     if np.issubdtype(bin_type, np.integer) or bin_type == np.bool_:
         bin_type = np.result_type(bin_type, float)
-    edges, out_dtype, axis = _regular_cached(n, _key(first), _key(last), bin_type.str)
+    edges, out_dtype, axis = _regular_cached(n, range_key(first), range_key(last), bin_type.str)
     return edges, out_dtype, exact_range(axis, src, first, last)
 
 
-def _key(value):
+def range_key(value):
     """A hashable stand-in for a range value that keeps its numpy type (it decides the
     arithmetic of numpy's linspace) and the sign of a zero (-0.0 == 0.0, but an edge keeps it)."""
     kind, v = (value.dtype.str, value.item()) if isinstance(value, np.generic) else (type(value).__name__, value)

@@ -503,9 +503,7 @@ def _bincount_kept_by_max(kept, x, strategy):
         lo, hi = _kept.min_max(kept.lib, x)
     except (RuntimeError, NotImplementedError):
         return None
-    if lo < 0 or hi >= 2**63:  # numpy reads uint64 as int64
-        raise ValueError(_NEGATIVE)
-    return kept.fill(x, strategy, axes=[_integer_axis(int64_arg(hi + 1, "minlength"))])
+    return kept.fill(x, strategy, axes=[_integer_axis(_bincount_length(lo, hi, 0))])
 
 
 @functools.lru_cache(maxsize=64)
@@ -516,13 +514,19 @@ def _integer_axis(length):
 _NEGATIVE = "'list' argument must have no negative elements"
 
 
+def _bincount_length(lo, hi, minlength):
+    """bincount's length for samples in [lo, hi]: ValueError for negative ones (and for uint64
+    from 2^63, which numpy reads as int64), OverflowError past int64."""
+    if lo < 0 or int(hi) >= 2**63:
+        raise ValueError(_NEGATIVE)
+    return int64_arg(max(int(hi) + 1, minlength), "minlength")
+
+
 def _bincount_by_max(src, w, minlength, strategy, device, learn):
     """bincount's counts over 0 .. max(x), at least minlength bins, the maximum found first."""
     lo, hi = src.min_max()
-    if lo < 0 or (src.type == "u64" and int(hi) >= 2**63):  # numpy reads uint64 as int64
-        raise ValueError(_NEGATIVE)
-    length = max(int(hi) + 1, minlength)
-    axis = _tally.Axis.integer(0, int64_arg(length, "minlength"))
+    length = _bincount_length(lo, hi, minlength)
+    axis = _tally.Axis.integer(0, length)
     values = fill([axis], [src], w, src, strategy, device)
     if learn:
         _remember_bincount_length(length)

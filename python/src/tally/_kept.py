@@ -7,23 +7,26 @@ array's dtype and device: the sample type, numpy's edges, the axis, the edges' d
 full path makes them once and keeps them here by (function, arguments, dtype, device); a later
 equal call checks the array's layout and fills (KeptCall.fill). One contiguous column is handed
 to the extension by its data pointer (fill_address), not by a DLPack export, which costs a
-third of a small fill.
+third of a small fill. The pieces the other small-call paths share (user kernels' plans, the
+patterns' activations) live here too: the current stream, a new array, an array's address, a
+min/max read back once.
 """
 
-import math
 import sys
 
-from . import _tally
+from . import _edges, _tally
 
 _calls = {}
 _CALLS_MAX = 1024  # distinct kept calls; beyond, the table starts again
 
 
 def _torch():
+    """torch where the process has imported it (tally never imports it itself), else None."""
     return sys.modules.get("torch")
 
 
 def _cupy():
+    """cupy where the process has imported it, else None."""
     return sys.modules.get("cupy")
 
 
@@ -51,13 +54,8 @@ def raw_stream(torch):
 
 def number_key(value):
     """A key for a plain Python int or float (the sign of a zero kept: numpy's edges keep it),
-    else None: other numbers take the full path."""
-    t = type(value)
-    if t is int:
-        return value
-    if t is float:
-        return (value, math.copysign(1.0, value)) if value == 0 else (value,)
-    return None
+    else None: other numbers take the full path. The regular edges' cache key (_edges.range_key)."""
+    return _edges.range_key(value) if type(value) in (int, float) else None
 
 
 def get(key):
@@ -82,6 +80,17 @@ def current_stream(lib, index):
     if cuda.runtime.getDevice() != index:
         return None
     return cuda.get_current_stream().ptr
+
+
+def new_array(lib, index, shape, name):
+    """A new array of `lib` (torch or cupy) on CUDA device `index`, from its library's memory
+    pool on that device's current stream; `name` numpy's name of its dtype (or 'bfloat16')."""
+    if lib == "torch":
+        torch = _torch()
+        return torch.empty(shape, dtype=getattr(torch, name), device=f"cuda:{index}")
+    cupy = _cupy()
+    with cupy.cuda.Device(index):  # cupy allocates on the current device
+        return cupy.empty(shape, name)
 
 
 def address(lib, a):

@@ -428,7 +428,7 @@ class ElementwiseKernel:
         given = tuple(bound.sources[k] is not None for k in range(n_in, len(bound.params)))
         items = _items_of(bound)
         source = self._source_of(bound, given, items)
-        allocate = [None if bound.sources[k] is not None else (shape, bound.types[k])
+        allocate = [None if bound.sources[k] is not None else (shape, NUMPY_NAMES[bound.types[k]])
                     for k in range(n_in, len(bound.params))]
         for k in range(n_in, len(bound.params)):
             if bound.sources[k] is None:
@@ -693,7 +693,7 @@ class _Plan:
 
     def __init__(self, ref, n_in, allocate, layouts, scratch=0):
         self.lib, self.index, self.n_in = ref.lib, ref.index, n_in
-        self.allocate = allocate  # per output: None where given, else (shape, type) of a new array
+        self.allocate = allocate  # per output: None where given, else (shape, numpy dtype name) of a new array
         self.layouts = layouts  # per array parameter: (name, output, shape, strides, itemsize, raw)
         self.scratch = scratch  # bytes of scratch memory a call allocates (its address: addresses[None])
         self.launches = []
@@ -712,6 +712,13 @@ class _Plan:
                                for k, (n, out, shape, strides, size, raw) in self.layouts.items()])
 
     def run(self, addresses, values, stream):
+        """Launches the kernels on `stream` of the plan's device (the current one), with the
+        plan's scratch memory (its address: addresses[None]), freed when this returns: the
+        library's pool reuses it only for work enqueued after the kernels."""
+        scratch = None
+        if self.scratch:
+            scratch = _kept.new_array(self.lib, self.index, (self.scratch,), "uint8")
+            addresses = {**addresses, None: _kept.address(self.lib, scratch)}
         for handle, blocks, threads, build in self.launches:
             _tally.runtime_launch(handle, blocks, threads, build(addresses, values), stream)
 
@@ -725,25 +732,13 @@ class _Plan:
         outs = []
         for k, new in enumerate(self.allocate, self.n_in):
             if values[k] is None:
-                values[k] = _new_array(self.lib, self.index, *new)
+                values[k] = _kept.new_array(self.lib, self.index, *new)
             outs.append(values[k])
         addresses = {k: _kept.address(self.lib, values[k]) for k in self.layouts}
         if any(new is None for new in self.allocate):  # a new output overlaps nothing
             self.check_overlaps(name, addresses)
-        scratch = None
-        if self.scratch:  # freed when this call returns: reused only by work enqueued after it
-            scratch = _new_array(self.lib, self.index, (self.scratch,), "u8")
-            addresses[None] = _kept.address(self.lib, scratch)
         self.run(addresses, values, stream)
         return outs
-
-
-def _new_array(lib, index, shape, type_name):
-    """A new array of `lib` on the current device `index`."""
-    if lib == "torch":
-        torch = _torch()
-        return torch.empty(shape, dtype=getattr(torch, NUMPY_NAMES[type_name]), device=f"cuda:{index}")
-    return _cupy().empty(shape, NUMPY_NAMES[type_name])
 
 
 def _layout_key(args, extra):
@@ -895,7 +890,7 @@ class ReductionKernel:
         from .patterns import _empty
         n_in = len(self.in_params)
         given = tuple(bound.sources[k] is not None for k in range(n_in, len(bound.params)))
-        allocate = [None if bound.sources[k] is not None else (out_shape, bound.types[k])
+        allocate = [None if bound.sources[k] is not None else (out_shape, NUMPY_NAMES[bound.types[k]])
                     for k in range(n_in, len(bound.params))]
         for k in range(n_in, len(bound.params)):
             if bound.sources[k] is None:
@@ -970,10 +965,6 @@ class ReductionKernel:
         plan.add_launch(ref, source, f"{self.name}_reduce", groups * (32 if warp_groups else _THREADS), reduce_args)
         if splits > 1:
             plan.add_launch(ref, source, f"{self.name}_finish", outputs_count * 32, finish_args)
-        scratch = None
-        if plan.scratch:  # freed when this call returns: reused only by work enqueued after the kernels
-            scratch = Source(_empty(ref, (plan.scratch,), "u8"))
-            addresses[None] = _layout(scratch)[0]
         with _device_of(ref, wait=False) as stream:
             plan.run(addresses, bound.values, stream)
         if key is not None:

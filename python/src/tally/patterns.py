@@ -29,12 +29,8 @@ def _operand(x, what="x"):
 def _empty(src, shape, type_name):
     """A new array of `shape` in src's library on its device."""
     name = NUMPY_NAMES[type_name]
-    if src.lib == "torch":
-        torch = _torch()
-        return torch.empty(shape, dtype=getattr(torch, name), device=src.obj.device)
-    if src.lib == "cupy":
-        with _cupy().cuda.Device(src.index):  # cupy allocates on the current device
-            return _cupy().empty(shape, name)
+    if src.lib in ("torch", "cupy"):
+        return _kept.new_array(src.lib, src.index, shape, name)
     return np.empty(shape, name)
 
 
