@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Where the fixed cost of a small call goes: cProfile over back-to-back calls of tally's
-functions on a 16-sample CUDA tensor (and torch's own calls beside them for scale); then, without
-a profile, the same calls on cupy arrays, the patterns' sigmoid and a user-defined kernel against
-torch's and cupy's.
+functions on a 16-sample CUDA tensor (and torch's own calls beside them for scale), the same calls
+on cupy arrays, the patterns' sigmoid and a user-defined kernel against torch's and cupy's; then
+the torch and extension operations those calls are made of, each alone.
 
     python3 bench/call_profile.py [--calls 2000] [--top 25]
 
@@ -58,6 +58,30 @@ def other_calls(x):
         ("cupy.ElementwiseKernel squared_diff", lambda: theirs(c32, c32))]
 
 
+def primitives(x):
+    """The torch and extension operations a small call is made of, each timed alone."""
+    f32, xi = x.float(), x.long()
+    device, kind = x.device, {"dtype": torch.float32, "device": torch.device("cuda", x.device.index)}
+    stream = torch._C._cuda_getCurrentRawStream(x.device.index)
+    address = f32.data_ptr()
+    axis = tally.axis.regular(16, 0, 1)
+    capsule_fill = lambda: _tally.fill_address([axis], x.data_ptr(), 16, "f64", "automatic", stream, device.index)
+    return [
+        ("torch.empty(16, dtype=, device='cuda:0')", lambda: torch.empty(16, dtype=torch.float32, device=f"cuda:{device.index}")),
+        ("torch.empty(16, dtype=, device=torch.device)", lambda: torch.empty(16, **kind)),
+        ("torch.empty_like(x)", lambda: torch.empty_like(f32)),
+        ("torch.zeros(16, dtype=int64, device=)", lambda: torch.zeros(16, dtype=torch.int64, device=device)),
+        ("x.clone()", lambda: f32.clone()),
+        ("counts.to(float32)", lambda: xi.to(torch.float32)),
+        ("torch.from_dlpack(the extension's fill)", lambda: torch.from_dlpack(capsule_fill())),
+        ("x.data_ptr() + numel() + is_contiguous() + dtype + get_device()",
+         lambda: (f32.data_ptr(), f32.numel(), f32.is_contiguous(), f32.dtype, f32.get_device())),
+        ("torch._C._cuda_getDevice() + _cuda_getCurrentRawStream()",
+         lambda: (torch._C._cuda_getDevice(), torch._C._cuda_getCurrentRawStream(device.index))),
+        ("_tally.unary_address('sigmoid', 16 f32) alone", lambda: _tally.unary_address("sigmoid", "f32", address, address, 16, stream)),
+    ]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--calls", type=int, default=2000)
@@ -77,10 +101,14 @@ def main():
               lambda: _tally.fill_on_stream([axis], [x], None, "automatic", stream, x.device.index, False)),
              ("_tally.fill_address alone (C++ floor, address input)",
               lambda: _tally.fill_address([axis], x.data_ptr(), 16, "f64", "automatic", stream, x.device.index))]
-    calls += other_calls(x)
+    others = other_calls(x)
+    calls += others
     for name, fn in calls:
         print(f"{name}: {per_call_us(fn, args.calls):.1f} us a call")
-    for name, fn in calls[:4]:
+    print("\n==== the operations a call is made of, each alone")
+    for name, fn in primitives(x):
+        print(f"{name}: {per_call_us(fn, args.calls):.1f} us a call")
+    for name, fn in calls[:4] + [others[0], others[2]]:
         profile = cProfile.Profile()
         profile.enable()
         for _ in range(args.calls):

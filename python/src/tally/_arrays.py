@@ -25,6 +25,19 @@ FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
 NUMPY_NAMES = {t: name for name, t in _NAMES.items()}
 
 
+_BY_DTYPE = {}  # torch, numpy and cupy dtype objects -> tally's type name (or None)
+
+
+def type_of_dtype(dtype):
+    """tally's type name of a torch dtype or a numpy (cupy) dtype object, or None; kept per
+    dtype object (building its name costs more than the look-up)."""
+    try:
+        return _BY_DTYPE[dtype]
+    except KeyError:
+        t = _BY_DTYPE[dtype] = _NAMES.get(str(dtype).replace("torch.", ""))
+        return t
+
+
 def sample_type_of(np_dtype):
     """tally's sample type name for a numpy dtype, or None."""
     return _NAMES.get(np.dtype(np_dtype).name)

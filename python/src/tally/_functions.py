@@ -443,7 +443,7 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
                 if not beyond:
                     return values
                 return _bincount_by_max(Source(x, "x"), None, minlength, strategy, device, False)
-        elif kept is not None and 0 < kept.size(x) < _BINCOUNT_ONE_PASS_CUDA:
+        elif kept is not None and 0 < _kept.size(kept.lib, x) < _BINCOUNT_ONE_PASS_CUDA:
             values = _bincount_kept_by_max(kept, x, strategy)
             if values is not None:
                 return values

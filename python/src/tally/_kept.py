@@ -82,15 +82,32 @@ def current_stream(lib, index):
     return cuda.get_current_stream().ptr
 
 
+_torch_kinds = {}  # (device index, dtype name) -> torch.empty's keywords, made once
+
+
 def new_array(lib, index, shape, name):
     """A new array of `lib` (torch or cupy) on CUDA device `index`, from its library's memory
     pool on that device's current stream; `name` numpy's name of its dtype (or 'bfloat16')."""
     if lib == "torch":
         torch = _torch()
-        return torch.empty(shape, dtype=getattr(torch, name), device=f"cuda:{index}")
+        kind = _torch_kinds.get((index, name))
+        if kind is None:  # a device string is parsed on every call; the objects are not
+            kind = _torch_kinds[index, name] = {"dtype": getattr(torch, name), "device": torch.device("cuda", index)}
+        return torch.empty(shape, **kind)
     cupy = _cupy()
     with cupy.cuda.Device(index):  # cupy allocates on the current device
         return cupy.empty(shape, name)
+
+
+def new_like(lib, a):
+    """A new C-contiguous array of `a`'s shape and dtype, `a` a C-contiguous torch or cupy array
+    of the current device (empty_like keeps a's layout, and allocates on the current device)."""
+    return _torch().empty_like(a) if lib == "torch" else _cupy().empty_like(a)
+
+
+def size(lib, a):
+    """The number of elements of a torch or cupy array."""
+    return a.numel() if lib == "torch" else a.size
 
 
 def address(lib, a):
@@ -101,8 +118,7 @@ def address(lib, a):
 def fill_address(lib, a, axes, sample_type, index, stream, strategy, flow):
     """The extension's one-shot fill of contiguous `a` on `stream` of device `index` (current),
     the result as an array of `lib` in place (with flow: and the flow counts)."""
-    size = a.numel() if lib == "torch" else a.size
-    out = _tally.fill_address(axes, address(lib, a), size, sample_type, strategy, stream, index, flow)
+    out = _tally.fill_address(axes, address(lib, a), size(lib, a), sample_type, strategy, stream, index, flow)
     from_dlpack = _torch().from_dlpack if lib == "torch" else _cupy().from_dlpack
     return (from_dlpack(out[0]), out[1]) if flow else from_dlpack(out)
 
@@ -138,10 +154,6 @@ class KeptCall:
         if stream is None:
             return None
         return fill_address(self.lib, a, axes or self.axes, self.type, self.index, stream, strategy, flow)
-
-    def size(self, a):
-        """The number of elements of `a`, an array of this call's library."""
-        return a.numel() if self.lib == "torch" else a.size
 
     def edges_copy(self):
         return self.edges.clone() if self.lib == "torch" else self.edges.copy()

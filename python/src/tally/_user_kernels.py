@@ -935,10 +935,13 @@ class ReductionKernel:
         elements = math.prod(red)
         sms = _multiprocessors(ref)
         warp_groups = elements < 2048
+        flat = len(red) == 1
         splits = 1
-        if not warp_groups and outputs_count < 8 * sms:
-            # Few long reductions: each split by enough blocks to fill the device, 8192 elements at least.
-            splits = max(1, min(-(-8 * sms // outputs_count), elements // 8192))
+        if not warp_groups and outputs_count < 4 * sms:
+            # Few long reductions: each split into blocks, 8192 elements at least, as many in all
+            # as one wave holds (the flat kernel's 4 a multiprocessor; a second, partial wave of
+            # blocks would leave most of the device idle while it runs).
+            splits = max(1, min(4 * sms // outputs_count, elements // 8192))
         if splits > 1:
             # Partial results in scratch memory from the library's pool on the current stream.
             plan.scratch = outputs_count * splits * _ITEMSIZE[reduce_type]
@@ -962,7 +965,8 @@ class ReductionKernel:
                     [_int64(elements)])
 
         groups = outputs_count * splits
-        plan.add_launch(ref, source, f"{self.name}_reduce", groups * (32 if warp_groups else _THREADS), reduce_args)
+        plan.add_launch(ref, source, f"{self.name}_reduce_flat" if flat else f"{self.name}_reduce",
+                        groups * (32 if warp_groups else _THREADS), reduce_args)
         if splits > 1:
             plan.add_launch(ref, source, f"{self.name}_finish", outputs_count * 32, finish_args)
         with _device_of(ref, wait=False) as stream:
@@ -991,7 +995,7 @@ class ReductionKernel:
         name, n_in = self.name, len(self.in_params)
         map_params, map_args, scalar_params, scalar_args = [], [], [], []
         in_params, loads_fast, loads_general, bases = [], [], [], []
-        out_params, out_kernel, out_loads, out_stores, out_args = [], [], [], [], []
+        out_params, out_kernel, out_loads, out_stores, out_args, offsets = [], [], [], [], [], []
         for k, p in enumerate(bound.params):
             vt = _CTYPES[bound.types[k]]
             src = bound.sources[k]
@@ -1014,13 +1018,18 @@ class ReductionKernel:
                 preload = given[k - n_in] and _reads_before_writing(self.post_map_expr, p.name)
                 out_params.append(f"{vt}& {p.name}")
                 out_kernel += [f"{vt}* const _p_{p.name}", f"const tally_rt::strides _s_{p.name}"]
-                at = f"tally_rt::dot(_kept, _s_{p.name}, _c)"
+                at = f"_at_{p.name}"
+                offsets.append(f"const long long {at} = tally_rt::dot(_kept, _s_{p.name}, _c);")
                 out_loads.append(f"{vt} _v_{p.name}" + (f" = _p_{p.name}[{at}];" if preload else ";"))
                 out_stores.append(f"_p_{p.name}[{at}] = _v_{p.name};")
                 out_args.append(f"_v_{p.name}")
         rt = _CTYPES[reduce_type]
         post_args = ", ".join(["_acc", "_in_ind", "_out_ind"] + scalar_args + out_args)
-        n4, n6, n8 = "\n    ", "\n      ", "\n        "
+        n4, n6, n8, n10 = "\n    ", "\n      ", "\n        ", "\n          "
+        reduce_params = ", ".join(["const tally_rt::shape _kept", "const tally_rt::shape _red", "const long long _splits",
+                                   "const int _warp_groups"] + in_params + scalar_params + out_kernel +
+                                  ["_type_reduce* const _partials"])
+        reduce_args = ", ".join(p.split()[-1] for p in reduce_params.split(", "))
         write = f"""{n6.join(out_loads)}
       {name}_post({post_args});
       {n6.join(out_stores)}"""
@@ -1046,8 +1055,10 @@ __device__ __forceinline__ _type_reduce {name}_identity() {{ return static_cast<
 
 // Output o's elements (split s of _splits) are folded by one group of lanes: a warp
 // (_warp_groups) or the block; with one split the group writes post_map of the fold, else its
-// partial fold to _partials[o * _splits + s] for {name}_finish.
-extern "C" __global__ void __launch_bounds__({_THREADS}) {name}_reduce(const tally_rt::shape _kept, const tally_rt::shape _red, const long long _splits, const int _warp_groups, {''.join(s + ', ' for s in in_params + scalar_params + out_kernel)}_type_reduce* const _partials) {{
+// partial fold to _partials[o * _splits + s] for {name}_finish. _flat: the reduced dimensions
+// merged into one (the loop without index arithmetic), else any rank.
+template <bool _flat>
+__device__ __forceinline__ void {name}_reduce_body({reduce_params}) {{
   const tally_rt::index _in_ind{{_kept.n * _red.n}}, _out_ind{{_kept.n}};
   const int _group = _warp_groups ? 32 : blockDim.x;
   const long long _lane = threadIdx.x % _group;
@@ -1059,12 +1070,25 @@ extern "C" __global__ void __launch_bounds__({_THREADS}) {name}_reduce(const tal
     const long long _o = _w / _splits, _s = _w - _o * _splits;
     long long _c[tally_rt::max_dims];
     tally_rt::unravel(_kept, _o, _c);
-    {n4.join(bases)}
+    {n4.join(bases + offsets)}
     const long long _lo = _s * _chunk, _hi = _lo + _chunk < _red.n ? _lo + _chunk : _red.n;
     _type_reduce _acc = {name}_identity();
-    if (_red.rank == 1) {{
-#pragma unroll 4
-      for (long long _r = _lo + _lane; _r < _hi; _r += _group) {{
+    if (_flat) {{
+      // Tiles of 8 elements a lane, all loaded before any is folded (8 loads in flight), folded
+      // in order; then the rest one by one.
+      long long _r0 = _lo + _lane;
+      for (; _r0 + 7 * _group < _hi; _r0 += 8 * _group) {{
+        _type_reduce _t[8];
+#pragma unroll
+        for (int _u = 0; _u < 8; ++_u) {{
+          const long long _r = _r0 + _u * _group;
+          {n10.join(loads_fast)}
+          _t[_u] = {name}_map(_in_ind, _out_ind{''.join(', ' + a for a in map_args)});
+        }}
+#pragma unroll
+        for (int _u = 0; _u < 8; ++_u) _acc = {name}_combine(_acc, _t[_u]);
+      }}
+      for (long long _r = _r0; _r < _hi; _r += _group) {{
         {n8.join(loads_fast)}
         _acc = {name}_combine(_acc, {name}_map(_in_ind, _out_ind{''.join(', ' + a for a in map_args)}));
       }}
@@ -1086,6 +1110,15 @@ extern "C" __global__ void __launch_bounds__({_THREADS}) {name}_reduce(const tal
   }}
 }}
 
+// Each its own kernel, for its own registers: the flat loop fits 64 (4 blocks a multiprocessor,
+// the launch's one wave).
+extern "C" __global__ void __launch_bounds__({_THREADS}, 4) {name}_reduce_flat({reduce_params}) {{
+  {name}_reduce_body<true>({reduce_args});
+}}
+extern "C" __global__ void __launch_bounds__({_THREADS}) {name}_reduce({reduce_params}) {{
+  {name}_reduce_body<false>({reduce_args});
+}}
+
 // The partial folds of each output, one warp an output, then post_map.
 extern "C" __global__ void __launch_bounds__({_THREADS}) {name}_finish(const tally_rt::shape _kept, const long long _splits, const _type_reduce* const _partials, {''.join(s + ', ' for s in scalar_params + out_kernel)}const long long _elements) {{
   const tally_rt::index _in_ind{{_kept.n * _elements}}, _out_ind{{_kept.n}};
@@ -1099,6 +1132,7 @@ extern "C" __global__ void __launch_bounds__({_THREADS}) {name}_finish(const tal
     if (_lane == 0) {{
       long long _c[tally_rt::max_dims];
       tally_rt::unravel(_kept, _o, _c);
+      {n6.join(offsets)}
       {write}
     }}
   }}

@@ -7,8 +7,8 @@ written by the extension. The package's top level exports the same functions."""
 import numpy as np
 
 from . import _kept, _tally
-from ._arrays import NUMPY_NAMES, Source, _cupy, _torch, same_device
-from ._functions import _device_of, _require_cuda
+from ._arrays import NUMPY_NAMES, Source, _cupy, _torch, same_device, type_of_dtype
+from ._functions import _cuda_usable, _device_of, _require_cuda
 from ._user_kernels import ElementwiseKernel, ReductionKernel
 
 __all__ = ["ElementwiseKernel", "ReductionKernel", "add", "div", "gelu", "matmul", "max", "mean", "min", "mul",
@@ -49,6 +49,9 @@ def _run(src, call):
 
 
 def _unary(op, x, out):
+    y = _unary_by_address(op, x, out)
+    if y is not None:
+        return y
     src = _operand(x).contiguous()
     if out is not None:
         o = Source(out, "out")
@@ -67,6 +70,26 @@ def _unary(op, x, out):
             _tally.unary(op, src.obj, y, stream)
         return y
     return _run(src, call)
+
+
+def _unary_by_address(op, x, out):
+    """The activation of a C-contiguous torch/cupy CUDA array of the current device (the usual
+    case), by address with no Source and no device switch: into a new array like x, or into
+    `out` where it is alike x (the same library, dtype, device and shape, C-contiguous). None
+    where any of that does not hold: the full path then takes the call (and its errors)."""
+    key = _kept.tensor_key(x)
+    if key is None:
+        return None
+    lib, dtype, index, _ = key
+    type_name = type_of_dtype(dtype)
+    if type_name not in _TYPES or (out is not None and (_kept.tensor_key(out) != key or out.shape != x.shape)):
+        return None
+    stream = _kept.current_stream(lib, index)
+    if stream is None or not _cuda_usable():
+        return None
+    y = _kept.new_like(lib, x) if out is None else out
+    _tally.unary_address(op, type_name, _kept.address(lib, x), _kept.address(lib, y), _kept.size(lib, x), stream)
+    return y
 
 
 def sigmoid(x, out=None):
