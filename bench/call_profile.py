@@ -34,13 +34,15 @@ def per_call_us(fn, calls):
 
 
 def other_calls(x):
-    """The patterns' sigmoid and a user-defined kernel on x (torch), and the histogram calls and
+    """The patterns' sigmoid and sum and a user-defined kernel on x (torch), and the histogram calls and
     the same kernel on cupy arrays where cupy is installed, each beside its library's own."""
     squared_diff = ("T x, T y", "T z", "z = (x - y) * (x - y)", "squared_diff")
     ours = tally.ElementwiseKernel(*squared_diff)
     f32 = x.float()
     calls = [("tally.sigmoid(x_f32)", lambda: tally.sigmoid(f32)),
              ("torch.sigmoid(x_f32)", lambda: torch.sigmoid(f32)),
+             ("tally.sum(x_f32)", lambda: tally.sum(f32)),
+             ("torch.sum(x_f32)", lambda: torch.sum(f32)),
              ("tally.ElementwiseKernel squared_diff(x_f32, x_f32)", lambda: ours(f32, f32))]
     try:
         import cupy
@@ -108,7 +110,7 @@ def main():
     print("\n==== the operations a call is made of, each alone")
     for name, fn in primitives(x):
         print(f"{name}: {per_call_us(fn, args.calls):.1f} us a call")
-    for name, fn in calls[:4] + [others[0], others[2]]:
+    for name, fn in calls[:4] + [others[0], others[2], others[4]]:
         profile = cProfile.Profile()
         profile.enable()
         for _ in range(args.calls):

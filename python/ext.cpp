@@ -554,6 +554,21 @@ void reduce(const std::string& op, const any_array& x, bool along_rows, const ou
   else tally::reduce(which, type, in, n, result_type, out, on_stream(stream));
 }
 
+/// reduce() of contiguous memory given by address and element type: the whole of x's `cols`
+/// elements into one result (along_rows false), or each of `rows` rows of `cols` elements into
+/// one result each; the package's path for torch and cupy CUDA arrays (no DLPack exports).
+void reduce_address(const std::string& op, const std::string& type, std::uintptr_t x, std::int64_t rows,
+                    std::int64_t cols, bool along_rows, const std::string& result_type, std::uintptr_t result,
+                    std::uintptr_t stream) {
+  const auto which = op_named(op, tally::reduce_op::mean);
+  const auto t = tally::dtype_from_name(type), rt = tally::dtype_from_name(result_type);
+  const auto* in = reinterpret_cast<const void*>(x);
+  auto* out = reinterpret_cast<void*>(result);
+  nb::gil_scoped_release release;
+  if (along_rows) tally::reduce_rows(which, t, in, rows, cols, cols, rt, out, on_stream(stream));
+  else tally::reduce(which, t, in, cols, rt, out, on_stream(stream));
+}
+
 void matmul(const any_array& a, const any_array& b, const out_ndarray& c, std::uintptr_t stream) {
   const auto f32 = tally::dtype::f32;
   if (dtype_of(a.dtype()) != f32 || dtype_of(b.dtype()) != f32 || dtype_of(c.dtype()) != f32)
@@ -742,6 +757,8 @@ NB_MODULE(_tally, m) {
   m.def("unary_address", &unary_address, "op"_a, "type"_a, "x"_a, "out"_a, "n"_a, "stream"_a);
   m.def("binary", &binary, "op"_a, "a"_a, "b"_a, "out"_a.noconvert(), "stream"_a);
   m.def("reduce", &reduce, "op"_a, "x"_a, "along_rows"_a, "out"_a.noconvert(), "stream"_a);
+  m.def("reduce_address", &reduce_address, "op"_a, "type"_a, "x"_a, "rows"_a, "cols"_a, "along_rows"_a,
+        "result_type"_a, "result"_a, "stream"_a);
   m.def("matmul", &matmul, "a"_a, "b"_a, "out"_a.noconvert(), "stream"_a);
 
   bind_runtime_kernels(m);

@@ -245,6 +245,39 @@ def test_cuda_activations_into_out_in_place_and_views(request, rng, lib_name):
     np.testing.assert_array_equal(host(g), want)
 
 
+@pytest.mark.parametrize("lib_name", ["torch", "cupy"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_cuda_reductions_by_address_equal_the_full_path(request, rng, lib_name, dtype):
+    """Reductions of contiguous CUDA arrays (by address) give the full path's bits (the same
+    values as a strided view, copied once to aligned memory, then reduced by the full path), of
+    the input's type and shape; an offset view's results within numpy's; errors as the full
+    path's."""
+    lib = request.getfixturevalue(lib_name)
+    x = values(rng, (37, 515), dtype)
+    g = _on_gpu(lib, x)
+    wide = _on_gpu(lib, np.stack([x, -x], axis=-1))  # x is wide[..., 0]: a strided view
+    strided = wide[..., 0]
+    for op in (tally.sum, tally.mean, tally.min, tally.max):
+        for axis in (None, -1, 1):
+            got, full = op(g, axis=axis), op(strided, axis=axis)
+            assert type(got) is type(g) and got.dtype == g.dtype and tuple(got.shape) == tuple(full.shape)
+            np.testing.assert_array_equal(host(got), host(full))
+    # Contiguous and offset by one element (the fold's order depends on the address's alignment,
+    # so against numpy: min and max exactly, sums within their bounds).
+    offset, rest = g.reshape(-1)[1:], x.reshape(-1)[1:]
+    np.testing.assert_array_equal(host(tally.min(offset)), rest.min())
+    np.testing.assert_array_equal(host(tally.max(offset)), rest.max())
+    check_sum(host(tally.sum(offset)), rest, rest.size)
+    check_sum(host(tally.mean(offset)), rest, rest.size, mean=True)
+    check_sum(host(tally.sum(g)), x, x.size)
+    check_sum(host(tally.mean(g, axis=-1)), x, x.shape[1], mean=True)
+    with pytest.raises(ValueError):
+        tally.min(g[:0])
+    with pytest.raises(ValueError):
+        tally.sum(g, axis=0)
+    assert float(host(tally.sum(g[:0]))) == 0.0
+
+
 def test_patterns_submodule_and_top_level_names():
     import tally.patterns
     assert sorted(tally.patterns.__all__) == ["ElementwiseKernel", "ReductionKernel", "add", "div", "gelu", "matmul",

@@ -34,8 +34,9 @@ def _empty(src, shape, type_name):
     return np.empty(shape, name)
 
 
-def _cast(src, obj, type_name):
-    if src.lib == "torch":
+def _cast(lib, obj, type_name):
+    """obj (an array of `lib`) converted to tally type `type_name`."""
+    if lib == "torch":
         return obj.to(getattr(_torch(), NUMPY_NAMES[type_name]))
     return obj.astype(NUMPY_NAMES[type_name])
 
@@ -154,6 +155,9 @@ def div(a, b):
 
 
 def _reduce(op, a, axis):
+    result = _reduce_by_address(op, a, axis)
+    if result is not None:
+        return result
     src = _operand(a, "a").contiguous()
     if axis is None:
         shape = ()
@@ -168,9 +172,37 @@ def _reduce(op, a, axis):
     def call(stream):
         out = _empty(src, shape, result_type)
         _tally.reduce(op, src.obj, axis is not None, out, stream)
-        return out if result_type == src.type else _cast(src, out, src.type)
+        return out if result_type == src.type else _cast(src.lib, out, src.type)
     result = _run(src, call)
     return result[()] if src.lib == "numpy" and shape == () else result
+
+
+def _reduce_by_address(op, a, axis):
+    """_reduce of a C-contiguous torch/cupy CUDA array of the current device, by address with no
+    Source and no device switch (as _unary_by_address); None where that does not hold or the
+    axis is not None or the last one as a plain int (the full path takes the call and its errors)."""
+    key = _kept.tensor_key(a)
+    if key is None:
+        return None
+    lib, dtype, index, ndim = key
+    type_name = type_of_dtype(dtype)
+    if type_name not in _TYPES:
+        return None
+    if axis is None:
+        shape = ()
+    elif type(axis) is int and ndim > 0 and axis in (-1, ndim - 1):
+        shape = tuple(a.shape[:-1])
+    else:
+        return None
+    stream = _kept.current_stream(lib, index)
+    if stream is None or not _cuda_usable():
+        return None
+    result_type = "f32" if op in ("sum", "mean") else type_name
+    out = _kept.new_array(lib, index, shape, NUMPY_NAMES[result_type])
+    cols = _kept.size(lib, a) if axis is None else a.shape[-1]
+    _tally.reduce_address(op, type_name, _kept.address(lib, a), _kept.size(lib, out), cols, axis is not None,
+                          result_type, _kept.address(lib, out), stream)
+    return out if result_type == type_name else _cast(lib, out, type_name)
 
 
 def sum(a, axis=None):
