@@ -448,6 +448,20 @@ nb::object fill_address(std::vector<tally::axis> axes, std::uintptr_t data, std:
   return fill_views_on_stream(std::move(axes), v, strategy, stream_handle, device, flow);
 }
 
+/// tally::count_into of one contiguous column given by address, element count and sample type:
+/// the counts written as `out_type` into `out`, an array the package allocated in the caller's
+/// library (its memory pool, its dtype). The small calls' path: a small fill is one launch.
+void count_address(std::vector<tally::axis> axes, std::uintptr_t data, std::int64_t size, const std::string& type,
+                   const std::string& strategy, std::uintptr_t stream, std::uintptr_t out,
+                   const std::string& out_type) {
+  const std::vector<tally::view> columns = {{reinterpret_cast<const void*>(data), size, 1, tally::dtype_from_name(type)}};
+  const auto options = make_options(false, strategy, tally::backend::cuda, false);
+  const auto counted = tally::dtype_from_name(out_type);
+  nb::gil_scoped_release release;
+  tally::count_into(std::move(axes), columns, reinterpret_cast<void*>(out), counted, reinterpret_cast<void*>(stream),
+                    options);
+}
+
 /// UHI's axis traits: tally's axes never wrap around; integer axes are discrete.
 struct axis_traits {
   bool circular;
@@ -734,6 +748,8 @@ NB_MODULE(_tally, m) {
 
   m.def("fill_on_stream", &fill_on_stream, "axes"_a, "columns"_a, "weights"_a.none(), "strategy"_a,
         "stream"_a, "device"_a, "flow"_a = false);
+  m.def("count_address", &count_address, "axes"_a, "data"_a, "size"_a, "type"_a, "strategy"_a, "stream"_a, "out"_a,
+        "out_type"_a);
   m.def("fill_address", &fill_address, "axes"_a, "data"_a, "size"_a, "type"_a, "strategy"_a, "stream"_a,
         "device"_a, "flow"_a = false);
 

@@ -57,6 +57,45 @@ TEST(CudaPlan, ReplicatedWhereCopiesFitSharedUpToTheLimitWarpAggregatedBeyond) {
   EXPECT_EQ(tally::plan(strided).chosen, tally::strategy::warp_aggregated);
 }
 
+TEST(CudaPlan, CountIntoWritesOnceFromOneBlockOnlyForSmallAutomaticFills) {
+  auto r = h100_request(16);
+  r.n = 16;
+  EXPECT_FALSE(tally::plan(r).write_once) << "a fill into a histogram's cells adds; only count_into asks";
+  r.write_once = true;
+  const auto p = tally::plan(r);
+  EXPECT_TRUE(p.write_once);
+  EXPECT_EQ(p.chosen, tally::strategy::shared);
+  EXPECT_EQ(p.grid_blocks, 1);
+  EXPECT_EQ(p.block_threads, 256);
+  EXPECT_EQ(p.shared_bytes, (16 + 3) * 4);
+  EXPECT_NE(tally::describe(p).find("each cell once"), std::string::npos);
+  r.n = 0;
+  EXPECT_TRUE(tally::plan(r).write_once) << "no samples: the block writes zeros";
+  r.n = 4096;
+  r.cells = 16384;
+  EXPECT_TRUE(tally::plan(r).write_once);
+  auto more = r;
+  more.n = 4097;
+  EXPECT_FALSE(tally::plan(more).write_once);
+  more = r;
+  more.cells = 16385;
+  EXPECT_FALSE(tally::plan(more).write_once);
+  more = r;
+  more.wanted = tally::strategy::shared;
+  EXPECT_FALSE(tally::plan(more).write_once) << "a named strategy runs as named";
+  more = r;
+  more.weighted = true;
+  more.weight_type = tally::dtype::f32;
+  EXPECT_FALSE(tally::plan(more).write_once);
+  more = r;
+  more.channels = 3;
+  more.sample = tally::dtype::u8;
+  EXPECT_FALSE(tally::plan(more).write_once);
+  more = r;
+  more.device_shared_bytes = 48 * 1024;  // (16384 + 3) x 4 bytes exceed it
+  EXPECT_FALSE(tally::plan(more).write_once);
+}
+
 TEST(CudaPlan, RegisterCountsAtMostTwentyNineBinsOfOneColumn) {
   auto r = h100_request(29);
   r.wanted = tally::strategy::registers;

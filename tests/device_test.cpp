@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -385,6 +386,151 @@ TEST_F(Device, InterleavedChannelsInOnePassOrOneByOne) {
       }
     }
   }
+}
+
+/// count_into's counts as `type` (u64, i64, f64, f32, f16, bf16) at a device address, read back
+/// as doubles (the 16-bit floats decoded from their bits).
+std::vector<double> read_counts(const void* out, dtype type, std::int64_t cells) {
+  std::vector<unsigned char> bytes(static_cast<std::size_t>(cells) * tally::size_of(type));
+  check(cudaMemcpy(bytes.data(), out, bytes.size(), cudaMemcpyDeviceToHost));
+  std::vector<double> v;
+  for (std::int64_t c = 0; c < cells; ++c) {
+    const unsigned char* at = bytes.data() + c * tally::size_of(type);
+    std::uint64_t u64 = 0;
+    std::uint16_t u16 = 0;
+    float f32 = 0;
+    double f64 = 0;
+    switch (type) {
+      case dtype::u64:
+      case dtype::i64: std::memcpy(&u64, at, 8); v.push_back(static_cast<double>(u64)); break;
+      case dtype::f64: std::memcpy(&f64, at, 8); v.push_back(f64); break;
+      case dtype::f32: std::memcpy(&f32, at, 4); v.push_back(f32); break;
+      case dtype::bf16: {
+        std::memcpy(&u16, at, 2);
+        const std::uint32_t bits = std::uint32_t{u16} << 16;
+        std::memcpy(&f32, &bits, 4);
+        v.push_back(f32);
+        break;
+      }
+      default: {  // f16: counts are non-negative integers, normal or zero or infinite
+        std::memcpy(&u16, at, 2);
+        const int exponent = (u16 >> 10) & 31, mantissa = u16 & 1023;
+        v.push_back(exponent == 31 ? HUGE_VAL : exponent == 0 ? mantissa * std::ldexp(1.0, -24)
+                                                               : std::ldexp(1024 + mantissa, exponent - 25));
+      }
+    }
+  }
+  return v;
+}
+
+/// A count as `type` holds it: rounded to nearest-even at the type's significand bits (f16: 11,
+/// bf16: 8, f32: 24), infinite beyond f16's largest finite value.
+double count_as(std::uint64_t count, dtype type) {
+  const int bits = type == dtype::f16 ? 11 : type == dtype::bf16 ? 8 : type == dtype::f32 ? 24 : 64;
+  int width = 0;
+  while (width < 64 && (count >> width) != 0) ++width;
+  if (width <= bits) return static_cast<double>(count);
+  const int shift = width - bits;
+  std::uint64_t kept = count >> shift;
+  const std::uint64_t rest = count & ((std::uint64_t{1} << shift) - 1), half = std::uint64_t{1} << (shift - 1);
+  if (rest > half || (rest == half && (kept & 1))) ++kept;
+  const double rounded = std::ldexp(static_cast<double>(kept), shift);
+  return type == dtype::f16 && rounded > 65504 ? HUGE_VAL : rounded;
+}
+
+TEST_F(Device, CountIntoWritesTheReferenceCountsInTheCallersType) {
+  const stream s;
+  std::uint64_t seed = 7600;
+  // 4096 samples and fewer: the write_once plan (one block, one launch); more: a histogram's fill.
+  for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{37}, std::int64_t{4096}, std::int64_t{4097},
+                         std::int64_t{100003}}) {
+    for (dtype t : {dtype::u8, dtype::i32, dtype::i64, dtype::f16, dtype::f32, dtype::f64}) {
+      for (const axis_spec& a : {regular_spec(257, -1.3, 2.7, floating(t) && t != dtype::f64 ? t : dtype::f64),
+                                 variable_spec(255, -2.5, 250.5, seed), integer_spec(-50, 256)}) {
+        for (dist d : all_dists) {
+          ++seed;
+          const column host = random_column_for(a, t, d, n, seed);
+          const device_column dev(host.view());
+          SCOPED_TRACE(a.name() + " " + std::string(tally::name_of(t)) + " " + name_of(d) + " n " + std::to_string(n));
+          ref::result want = ref::empty({a.model()}, false);
+          ref::fill(want, a.model(), host.view());
+          const std::int64_t cells = static_cast<std::int64_t>(want.counts.size());
+          // The output, and one sentinel element after it that no call may write.
+          for (dtype out_type : {dtype::u64, dtype::i64, dtype::f64, dtype::f32, dtype::f16, dtype::bf16}) {
+            const std::size_t size = tally::size_of(out_type);
+            void* out = nullptr;
+            check(cudaMalloc(&out, (cells + 1) * size));
+            check(cudaMemset(out, 0x5a, (cells + 1) * size));
+            tally::count_into({a.make()}, {dev.view()}, out, out_type, s.get());
+            check(cudaStreamSynchronize(static_cast<cudaStream_t>(s.get())));
+            const std::vector<double> got = read_counts(out, out_type, cells);
+            std::vector<unsigned char> after(size);
+            check(cudaMemcpy(after.data(), static_cast<char*>(out) + cells * size, size, cudaMemcpyDeviceToHost));
+            cudaFree(out);
+            EXPECT_EQ(after, std::vector<unsigned char>(size, 0x5a)) << "written past the cells";
+            std::int64_t wrong = 0;
+            for (std::int64_t c = 0; c < cells; ++c) wrong += got[c] != count_as(want.counts[c], out_type);
+            EXPECT_EQ(wrong, 0) << tally::name_of(out_type);
+            if (d != dist::uniform || t != dtype::i32) break;  // every output type on one case of each n
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(Device, CountIntoOfStridedAndTwoDimensionalColumnsAndNamedStrategies) {
+  const stream s;
+  const std::vector<axis_spec> specs = {regular_spec(64, -1.3, 2.7), integer_spec(-10, 30)};
+  for (std::int64_t n : {std::int64_t{3000}, std::int64_t{50001}}) {
+    const column x = random_column_for(specs[0], dtype::f64, dist::uniform, n, 7701, 3);  // stride 3
+    const column y = random_column_for(specs[1], dtype::i16, dist::normal, n, 7702);
+    const device_column dx(x.view()), dy(y.view());
+    ref::result want = ref::empty({specs[0].model(), specs[1].model()}, false);
+    ref::fill(want, {specs[0].model(), specs[1].model()}, {x.view(), y.view()});
+    ASSERT_GT(binned(want), 0u);
+    void* out = nullptr;
+    check(cudaMalloc(&out, 64 * 30 * sizeof(std::uint64_t)));
+    tally::count_into({specs[0].make(), specs[1].make()}, {dx.view(), dy.view()}, out, dtype::u64, s.get());
+    std::vector<std::uint64_t> got(64 * 30);
+    check(cudaMemcpyAsync(got.data(), out, got.size() * 8, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(s.get())));
+    check(cudaStreamSynchronize(static_cast<cudaStream_t>(s.get())));
+    EXPECT_EQ(got, want.counts) << "n " << n;
+    for (auto st : {tally::strategy::global_atomic, tally::strategy::shared}) {
+      tally::options o;
+      o.strategy = st;
+      check(cudaMemset(out, 0x5a, 64 * 30 * sizeof(std::uint64_t)));
+      tally::count_into({specs[0].make(), specs[1].make()}, {dx.view(), dy.view()}, out, dtype::u64, s.get(), o);
+      check(cudaMemcpyAsync(got.data(), out, got.size() * 8, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(s.get())));
+      check(cudaStreamSynchronize(static_cast<cudaStream_t>(s.get())));
+      EXPECT_EQ(got, want.counts) << tally::name_of(st) << " n " << n;
+    }
+    cudaFree(out);
+  }
+}
+
+TEST_F(Device, CountIntoRejectsWhatItCannotWrite) {
+  const axis_spec a = integer_spec(0, 16);
+  const column host = random_column_for(a, dtype::i32, dist::uniform, 1000, 7800);
+  const device_column dev(host.view());
+  void* out = nullptr;
+  check(cudaMalloc(&out, 16 * sizeof(std::uint64_t)));
+  std::vector<std::uint64_t> host_out(16);
+  EXPECT_THROW(tally::count_into({a.make()}, {host.view()}, out, dtype::u64), tally::error) << "host samples";
+  EXPECT_THROW(tally::count_into({a.make()}, {dev.view()}, host_out.data(), dtype::u64), tally::error) << "host out";
+  EXPECT_THROW(tally::count_into({a.make()}, {dev.view()}, nullptr, dtype::u64), tally::error) << "null out";
+  EXPECT_THROW(tally::count_into({a.make()}, {dev.view()}, out, dtype::i32), tally::error) << "i32 counts";
+  EXPECT_THROW(tally::count_into({a.make()}, {dev.view(), dev.view()}, out, dtype::u64), tally::error) << "two columns";
+  tally::options weighted;
+  weighted.weighted = true;
+  EXPECT_THROW(tally::count_into({a.make()}, {dev.view()}, out, dtype::u64, nullptr, weighted), tally::error);
+  tally::options u32;
+  u32.counts = tally::count_type::u32;
+  EXPECT_THROW(tally::count_into({a.make()}, {dev.view()}, out, dtype::u64, nullptr, u32), tally::error);
+  tally::options on_cpu;
+  on_cpu.backend = tally::backend::cpu;
+  EXPECT_THROW(tally::count_into({a.make()}, {dev.view()}, out, dtype::u64, nullptr, on_cpu), tally::error);
+  cudaFree(out);
 }
 
 TEST_F(Device, BadArgumentsThrowBeforeAnythingRuns) {

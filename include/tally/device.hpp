@@ -196,4 +196,17 @@ void fill_channels_stream(std::vector<device_histogram>& per_channel, dtype type
                           const stream_reader& pixels, const stream_reader* weights = nullptr,
                           dtype weight_type = dtype::f64, void* stream = nullptr, stream_options o = {});
 
+/// The counts of one fill of `columns` (one column of samples per axis, in device memory of the
+/// current device) over `axes`, written into `out`: device memory of the current device that the
+/// caller owns, one value of `out_type` a cell in C order (u64, i64, f64, f32, f16 or bf16, the
+/// float types rounded to nearest as a conversion of int64 counts would round them), replacing
+/// what it held; samples that no cell takes are dropped. CUB's convention: the output is the
+/// caller's, in the type the caller wants. Enqueued on `stream` with no host wait, as
+/// device_histogram::fill. A small fill (the planner's write_once: at most 4096 samples into at
+/// most 16384 cells, unweighted, automatic strategy) is one launch with no allocation; others
+/// fill a device_histogram (memory from tally's pool, freed in stream order) and convert its
+/// counts. The bin rule is tally::histogram's. `opts` must be unweighted with u64 counts.
+void count_into(std::vector<axis> axes, const std::vector<view>& columns, void* out, dtype out_type,
+                void* stream = nullptr, options opts = {});
+
 }  // namespace tally

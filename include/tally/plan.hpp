@@ -80,6 +80,9 @@ struct plan_request {
   bool contiguous = false;
   /// Bytes of the first axis' edge tables (regular: edges; variable: edges and buckets).
   std::int64_t table_bytes = 0;
+  /// CUDA: the counts go to the caller's memory, replacing it (tally::count_into), so a fill
+  /// that one block counts may write each cell once instead of adding into zeroed cells.
+  bool write_once = false;
 };
 
 /// The planner's answer.
@@ -107,6 +110,7 @@ struct policy {
   int partition_buckets = 0;        // CUDA partitioned: buckets, (cells + 2) >> bits, plus one
   std::int64_t partition_chunk = 0; // CUDA partitioned: samples sorted per pass (temporary memory)
   int partition_blocks = 0;         // CUDA partitioned: counting blocks shared out among the buckets
+  bool write_once = false;          // CUDA count_into: one block counts all samples, writes each cell once
   std::vector<std::string> reasons; // the measured reason behind each choice
 };
 

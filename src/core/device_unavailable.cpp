@@ -48,6 +48,7 @@ std::vector<double> device_histogram::sums(void*) const { unavailable(); }
 flow_counts device_histogram::flow(void*) const { unavailable(); }
 policy device_histogram::plan_for(dtype, std::int64_t, dtype) const { unavailable(); }
 void fill_channels(std::vector<device_histogram>&, const view&, int, void*) { unavailable(); }
+void count_into(std::vector<axis>, const std::vector<view>&, void*, dtype, void*, options) { unavailable(); }
 void fill_channels_stream(std::vector<device_histogram>&, dtype, int, const stream_reader&, const stream_reader*, dtype,
                           void*, stream_options) {
   unavailable();

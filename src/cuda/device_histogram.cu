@@ -1,6 +1,8 @@
 // device_histogram: cells in device memory, fills enqueued on the caller's stream (fill.hpp's
 // steps, as the synchronous backend uses them, without the copy back).
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -604,6 +606,46 @@ void device_cells::deallocate(const device_histogram& h, void* p, std::size_t by
 }
 
 }  // namespace detail
+
+void count_into(std::vector<axis> axes, const std::vector<view>& columns, void* out, dtype out_type, void* stream,
+                options opts) {
+  const char* call = "tally::count_into";
+  const dtype counted[] = {dtype::u64, dtype::i64, dtype::f64, dtype::f32, dtype::f16, dtype::bf16};
+  if (std::find(std::begin(counted), std::end(counted), out_type) == std::end(counted))
+    throw error(std::string(call) + ": counts are written as u64, i64, f64, f32, f16 or bf16, not " +
+                std::string(name_of(out_type)));
+  if (opts.weighted || opts.exact_sums || opts.counts != count_type::u64)
+    throw error(std::string(call) + ": writes counts; options must be unweighted, without exact_sums, with u64 counts");
+  if (opts.backend == backend::cpu) throw error(std::string(call) + ": computes on the GPU; options.backend must be automatic or cuda");
+  detail::check_fill(axes, false, columns, nullptr);
+  std::string why;
+  if (!detail::cuda_backend().usable(why)) throw error(std::string(call) + ": " + why);
+  int device = 0;
+  TALLY_CUDA_CHECK(cudaGetDevice(&device));
+  for (std::size_t d = 0; d < columns.size(); ++d) require_on(device, columns[d], static_cast<int>(d), call);
+  const std::int64_t cells = detail::cell_count(axes);
+  if (device_of(out) != device)
+    throw error(std::string(call) + ": out must be memory of the current device " + std::to_string(device));
+  const std::int64_t n = columns[0].size;
+  plan_request r = detail::make_request(axes, opts, backend::cuda, columns[0].type, n, &columns[0], nullptr);
+  r.write_once = true;
+  detail::cuda_backend().describe(r);
+  const policy p = plan(r);
+  // write_once reads the kept tables (tables_for: uploaded once, then shared with histograms over
+  // the same axes); where the device's share of kept tables is full, a histogram fills instead.
+  const kept_tables* k = p.write_once ? tables_for(device, axes) : nullptr;
+  if (k) {
+    std::vector<const char*> data;
+    for (const auto& c : columns) data.push_back(static_cast<const char*>(c.data));
+    const detail::cuda::fill_input in = k->rules.input(columns, data, nullptr, nullptr, k->words);
+    detail::cuda::write_counts_once(in.axes, n, cells, p, out, out_type, as_stream(stream));
+    return;
+  }
+  device_histogram h(std::move(axes), opts, stream);
+  h.fill(columns, stream);
+  detail::cuda::convert_counts(reinterpret_cast<const unsigned long long*>(h.counts_data()), cells, out, out_type,
+                               as_stream(stream));
+}
 
 policy device_histogram::plan_for(dtype t, std::int64_t n, dtype weight_type) const {
   const device_guard guard(device_);

@@ -1,6 +1,9 @@
 // The generic kernels, for any sample type, stride, alignment and number of axes: one sample
 // per load, the rule chosen at run time. global_atomic and warp_aggregated (the ladder's first
 // rungs), shared / shared_replicated, and the deterministic weighted sums.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <algorithm>
 
 #include "cuda/kernels.hpp"
@@ -43,6 +46,38 @@ __global__ void shared_kernel(device_axes axes, std::int64_t n, std::int64_t cel
     atomicAdd(&block_slots[(slot_of(axes, i, cells) << shift) + copy], 1u);
   __syncthreads();
   flush_copies(block_slots, total, shift, slots);
+}
+
+/// A count stored as element c of `out`, of `type` (u64, i64, f64, f32, f16, bf16; the float
+/// types rounded to nearest from the count's float32 value where they are narrower, as a
+/// conversion of int64 counts).
+__device__ __forceinline__ void store_count(void* out, dtype type, std::int64_t c, unsigned long long v) {
+  switch (type) {
+    case dtype::u64:
+    case dtype::i64: static_cast<unsigned long long*>(out)[c] = v; break;
+    case dtype::f64: static_cast<double*>(out)[c] = static_cast<double>(v); break;
+    case dtype::f32: static_cast<float*>(out)[c] = static_cast<float>(v); break;
+    case dtype::f16: static_cast<__half*>(out)[c] = __float2half_rn(static_cast<float>(v)); break;
+    case dtype::bf16: static_cast<__nv_bfloat16*>(out)[c] = __float2bfloat16_rn(static_cast<float>(v)); break;
+    default: break;
+  }
+}
+
+/// write_once (count_into): the one block counts every sample in shared memory (the flow slots
+/// after the cells), then writes each cell once into `out`, which needs no zeroing.
+__global__ void write_once_kernel(device_axes axes, std::int64_t n, std::int64_t cells, void* out, dtype type) {
+  extern __shared__ unsigned block_slots[];
+  for (std::int64_t k = threadIdx.x; k < cells + 3; k += blockDim.x) block_slots[k] = 0;
+  __syncthreads();
+  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) atomicAdd(&block_slots[slot_of(axes, i, cells)], 1u);
+  __syncthreads();
+  for (std::int64_t c = threadIdx.x; c < cells; c += blockDim.x) store_count(out, type, c, block_slots[c]);
+}
+
+__global__ void convert_counts_kernel(const unsigned long long* counts, std::int64_t cells, void* out, dtype type) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < cells; c += stride)
+    store_count(out, type, c, counts[c]);
 }
 
 /// Sums x over each group of lanes with equal keys (`peers`, from __match_any_sync) by a
@@ -149,6 +184,21 @@ void count_generic(const device_axes& axes, std::int64_t n, std::int64_t cells, 
       global_atomic_kernel<false><<<shape.grid, shape.block, 0, shape.stream>>>(axes, n, cells, slots);
       break;
   }
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+void write_counts_once(const device_axes& axes, std::int64_t n, std::int64_t cells, const policy& plan, void* out,
+                       dtype type, cudaStream_t stream) {
+  const auto bytes = static_cast<std::size_t>(plan.shared_bytes);
+  allow_shared(reinterpret_cast<const void*>(write_once_kernel), bytes);
+  write_once_kernel<<<1, static_cast<unsigned>(plan.block_threads), bytes, stream>>>(axes, n, cells, out, type);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+void convert_counts(const unsigned long long* counts, std::int64_t cells, void* out, dtype type, cudaStream_t stream) {
+  if (cells == 0) return;
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((cells + 255) / 256, 8192));
+  convert_counts_kernel<<<blocks, 256, 0, stream>>>(counts, cells, out, type);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 

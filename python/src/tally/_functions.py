@@ -560,9 +560,9 @@ def histc(input, bins=100, min=0, max=0, *, strategy="automatic", device=None):
             key = None
         kept = _kept.get(key)
         if kept is not None:
-            values = kept.fill(input, strategy)
+            values = kept.fill(input, strategy, out_type=_histc_type(kept.lib, kept.type))
             if values is not None:
-                return _histc_result(values, kept.lib, kept.type)
+                return values
     src = Source(input, "input").bool_as_u8()
     bins = operator_index(bins, "histc: bins must be an integer")
     if bins < 1:
@@ -584,12 +584,18 @@ def histc(input, bins=100, min=0, max=0, *, strategy="automatic", device=None):
     return _histc_result(values, src.lib, src.type)
 
 
+def _histc_type(lib, sample_type):
+    """torch.histc's result type: the input's float type (float32 for integers, and for bfloat16
+    outside torch)."""
+    if sample_type not in FLOAT_TYPES or (sample_type == "bf16" and lib != "torch"):
+        return "f32"
+    return sample_type
+
+
 def _histc_result(counts, lib, sample_type):
-    """torch.histc's result: the counts in the input's float dtype (float32 for integers)."""
-    out = NUMPY_NAMES[sample_type] if sample_type in FLOAT_TYPES else "float32"
-    if lib == "torch":
-        return counts.to(getattr(_torch(), out))
-    return counts.astype("float32" if out == "bfloat16" else out)
+    """torch.histc's result: the counts in the input's float dtype (_histc_type)."""
+    out = NUMPY_NAMES[_histc_type(lib, sample_type)]
+    return counts.to(getattr(_torch(), out)) if lib == "torch" else counts.astype(out)
 
 
 def plan(a=None, bins=10, range=None, weights=None, *, dtype=None, n=None,

@@ -123,6 +123,23 @@ def fill_address(lib, a, axes, sample_type, index, stream, strategy, flow):
     return (from_dlpack(out[0]), out[1]) if flow else from_dlpack(out)
 
 
+# The most samples count_into counts in one launch (the planner's write_once, src/core/planner.cpp).
+_WRITE_ONCE_SAMPLES = 4096
+# The counts' types count_address writes, by numpy's name (torch's for bfloat16).
+_COUNT_NAMES = {"i64": "int64", "f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+
+
+def count_address(lib, a, axes, sample_type, index, stream, strategy, out_type):
+    """The counts of contiguous `a` over the 1-D `axes` on `stream` of device `index` (current),
+    written by the extension's count_into as `out_type` (tally's name: 'i64' for counts, or
+    histc's float types) into a new array of `lib` from its library's memory pool: a small
+    fill is one launch, nothing allocated by tally."""
+    out = new_array(lib, index, (axes[0].bins,), _COUNT_NAMES[out_type])
+    _tally.count_address(axes, address(lib, a), size(lib, a), sample_type, strategy, stream, address(lib, out),
+                         out_type)
+    return out
+
+
 def min_max(lib, a):
     """[min, max] of a torch or cupy array (not empty) as Python numbers, read back once (torch:
     reduced into one two-element array of its device)."""
@@ -146,14 +163,18 @@ class KeptCall:
     def __init__(self, lib, index, sample_type, axes, edges=None):
         self.lib, self.index, self.type, self.axes, self.edges = lib, index, sample_type, axes, edges
 
-    def fill(self, a, strategy, flow=False, axes=None):
-        """The fill of `a` on the current stream (over `axes` instead of the kept ones where
-        given), or None where its device is not the current one (the full path switches
-        devices)."""
+    def fill(self, a, strategy, flow=False, axes=None, out_type="i64"):
+        """The counts of `a` on the current stream (over `axes` instead of the kept ones where
+        given), as `out_type` (count_address; with flow: int64 counts and the flow counts), or
+        None where its device is not the current one (the full path switches devices)."""
         stream = current_stream(self.lib, self.index)
         if stream is None:
             return None
-        return fill_address(self.lib, a, axes or self.axes, self.type, self.index, stream, strategy, flow)
+        axes = axes or self.axes
+        if flow or (out_type == "i64" and size(self.lib, a) > _WRITE_ONCE_SAMPLES):
+            # Larger int64 counts are the histogram's own cells, handed over with no conversion.
+            return fill_address(self.lib, a, axes, self.type, self.index, stream, strategy, flow)
+        return count_address(self.lib, a, axes, self.type, self.index, stream, strategy, out_type)
 
     def edges_copy(self):
         return self.edges.clone() if self.lib == "torch" else self.edges.copy()
