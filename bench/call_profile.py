@@ -72,6 +72,8 @@ def primitives(x):
         ("torch.empty(16, dtype=, device='cuda:0')", lambda: torch.empty(16, dtype=torch.float32, device=f"cuda:{device.index}")),
         ("torch.empty(16, dtype=, device=torch.device)", lambda: torch.empty(16, **kind)),
         ("torch.empty_like(x)", lambda: torch.empty_like(f32)),
+        ("torch.empty_like(x, memory_format=torch.contiguous_format)",
+         lambda: torch.empty_like(f32, memory_format=torch.contiguous_format)),
         ("torch.zeros(16, dtype=int64, device=)", lambda: torch.zeros(16, dtype=torch.int64, device=device)),
         ("x.clone()", lambda: f32.clone()),
         ("counts.to(float32)", lambda: xi.to(torch.float32)),

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -446,7 +447,7 @@ TEST_F(Device, CountIntoWritesTheReferenceCountsInTheCallersType) {
                          std::int64_t{100003}}) {
     for (dtype t : {dtype::u8, dtype::i32, dtype::i64, dtype::f16, dtype::f32, dtype::f64}) {
       for (const axis_spec& a : {regular_spec(257, -1.3, 2.7, floating(t) && t != dtype::f64 ? t : dtype::f64),
-                                 variable_spec(255, -2.5, 250.5, seed), integer_spec(-50, 256)}) {
+                                 variable_spec(255, -2.5, 250.5, 7599), integer_spec(-50, 256)}) {
         for (dist d : all_dists) {
           ++seed;
           const column host = random_column_for(a, t, d, n, seed);
@@ -476,6 +477,58 @@ TEST_F(Device, CountIntoWritesTheReferenceCountsInTheCallersType) {
         }
       }
     }
+  }
+}
+
+/// The nodes of the graph that `enqueue` records on a capturing stream of its own.
+std::size_t captured_nodes(const std::function<void(void*)>& enqueue) {
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+  enqueue(s);
+  cudaGraph_t graph = nullptr;
+  check(cudaStreamEndCapture(s, &graph));
+  std::size_t nodes = 0;
+  check(cudaGraphGetNodes(graph, nullptr, &nodes));
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+  return nodes;
+}
+
+TEST_F(Device, CountIntoSmallFillsAreOneLaunch) {
+  struct small_case {
+    axis_spec a;
+    dtype t;
+    std::int64_t n;
+    bool one_launch;
+  };
+  const small_case cases[] = {
+      {integer_spec(0, 16384), dtype::i32, 4096, true},  // (16384 + 3) x 4 bytes: shared memory past 48 KiB
+      {regular_spec(257, -1.3, 2.7, dtype::f32), dtype::f32, 4096, true},  // the kept tables
+      {integer_spec(-50, 256), dtype::i64, 37, true},                      // no tables at all
+      {variable_spec(255, -2.5, 250.5, 7900), dtype::u8, 1000, true},      // integers read the tables
+      {integer_spec(0, 16384), dtype::i32, 4097, false},
+      {integer_spec(0, 16385), dtype::i32, 100, false},
+  };
+  const stream s;
+  std::uint64_t seed = 7910;
+  for (const small_case& c : cases) {
+    SCOPED_TRACE(c.a.name() + " " + std::string(tally::name_of(c.t)) + " n " + std::to_string(c.n));
+    const column host = random_column_for(c.a, c.t, dist::mostly_one_bin, c.n, ++seed);
+    const device_column dev(host.view());
+    ref::result want = ref::empty({c.a.model()}, false);
+    ref::fill(want, c.a.model(), host.view());
+    std::vector<std::uint64_t> got(want.counts.size());
+    void* out = nullptr;
+    check(cudaMalloc(&out, got.size() * sizeof(std::uint64_t)));
+    tally::count_into({c.a.make()}, {dev.view()}, out, dtype::u64, s.get());  // uploads tables where needed
+    check(cudaMemcpyAsync(got.data(), out, got.size() * 8, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(s.get())));
+    check(cudaStreamSynchronize(static_cast<cudaStream_t>(s.get())));
+    EXPECT_EQ(got, want.counts);
+    const std::size_t nodes =
+        captured_nodes([&](void* on) { tally::count_into({c.a.make()}, {dev.view()}, out, dtype::u64, on); });
+    EXPECT_EQ(nodes == 1, c.one_launch) << nodes << " graph nodes";
+    cudaFree(out);
   }
 }
 

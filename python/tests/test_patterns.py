@@ -287,6 +287,17 @@ def test_patterns_submodule_and_top_level_names():
         assert getattr(tally, name) is getattr(tally.patterns, name) and name in tally.__all__
 
 
+def test_torch_activation_of_a_channels_last_tensor_is_c_contiguous(torch, rng):  # noqa: F811 (fixture)
+    """A tensor both contiguous and channels_last (one channel) gets a C-contiguous result, as
+    the full path's new array is."""
+    x = values(rng, (2, 1, 3, 3), np.float32)
+    g = torch.from_numpy(x).cuda().to(memory_format=torch.channels_last)
+    assert g.is_contiguous() and g.stride() != (9, 9, 3, 1)
+    y = tally.sigmoid(g)
+    assert y.stride() == (9, 9, 3, 1)
+    check_activation(ACTIVATIONS[0], x, host(y), np.float32)
+
+
 def test_torch_bfloat16_and_stream(torch, rng):  # noqa: F811 (fixture)
     x = values(rng, (4097,), np.float32)
     g = torch.from_numpy(x).cuda().to(torch.bfloat16)

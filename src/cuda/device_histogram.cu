@@ -631,15 +631,23 @@ void count_into(std::vector<axis> axes, const std::vector<view>& columns, void* 
   r.write_once = true;
   detail::cuda_backend().describe(r);
   const policy p = plan(r);
-  // write_once reads the kept tables (tables_for: uploaded once, then shared with histograms over
-  // the same axes); where the device's share of kept tables is full, a histogram fills instead.
-  const kept_tables* k = p.write_once ? tables_for(device, axes) : nullptr;
-  if (k) {
+  if (p.write_once) {
+    // Integer samples on axes that bin them without tables need none; others read the kept
+    // tables (tables_for: uploaded once, with a host wait, then shared with histograms over the
+    // same axes). Where the device's share of kept tables is full, a histogram fills instead.
     std::vector<const char*> data;
     for (const auto& c : columns) data.push_back(static_cast<const char*>(c.data));
-    const detail::cuda::fill_input in = k->rules.input(columns, data, nullptr, nullptr, k->words);
-    detail::cuda::write_counts_once(in.axes, n, cells, p, out, out_type, as_stream(stream));
-    return;
+    const bool floats = std::any_of(columns.begin(), columns.end(), [](const view& c) { return is_floating(c.type); });
+    const detail::cuda::rules bare(axes, false);
+    const bool untabled = !floats && bare.integers_need_no_tables();
+    const kept_tables* k = untabled ? nullptr : tables_for(device, axes);
+    if (untabled || k) {
+      // Unweighted counts never read the 1.0 after the tables, so bare rules need no device words.
+      const detail::cuda::fill_input in = untabled ? bare.input(columns, data, nullptr, nullptr, nullptr)
+                                                   : k->rules.input(columns, data, nullptr, nullptr, k->words);
+      detail::cuda::write_counts_once(in.axes, n, cells, p, out, out_type, as_stream(stream));
+      return;
+    }
   }
   device_histogram h(std::move(axes), opts, stream);
   h.fill(columns, stream);

@@ -6,8 +6,11 @@ arguments are plain Python numbers derives everything but the counts from those 
 array's dtype and device: the sample type, numpy's edges, the axis, the edges' device copy. The
 full path makes them once and keeps them here by (function, arguments, dtype, device); a later
 equal call checks the array's layout and fills (KeptCall.fill). One contiguous column is handed
-to the extension by its data pointer (fill_address), not by a DLPack export, which costs a
-third of a small fill. The pieces the other small-call paths share (user kernels' plans, the
+to the extension by its data pointer, not by a DLPack export, which costs a third of a small
+fill; its counts are written by tally::count_into (count_address) into an array of the caller's
+library, one launch for a small fill, or come back as the histogram's own cells (fill_address)
+where they are int64 counts of a larger one or flow counts are wanted. The pieces the other
+small-call paths share (user kernels' plans, the
 patterns' activations) live here too: the current stream, a new array, an array's address, a
 min/max read back once.
 """
@@ -99,15 +102,19 @@ def new_array(lib, index, shape, name):
         return cupy.empty(shape, name)
 
 
-def new_like(lib, a):
-    """A new C-contiguous array of `a`'s shape and dtype, `a` a C-contiguous torch or cupy array
-    of the current device (empty_like keeps a's layout, and allocates on the current device)."""
-    return _torch().empty_like(a) if lib == "torch" else _cupy().empty_like(a)
-
-
 def size(lib, a):
     """The number of elements of a torch or cupy array."""
     return a.numel() if lib == "torch" else a.size
+
+
+def new_like(lib, a):
+    """A new C-contiguous array of a's shape and dtype, `a` a torch or cupy array of the current
+    device (whatever a's strides, as new_array: empty_like alone would keep a channels_last
+    layout, say)."""
+    if lib == "torch":
+        torch = _torch()
+        return torch.empty_like(a, memory_format=torch.contiguous_format)
+    return _cupy().empty_like(a, order="C")
 
 
 def address(lib, a):
@@ -123,8 +130,9 @@ def fill_address(lib, a, axes, sample_type, index, stream, strategy, flow):
     return (from_dlpack(out[0]), out[1]) if flow else from_dlpack(out)
 
 
-# The most samples count_into counts in one launch (the planner's write_once, src/core/planner.cpp).
-_WRITE_ONCE_SAMPLES = 4096
+# The most samples and cells count_into counts in one launch (the planner's write_once,
+# src/core/planner.cpp).
+_WRITE_ONCE_SAMPLES, _WRITE_ONCE_CELLS = 4096, 16384
 # The counts' types count_address writes, by numpy's name (torch's for bfloat16).
 _COUNT_NAMES = {"i64": "int64", "f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 
@@ -171,8 +179,10 @@ class KeptCall:
         if stream is None:
             return None
         axes = axes or self.axes
-        if flow or (out_type == "i64" and size(self.lib, a) > _WRITE_ONCE_SAMPLES):
-            # Larger int64 counts are the histogram's own cells, handed over with no conversion.
+        if flow or (out_type == "i64" and not (strategy == "automatic" and size(self.lib, a) <= _WRITE_ONCE_SAMPLES
+                                               and axes[0].bins <= _WRITE_ONCE_CELLS)):
+            # int64 counts that count_into would not write in one launch are the histogram's own
+            # cells, handed over with no second buffer and no conversion.
             return fill_address(self.lib, a, axes, self.type, self.index, stream, strategy, flow)
         return count_address(self.lib, a, axes, self.type, self.index, stream, strategy, out_type)
 
