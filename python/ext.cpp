@@ -748,6 +748,8 @@ NB_MODULE(_tally, m) {
 
   m.def("fill_on_stream", &fill_on_stream, "axes"_a, "columns"_a, "weights"_a.none(), "strategy"_a,
         "stream"_a, "device"_a, "flow"_a = false);
+  m.attr("write_once_max_samples") = tally::write_once_max_samples;
+  m.attr("write_once_max_cells") = tally::write_once_max_cells;
   m.def("count_address", &count_address, "axes"_a, "data"_a, "size"_a, "type"_a, "strategy"_a, "stream"_a, "out"_a,
         "out_type"_a);
   m.def("fill_address", &fill_address, "axes"_a, "data"_a, "size"_a, "type"_a, "strategy"_a, "stream"_a,

@@ -202,8 +202,8 @@ void fill_channels_stream(std::vector<device_histogram>& per_channel, dtype type
 /// float types rounded to nearest as a conversion of int64 counts would round them), replacing
 /// what it held; samples that no cell takes are dropped. CUB's convention: the output is the
 /// caller's, in the type the caller wants. Enqueued on `stream` with no host wait, as
-/// device_histogram::fill. A small fill (the planner's write_once: at most 4096 samples into at
-/// most 16384 cells, unweighted, automatic strategy) is one launch with no allocation, but for
+/// device_histogram::fill. A small fill (the planner's write_once: at most write_once_max_samples
+/// into at most write_once_max_cells, unweighted, automatic strategy) is one launch with no allocation, but for
 /// the first fill of float samples (or of integers on variable axes) over new axes, which
 /// uploads their tables once as device_histogram does (the kept tables: an allocation and a host
 /// wait), and where the device's kept tables are full (then as below). Other fills fill a

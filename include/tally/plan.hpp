@@ -85,6 +85,10 @@ struct plan_request {
   bool write_once = false;
 };
 
+/// The largest fill the planner's write_once plan (tally::count_into's one launch) takes.
+inline constexpr std::int64_t write_once_max_samples = 4096;
+inline constexpr std::int64_t write_once_max_cells = 16384;
+
 /// The planner's answer.
 struct policy {
   backend where = backend::cpu;

@@ -55,10 +55,6 @@ constexpr std::pair<strategy, std::string_view> kStrategies[] = {
 constexpr std::pair<count_type, std::string_view> kCounts[] = {
     {count_type::u64, "u64"}, {count_type::u32, "u32"}};
 
-// The largest fill the write_once plan of count_into takes (see plan_cuda).
-constexpr std::int64_t kWriteOnceSamples = 4096;
-constexpr std::int64_t kWriteOnceCells = 16384;
-
 /// Samples per pass of a partitioned fill of n samples: whole tiles, at most `most` samples (and
 /// the tests' limit).
 std::int64_t partition_chunk(std::int64_t n, std::int64_t most) {
@@ -269,8 +265,8 @@ policy plan_cuda(const plan_request& r) {
   // device_histogram was 12.3 us on an H200 against the runtime's 6.4 for one memset and one
   // launch (bench/PERFORMANCE.md entry 63). Up to 4096 samples (16 a thread) and 16384 cells
   // (128 KiB of 64-bit output written by one multiprocessor).
-  if (r.write_once && r.wanted == strategy::automatic && r.channels == 1 && r.n <= kWriteOnceSamples &&
-      r.cells <= kWriteOnceCells && (r.cells + 3) * 4 <= per_block) {
+  if (r.write_once && r.wanted == strategy::automatic && r.channels == 1 && r.n <= write_once_max_samples &&
+      r.cells <= write_once_max_cells && (r.cells + 3) * 4 <= per_block) {
     p.chosen = strategy::shared;
     p.write_once = true;
     p.grid_blocks = 1;

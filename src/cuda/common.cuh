@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -154,6 +155,21 @@ __device__ __forceinline__ void flush_copies(const unsigned* counters, std::int6
     for (std::int64_t r = 0; r < copies; ++r) sum += counters[(s << shift) + ((r + s) & (copies - 1))];
     if (sum) atomicAdd(&out[s], sum);
   }
+}
+
+/// op(c) for every cell c, one thread a cell, grid-stride: each cell is that thread's alone.
+template <class Op> __global__ void each_cell_kernel(std::int64_t cells, Op op) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < cells; c += stride) op(c);
+}
+
+/// Launches each_cell_kernel on `stream` in blocks of 256 threads (at most 4096 blocks,
+/// grid-stride beyond).
+template <class Op> void for_each_cell(std::int64_t cells, Op op, cudaStream_t stream) {
+  if (cells < 1) return;
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((cells + 255) / 256, 4096));
+  each_cell_kernel<<<blocks, 256, 0, stream>>>(cells, op);
+  TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
 #endif

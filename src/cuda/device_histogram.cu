@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -638,12 +639,13 @@ void count_into(std::vector<axis> axes, const std::vector<view>& columns, void* 
     std::vector<const char*> data;
     for (const auto& c : columns) data.push_back(static_cast<const char*>(c.data));
     const bool floats = std::any_of(columns.begin(), columns.end(), [](const view& c) { return is_floating(c.type); });
-    const detail::cuda::rules bare(axes, false);
-    const bool untabled = !floats && bare.integers_need_no_tables();
+    std::optional<detail::cuda::rules> bare;
+    if (!floats) bare.emplace(axes, false);
+    const bool untabled = bare && bare->integers_need_no_tables();
     const kept_tables* k = untabled ? nullptr : tables_for(device, axes);
     if (untabled || k) {
       // Unweighted counts never read the 1.0 after the tables, so bare rules need no device words.
-      const detail::cuda::fill_input in = untabled ? bare.input(columns, data, nullptr, nullptr, nullptr)
+      const detail::cuda::fill_input in = untabled ? bare->input(columns, data, nullptr, nullptr, nullptr)
                                                    : k->rules.input(columns, data, nullptr, nullptr, k->words);
       detail::cuda::write_counts_once(in.axes, n, cells, p, out, out_type, as_stream(stream));
       return;

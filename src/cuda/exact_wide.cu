@@ -12,21 +12,8 @@
 namespace tally::detail::cuda {
 namespace {
 
-/// op(c) for every cell c, one thread a cell, grid-stride: each cell's words are that thread's
-/// alone, so plain additions.
-template <class Op> __global__ void each_cell_kernel(std::int64_t cells, Op op) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < cells; c += stride) op(c);
-}
-
-/// Launches each_cell_kernel in blocks of 256 threads (at most 4096 blocks, grid-stride beyond).
-template <class Op> void for_each_cell(std::int64_t cells, Op op, cudaStream_t stream) {
-  const auto blocks = static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((cells + 255) / 256, 4096)));
-  each_cell_kernel<<<blocks, 256, 0, stream>>>(cells, op);
-  TALLY_CUDA_CHECK(cudaGetLastError());
-}
-
-/// A cell's f32-format words (units of 2^-149) added into its wide words, its flags or-ed in.
+/// A cell's f32-format words (units of 2^-149) added into its wide words, its flags or-ed in
+/// (for_each_cell: each cell's words are one thread's alone, so plain additions).
 struct widen_op {
   const std::uint64_t* words;
   const unsigned* flags;

@@ -74,11 +74,13 @@ __global__ void write_once_kernel(device_axes axes, std::int64_t n, std::int64_t
   for (std::int64_t c = threadIdx.x; c < cells; c += blockDim.x) store_count(out, type, c, block_slots[c]);
 }
 
-__global__ void convert_counts_kernel(const unsigned long long* counts, std::int64_t cells, void* out, dtype type) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < cells; c += stride)
-    store_count(out, type, c, counts[c]);
-}
+/// A histogram's u64 count of a cell stored into `out` as `type` (for_each_cell).
+struct convert_op {
+  const unsigned long long* counts;
+  void* out;
+  dtype type;
+  __device__ void operator()(std::int64_t c) const { store_count(out, type, c, counts[c]); }
+};
 
 /// Sums x over each group of lanes with equal keys (`peers`, from __match_any_sync) by a
 /// pairwise tree fixed by the lanes' ranks in their group: the lowest lane of each group ends
@@ -196,10 +198,7 @@ void write_counts_once(const device_axes& axes, std::int64_t n, std::int64_t cel
 }
 
 void convert_counts(const unsigned long long* counts, std::int64_t cells, void* out, dtype type, cudaStream_t stream) {
-  if (cells == 0) return;
-  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((cells + 255) / 256, 8192));
-  convert_counts_kernel<<<blocks, 256, 0, stream>>>(counts, cells, out, type);
-  TALLY_CUDA_CHECK(cudaGetLastError());
+  for_each_cell(cells, convert_op{counts, out, type}, stream);
 }
 
 void sum_weighted(const weighted_args& args, const launch_shape& shape) {

@@ -11,36 +11,7 @@ import numpy as np
 
 from . import _edges, _kept, _tally
 from ._kept import _cupy, _torch  # noqa: F401 (the package's modules import them from here)
-
-# tally's sample type names by numpy dtype name (bool is read as u8 where numpy allows it).
-_NAMES = {
-    "uint8": "u8", "int8": "i8", "uint16": "u16", "int16": "i16", "uint32": "u32",
-    "int32": "i32", "uint64": "u64", "int64": "i64", "float16": "f16", "bfloat16": "bf16",
-    "float32": "f32", "float64": "f64", "bool": "bool",
-}
-# The same by native numpy dtype (a dtype hashes faster than its name is built).
-_NATIVE = {np.dtype(name): t for name, t in _NAMES.items() if name != "bfloat16"}
-FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
-# numpy dtype names by tally sample type (the inverse of _NAMES).
-NUMPY_NAMES = {t: name for name, t in _NAMES.items()}
-
-
-_BY_DTYPE = {}  # torch, numpy and cupy dtype objects -> tally's type name (or None)
-
-
-def type_of_dtype(dtype):
-    """tally's type name of a torch dtype or a numpy (cupy) dtype object, or None; kept per
-    dtype object (building its name costs more than the look-up)."""
-    try:
-        return _BY_DTYPE[dtype]
-    except KeyError:
-        t = _BY_DTYPE[dtype] = _NAMES.get(str(dtype).replace("torch.", ""))
-        return t
-
-
-def sample_type_of(np_dtype):
-    """tally's sample type name for a numpy dtype, or None."""
-    return _NAMES.get(np.dtype(np_dtype).name)
+from ._types import _NAMES, _NATIVE, NUMPY_NAMES
 
 
 class Source:

@@ -9,8 +9,9 @@ import warnings
 import numpy as np
 
 from . import _edges, _kept, _tally
-from ._arrays import (FLOAT_TYPES, NUMPY_NAMES, Source, _cupy, _torch, backend_for, int64_arg,
-                      operator_index, same_device, sample_type_of, strategy_arg, to_host)
+from ._arrays import (Source, _cupy, _torch, backend_for, int64_arg, operator_index, same_device, strategy_arg,
+                      to_host)
+from ._types import FLOAT_TYPES, NUMPY_NAMES, sample_type_of
 
 _range = builtins.range
 

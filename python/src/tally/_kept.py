@@ -18,6 +18,7 @@ min/max read back once.
 import sys
 
 from . import _edges, _tally
+from ._types import NUMPY_NAMES
 
 _calls = {}
 _CALLS_MAX = 1024  # distinct kept calls; beyond, the table starts again
@@ -130,19 +131,12 @@ def fill_address(lib, a, axes, sample_type, index, stream, strategy, flow):
     return (from_dlpack(out[0]), out[1]) if flow else from_dlpack(out)
 
 
-# The most samples and cells count_into counts in one launch (the planner's write_once,
-# src/core/planner.cpp).
-_WRITE_ONCE_SAMPLES, _WRITE_ONCE_CELLS = 4096, 16384
-# The counts' types count_address writes, by numpy's name (torch's for bfloat16).
-_COUNT_NAMES = {"i64": "int64", "f64": "float64", "f32": "float32", "f16": "float16", "bf16": "bfloat16"}
-
-
 def count_address(lib, a, axes, sample_type, index, stream, strategy, out_type):
     """The counts of contiguous `a` over the 1-D `axes` on `stream` of device `index` (current),
     written by the extension's count_into as `out_type` (tally's name: 'i64' for counts, or
     histc's float types) into a new array of `lib` from its library's memory pool: a small
     fill is one launch, nothing allocated by tally."""
-    out = new_array(lib, index, (axes[0].bins,), _COUNT_NAMES[out_type])
+    out = new_array(lib, index, (axes[0].bins,), NUMPY_NAMES[out_type])
     _tally.count_address(axes, address(lib, a), size(lib, a), sample_type, strategy, stream, address(lib, out),
                          out_type)
     return out
@@ -179,8 +173,9 @@ class KeptCall:
         if stream is None:
             return None
         axes = axes or self.axes
-        if flow or (out_type == "i64" and not (strategy == "automatic" and size(self.lib, a) <= _WRITE_ONCE_SAMPLES
-                                               and axes[0].bins <= _WRITE_ONCE_CELLS)):
+        one_launch = (strategy == "automatic" and size(self.lib, a) <= _tally.write_once_max_samples and
+                      axes[0].bins <= _tally.write_once_max_cells)  # the planner's write_once limits
+        if flow or (out_type == "i64" and not one_launch):
             # int64 counts that count_into would not write in one launch are the histogram's own
             # cells, handed over with no second buffer and no conversion.
             return fill_address(self.lib, a, axes, self.type, self.index, stream, strategy, flow)

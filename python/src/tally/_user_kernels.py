@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from . import _kept, _tally
-from ._arrays import NUMPY_NAMES, Source, _cupy, _torch
+from ._arrays import Source, _cupy, _torch
+from ._types import NUMPY_NAMES
 from ._functions import _cuda_usable, _device_of
 
 __all__ = ["ElementwiseKernel", "ReductionKernel"]
@@ -423,16 +424,11 @@ class ElementwiseKernel:
         ref = bound.check_cuda()
         shape = self._shape(bound, size)
         self._check_outputs(bound, shape)
-        from .patterns import _empty
         n_in = len(self.in_params)
         given = tuple(bound.sources[k] is not None for k in range(n_in, len(bound.params)))
         items = _items_of(bound)
         source = self._source_of(bound, given, items)
-        allocate = [None if bound.sources[k] is not None else (shape, NUMPY_NAMES[bound.types[k]])
-                    for k in range(n_in, len(bound.params))]
-        for k in range(n_in, len(bound.params)):
-            if bound.sources[k] is None:
-                bound.sources[k] = Source(_empty(ref, shape, bound.types[k]), bound.params[k].name)
+        allocate = _allocate_outputs(bound, ref, n_in, shape)
         copied = False
         for k, p in enumerate(bound.params):
             s = bound.sources[k]
@@ -445,12 +441,7 @@ class ElementwiseKernel:
         n = math.prod(shape)
         if n == 0:
             return outs
-        layouts = {k: _layout(s) for k, s in bound.arrays()}
-        plan = _Plan(ref, n_in, allocate, {
-            k: (p.name, p.output, tuple(bound.sources[k].shape), layouts[k][1], _ITEMSIZE[bound.sources[k].type], p.raw)
-            for k, p in enumerate(bound.params) if k in layouts})
-        addresses = {k: layout[0] for k, layout in layouts.items()}
-        plan.check_overlaps(self.name, addresses)
+        plan, layouts, addresses = _Plan.of(self.name, ref, bound, n_in, allocate, all_raw=False)
         strided = [k for k in layouts if not bound.params[k].raw]
         merged, strides = _merge_dims(shape, [
             _broadcast_strides(bound.sources[k].shape, layouts[k][1], shape) for k in strided])
@@ -645,6 +636,21 @@ extern "C" __global__ void __launch_bounds__({_THREADS}) {name}_contiguous(const
 """
 
 
+def _allocate_outputs(bound, ref, n_in, shape):
+    """Allocates the outputs not given, in ref's library as `shape` (their Sources into bound),
+    and returns per output what a _Plan allocates: None where given, else (shape, numpy dtype
+    name)."""
+    from .patterns import _empty
+    allocate = []
+    for k in range(n_in, len(bound.params)):
+        if bound.sources[k] is not None:
+            allocate.append(None)
+            continue
+        allocate.append((shape, NUMPY_NAMES[bound.types[k]]))
+        bound.sources[k] = Source(_empty(ref, shape, bound.types[k]), bound.params[k].name)
+    return allocate
+
+
 def _outputs(bound, n_in):
     """The call's outputs: each given one as the caller's own object (not the detached view a
     Source reads of a tensor that requires grad), each new one as allocated."""
@@ -697,6 +703,20 @@ class _Plan:
         self.layouts = layouts  # per array parameter: (name, output, shape, strides, itemsize, raw)
         self.scratch = scratch  # bytes of scratch memory a call allocates (its address: addresses[None])
         self.launches = []
+
+    @classmethod
+    def of(cls, name, ref, bound, n_in, allocate, all_raw):
+        """The plan of a full call's bound arrays, their overlaps checked: (plan, each array's
+        (address, strides), each array's address). all_raw: every array checked as raw (its whole
+        span), else as its parameter says."""
+        layouts = {k: _layout(s) for k, s in bound.arrays()}
+        plan = cls(ref, n_in, allocate, {
+            k: (p.name, p.output, tuple(bound.sources[k].shape), layouts[k][1], _ITEMSIZE[bound.sources[k].type],
+                all_raw or p.raw)
+            for k, p in enumerate(bound.params) if k in layouts})
+        addresses = {k: layout[0] for k, layout in layouts.items()}
+        plan.check_overlaps(name, addresses)
+        return plan, layouts, addresses
 
     def add_launch(self, ref, source, kernel, work, build, threads=_THREADS):
         """A kernel of `source` for `work` items of `threads` threads each: enough blocks, at most
@@ -887,25 +907,15 @@ class ReductionKernel:
 
     def _cuda_call(self, bound, shape, axes, out_shape, key):
         ref = bound.check_cuda()
-        from .patterns import _empty
         n_in = len(self.in_params)
         given = tuple(bound.sources[k] is not None for k in range(n_in, len(bound.params)))
-        allocate = [None if bound.sources[k] is not None else (out_shape, NUMPY_NAMES[bound.types[k]])
-                    for k in range(n_in, len(bound.params))]
-        for k in range(n_in, len(bound.params)):
-            if bound.sources[k] is None:
-                bound.sources[k] = Source(_empty(ref, out_shape, bound.types[k]), bound.params[k].name)
+        allocate = _allocate_outputs(bound, ref, n_in, out_shape)
         outs = _outputs(bound, n_in)
         kept_dims = [d for d in range(len(shape)) if d not in axes]
         outputs_count = math.prod(shape[d] for d in kept_dims)
         if outputs_count == 0:
             return outs
-        layouts = {k: _layout(s) for k, s in bound.arrays()}
-        plan = _Plan(ref, n_in, allocate, {
-            k: (p.name, p.output, tuple(bound.sources[k].shape), layouts[k][1], _ITEMSIZE[bound.sources[k].type], True)
-            for k, p in enumerate(bound.params) if k in layouts})
-        addresses = {k: layout[0] for k, layout in layouts.items()}
-        plan.check_overlaps(self.name, addresses)
+        plan, layouts, addresses = _Plan.of(self.name, ref, bound, n_in, allocate, all_raw=True)
         inputs = [k for k in layouts if k < n_in]
         outputs = list(range(n_in, len(bound.params)))
         full = {k: _broadcast_strides(bound.sources[k].shape, layouts[k][1], shape) for k in inputs}

@@ -7,7 +7,8 @@ written by the extension. The package's top level exports the same functions."""
 import numpy as np
 
 from . import _kept, _tally
-from ._arrays import NUMPY_NAMES, Source, _cupy, _torch, same_device, type_of_dtype
+from ._arrays import Source, _cupy, _torch, same_device
+from ._types import NUMPY_NAMES, type_of_dtype
 from ._functions import _cuda_usable, _device_of, _require_cuda
 from ._user_kernels import ElementwiseKernel, ReductionKernel
 
@@ -73,21 +74,33 @@ def _unary(op, x, out):
     return _run(src, call)
 
 
-def _unary_by_address(op, x, out):
-    """The activation of a C-contiguous torch/cupy CUDA array of the current device (the usual
-    case), by address with no Source and no device switch: into a new array like x, or into
-    `out` where it is alike x (the same library, dtype, device and shape, C-contiguous). None
-    where any of that does not hold: the full path then takes the call (and its errors)."""
+def _by_address(x):
+    """(key, type name, stream) of a C-contiguous torch/cupy CUDA array of a pattern's type on the
+    current device (the usual case), which the patterns hand to the extension by address with no
+    Source and no device switch (key: _kept.tensor_key's); None otherwise: the full path then
+    takes the call (and its errors)."""
     key = _kept.tensor_key(x)
     if key is None:
         return None
-    lib, dtype, index, _ = key
-    type_name = type_of_dtype(dtype)
-    if type_name not in _TYPES or (out is not None and (_kept.tensor_key(out) != key or out.shape != x.shape)):
+    type_name = type_of_dtype(key[1])
+    if type_name not in _TYPES:
         return None
-    stream = _kept.current_stream(lib, index)
+    stream = _kept.current_stream(key[0], key[2])
     if stream is None or not _cuda_usable():
         return None
+    return key, type_name, stream
+
+
+def _unary_by_address(op, x, out):
+    """The activation of x by address (_by_address): into a new C-contiguous array, or into `out`
+    where it is alike x (the same library, dtype, device and shape, C-contiguous); else None."""
+    found = _by_address(x)
+    if found is None:
+        return None
+    key, type_name, stream = found
+    if out is not None and (_kept.tensor_key(out) != key or out.shape != x.shape):
+        return None
+    lib = key[0]
     y = _kept.new_like(lib, x) if out is None else out
     _tally.unary_address(op, type_name, _kept.address(lib, x), _kept.address(lib, y), _kept.size(lib, x), stream)
     return y
@@ -178,24 +191,17 @@ def _reduce(op, a, axis):
 
 
 def _reduce_by_address(op, a, axis):
-    """_reduce of a C-contiguous torch/cupy CUDA array of the current device, by address with no
-    Source and no device switch (as _unary_by_address); None where that does not hold or the
-    axis is not None or the last one as a plain int (the full path takes the call and its errors)."""
-    key = _kept.tensor_key(a)
-    if key is None:
+    """_reduce of `a` by address (_by_address); None where that does not hold or the axis is not
+    None or the last one as a plain int (the full path takes the call and its errors)."""
+    found = _by_address(a)
+    if found is None:
         return None
-    lib, dtype, index, ndim = key
-    type_name = type_of_dtype(dtype)
-    if type_name not in _TYPES:
-        return None
+    (lib, _, index, ndim), type_name, stream = found
     if axis is None:
         shape = ()
     elif type(axis) is int and ndim > 0 and axis in (-1, ndim - 1):
         shape = tuple(a.shape[:-1])
     else:
-        return None
-    stream = _kept.current_stream(lib, index)
-    if stream is None or not _cuda_usable():
         return None
     result_type = "f32" if op in ("sum", "mean") else type_name
     out = _kept.new_array(lib, index, shape, NUMPY_NAMES[result_type])
