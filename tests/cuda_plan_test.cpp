@@ -271,18 +271,19 @@ TEST(CudaPlan, F32WeightsSumExactlyInSharedOrDeviceMemory) {
   EXPECT_TRUE(p.exact_sums);
   EXPECT_EQ(p.window_cells, 0);
   EXPECT_EQ(p.chosen, tally::strategy::shared);
-  // 18 digits and the flags per cell, then the ring: 4 slots of 16 + 16 bytes per thread of 512.
+  // The record of the block's window (128 bytes), a window of 6 digits and the flags per cell,
+  // then, at a 128-byte boundary, the ring: 4 slots of 16 + 16 bytes per thread of 512.
   constexpr std::int64_t ring = 4 * 512 * 32;
-  EXPECT_EQ(p.shared_bytes, 256 * (18 * 4 + 4) + ring);
+  EXPECT_EQ(p.shared_bytes, 128 + 256 * (6 * 4 + 4) + ring);
   EXPECT_EQ(p.vector_bytes, 16);  // the typed loop: four samples per load
   EXPECT_NE(tally::describe(p).find("exact"), std::string::npos);
   EXPECT_NE(tally::describe(p).find("ring"), std::string::npos);
-  r.cells = 1000;  // the words leave no room for the ring beside a second block
-  EXPECT_EQ(tally::plan(r).shared_bytes, 1000 * (18 * 4 + 4));
+  r.cells = 2000;  // the windows leave no room for the ring beside a second block
+  EXPECT_EQ(tally::plan(r).shared_bytes, 128 + 2000 * (6 * 4 + 4));
   r.cells = 256;
   r.contiguous = false;
   EXPECT_EQ(tally::plan(r).vector_bytes, 0);  // the generic loop, no ring
-  EXPECT_EQ(tally::plan(r).shared_bytes, 256 * (18 * 4 + 4));
+  EXPECT_EQ(tally::plan(r).shared_bytes, 128 + 256 * (6 * 4 + 4));
   r.contiguous = true;
   r.wanted = tally::strategy::global_atomic;  // integer atomics: still the same bits
   p = tally::plan(r);
@@ -309,7 +310,7 @@ TEST(CudaPlan, F32WeightsSumExactlyInSharedOrDeviceMemory) {
 }
 
 TEST(CudaPlan, F32WeightsSumExactlyInPartitions) {
-  // 2^20 cells: 1024 buckets of 2^10 cells, whose words (76 KiB) and tables leave room for two
+  // 2^20 cells: 1024 buckets of 2^10 cells, whose windows (28 KiB) and tables leave room for two
   // summing blocks a multiprocessor; passes of 2^25 samples of 2^28.
   auto r = h100_request(1 << 20);
   r.weighted = true;
@@ -325,18 +326,20 @@ TEST(CudaPlan, F32WeightsSumExactlyInPartitions) {
   EXPECT_EQ(p.shared_bytes, 8192 * 6 + (3 * 1024 + 5) * 4);  // a tile of pairs; counts, starts, totals; flow
   EXPECT_NE(tally::describe(p).find("1024 buckets of 2^10 slots"), std::string::npos);
   EXPECT_NE(tally::describe(p).find("summing blocks"), std::string::npos);
-  // The fewest cells whose words do not fit a block: two buckets, the second part full.
-  for (std::int64_t cells : {2048, 4096, 65536}) {
+  // Cells whose windows do not fit a block.
+  for (std::int64_t cells : {5000, 8192, 65536}) {
     r.cells = cells;
     p = tally::plan(r);
     EXPECT_EQ(p.chosen, tally::strategy::partitioned) << cells;
     EXPECT_EQ(p.partition_buckets, (cells + 1023) / 1024) << cells;
   }
-  r.cells = 1500;  // 114000 bytes of words: within the budget of two blocks, one copy a block
+  // 4128 cells: the record of the window and 115584 bytes of windows, the budget of two blocks
+  // (115712 bytes each), one copy a block; one cell more does not fit.
+  r.cells = 4128;
   EXPECT_EQ(tally::plan(r).chosen, tally::strategy::shared);
-  r.cells = 1530;
+  r.cells = 4129;
   EXPECT_EQ(tally::plan(r).chosen, tally::strategy::partitioned);
-  EXPECT_EQ(tally::plan(r).partition_buckets, 2);
+  EXPECT_EQ(tally::plan(r).partition_buckets, 5);
   // Asked for where the words fit a block too; a small fill sorts whole tiles of 8192 samples.
   r.cells = 256;
   r.n = 10000;
@@ -361,9 +364,11 @@ TEST(CudaPlan, F32WeightsSumExactlyInPartitions) {
   EXPECT_THROW(tally::plan(r), tally::error);
   r.contiguous = true;
   EXPECT_EQ(tally::plan(r).chosen, tally::strategy::partitioned);
-  // A device whose blocks cannot hold a bucket's words: device memory.
+  // A device whose blocks cannot hold a bucket's windows and tables (about 37 KiB): device memory.
   r.wanted = tally::strategy::automatic;
   r.device_shared_bytes = 48 * 1024;
+  EXPECT_EQ(tally::plan(r).chosen, tally::strategy::partitioned);
+  r.device_shared_bytes = 32 * 1024;
   EXPECT_EQ(tally::plan(r).chosen, tally::strategy::global_atomic);
 }
 

@@ -363,7 +363,8 @@ TEST_F(Cuda, F32WeightsSumExactlyThenRoundOnce) {
   for (const auto& [a, t] : {std::pair{integer_spec(-50, 256), dtype::i32},  // 32-bit integer rule
                              std::pair{integer_spec(0, 256), dtype::u8},
                              std::pair{integer_spec(-7, 300), dtype::u16},  // 8-byte groups
-                             std::pair{integer_spec(0, 1000), dtype::i32},  // no room for the ring
+                             std::pair{integer_spec(0, 2000), dtype::i32},  // no room for the ring
+                             std::pair{integer_spec(-4, 4125), dtype::i32},  // the most cells a block holds
                              std::pair{regular_spec(256, -1.3, 2.7, dtype::f32), dtype::f32},  // f32 rules
                              std::pair{variable_spec(200, -2.5, 250.5, 5), dtype::f32},
                              std::pair{regular_spec(100, -1.3, 2.7), dtype::f64},  // the generic loop
@@ -387,7 +388,7 @@ TEST_F(Cuda, F32WeightsSumExactlyThenRoundOnce) {
       const ref::result want = ref::exact_fill({a.model()}, {samples}, &wv);
       ASSERT_GT(binned(want), 0u);
       for (strategy s : {strategy::automatic, strategy::shared, strategy::global_atomic}) {
-        if (s == strategy::shared && a.bins > 1000) continue;  // the words do not fit a block
+        if (s == strategy::shared && a.bins > 4128) continue;  // the windows do not fit a block
         SCOPED_TRACE(a.name() + " " + std::string(tally::name_of(t)) + " " + name_of(d) + " " +
                      std::string(tally::name_of(s)));
         tally::histogram h(a.make(), cuda_options(true, s));
@@ -426,15 +427,57 @@ TEST_F(Cuda, F32WeightsSumExactlyAcrossDrains) {
   }
 }
 
+/// Each block keeps a window of 6 digits of its cells' sums in shared memory (runs at 4 digits: 64
+/// binades of f32 values), picked from its first weights and moved at a drain after an epoch in
+/// which the runs outside it on one side outnumbered half the block's samples; runs outside add to
+/// the device words. Weights whose magnitudes rise from 2^-120 to
+/// 2^120 along the column (the window climbs); first weights 2^100 times the rest (it must come
+/// down); every second weight 2^80 times its neighbours (runs on both sides at once, neither side a
+/// majority). 2^25 samples, so that every block drains (and may move) its window several times
+/// (45056 samples a block's epoch), in blocks' copies of 4000 cells and in partitions of 65536:
+/// every sum the correctly rounded sum of its weights.
+TEST_F(Cuda, F32WeightsSumExactlyWhereTheirMagnitudesLeaveTheWindow) {
+  std::uint64_t seed = 4350;
+  enum class shape { rising, high_start, alternating };
+  for (const auto& [bins, s] : {std::pair{4000, strategy::shared}, std::pair{65536, strategy::partitioned}}) {
+    const axis_spec a = integer_spec(-3, bins);
+    for (dist d : {dist::uniform, dist::sorted}) {
+      ++seed;
+      const offset_column data = offset_samples(a, dtype::i32, d, (1 << 25) + 3, seed);
+      const tally::view samples = data.view();
+      for (shape form : {shape::rising, shape::high_start, shape::alternating}) {
+        std::mt19937_64 gen(seed * 3 + static_cast<int>(form));
+        std::vector<double> w(static_cast<std::size_t>(samples.size));
+        for (std::size_t i = 0; i < w.size(); ++i) {
+          const std::uint64_t bits = gen();  // a sign and a mantissa in [1, 2)
+          const double x = (bits >> 63 ? -1.0 : 1.0) * (1.0 + static_cast<double>(bits & 0xFFFFFF) * 0x1p-24);
+          if (form == shape::rising) w[i] = std::ldexp(x, -120 + static_cast<int>(240 * i / w.size()));
+          else if (form == shape::high_start) w[i] = i < (1u << 18) ? std::ldexp(x, 100) : x;
+          else w[i] = i % 2 ? std::ldexp(x, 80) : x;
+        }
+        const column weights = make_column(dtype::f32, w);
+        const tally::view wv = weights.view();
+        const ref::result want = ref::exact_fill({a.model()}, {samples}, &wv);
+        ASSERT_GT(binned(want), 0u);
+        SCOPED_TRACE(std::to_string(bins) + " bins " + name_of(d) + " form " + std::to_string(static_cast<int>(form)));
+        tally::histogram h(a.make(), cuda_options(true, s));
+        h.fill(samples, wv);
+        EXPECT_TRUE(same_sums(h.sums(), want.sums));
+        EXPECT_TRUE(same_flow(h.flow(), want.flow));
+      }
+    }
+  }
+}
+
 /// The partitioned exact sums (pairs sorted by buckets of 2^10 cells, then summed in shared copies
 /// of the buckets' words) against the words in device memory (global_atomic) and the exact
-/// reference, bit for bit: 2048, 4096, 65536 and 2^20 bins of every distribution, signed weights
+/// reference, bit for bit: 4500, 8192, 65536 and 2^20 bins of every distribution, signed weights
 /// of many magnitudes (a third 2^100 times larger) with a subnormal, infinite and NaN ones, in
 /// passes of 1 and 5 tiles of 8192 samples and the planner's own. Then f32 samples, 64-bit and
 /// 16-bit samples, strided weights and a fill without weights.
 TEST_F(Cuda, F32WeightsSumExactlyInPartitions) {
   std::uint64_t seed = 4400;
-  for (std::int64_t bins : {2048, 4096, 65536, 1 << 20}) {
+  for (std::int64_t bins : {4500, 8192, 65536, 1 << 20}) {
     const axis_spec a = integer_spec(-5, bins);
     for (dist d : {dist::uniform, dist::one_bin, dist::mostly_one_bin, dist::sorted}) {
       ++seed;

@@ -28,20 +28,44 @@
 namespace tally::detail {
 
 constexpr int kExactWords = 9;  // words 0-7 take values, word 8 only carries
-/// A GPU block's shared copy of a cell's words: each word's two 16-bit halves as digits in 32-bit
-/// counters, then the cell's flags (an odd number of counters, so that neighbouring cells fall in
-/// different banks).
+/// The 16-bit digits of a cell's words: word k's low and high halves are digits 2k and 2k + 1.
 constexpr int kExactDigits = 2 * kExactWords;
-constexpr int kExactCellCounters = kExactDigits + 1;
-/// The GPU kernel's threads per block, and the bytes of a block's copy of `cells` cells' words.
+/// A GPU block keeps a window of each cell's digits in shared memory: kExactWindowDigits of them
+/// from an even digit lo, each in a 32-bit counter, then the cell's flags (an odd number of
+/// counters, so that neighbouring cells fall in different banks). A run of terms at digit d adds
+/// to digits d, d + 1 and d + 2, so the window takes the runs at digits lo .. lo + 3 (f32 values
+/// over 64 binades); a run outside it goes to the device words. Each block picks its window from
+/// its first weights and moves it after an epoch in which the runs outside it on one side
+/// outnumbered half the block's samples (cuda/sums.cu).
+constexpr int kExactWindowDigits = 6;
+constexpr int kExactWindowWords = kExactWindowDigits / 2;
+constexpr int kExactCellCounters = kExactWindowDigits + 1;
+static_assert(kExactWindowDigits % 2 == 0 && kExactWindowDigits >= 4, "whole words, and room for a run's digits");
+/// The runs outside a block's window in one epoch (between two drains): how many there were above
+/// and below it, and the highest digit of each side.
+struct exact_window_epoch {
+  int above, below, highest_above, highest_below;
+};
+/// A block's shared record of its window: two epochs' (the one running, and the next, reset while
+/// the running one's is read), and the highest digit of its first weights.
+struct exact_window_stats {
+  exact_window_epoch epoch[2];
+  int probe;
+};
+/// The GPU kernel's threads per block, and the bytes of a block's copy of `cells` cells' windows.
 constexpr int kExactThreads = 512;
 TALLY_HD constexpr std::int64_t exact_words_bytes(std::int64_t cells) { return cells * kExactCellCounters * 4; }
-/// A contiguous column streams through a ring in the block's shared memory, after its words
-/// (at a 16-byte boundary) where there is room: each thread's own kExactStages slots of four
-/// samples (up to 16 bytes) and four f32 weights, filled by cp.async kExactStages - 1 rounds ahead.
+/// The exact kernel's shared memory, where a block keeps its copy: the record of its window
+/// (kExactStatsBytes), then the cells' windows, then, at a 128-byte boundary where there is room,
+/// a contiguous column streams through a ring: each thread's own kExactStages slots of four samples
+/// (up to 16 bytes) and four f32 weights, filled by cp.async kExactStages - 1 rounds ahead. (From
+/// a ring off a 128-byte boundary, L2 served every copy twice: bench/PERFORMANCE.md entry 69.)
+constexpr std::int64_t kExactStatsBytes = 128;
+static_assert(sizeof(exact_window_stats) <= kExactStatsBytes, "the record fits its place");
+TALLY_HD constexpr std::int64_t exact_shared_bytes(std::int64_t cells) { return kExactStatsBytes + exact_words_bytes(cells); }
 constexpr int kExactStages = 4;
 constexpr std::int64_t kExactRingBytes = std::int64_t{kExactStages} * kExactThreads * 32;
-TALLY_HD constexpr std::int64_t exact_ring_offset(std::int64_t words_bytes) { return (words_bytes + 15) / 16 * 16; }
+TALLY_HD constexpr std::int64_t exact_ring_offset(std::int64_t bytes_before) { return (bytes_before + 127) / 128 * 128; }
 
 /// A fixed-point format: Words 64-bit words, word k weighing 2^(Stride k) units of 2^-UnitBits.
 template <int Words, int Stride, int UnitBits> struct exact_format {

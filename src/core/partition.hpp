@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "core/exact_sum.hpp"
 #include "core/hd.hpp"
 
 namespace tally::detail {
@@ -46,8 +47,8 @@ TALLY_HD unsigned partition_blocks_for(double portion, int blocks) {
 }
 
 /// The partitioned exact sums of f32 weights (cuda/sums.cu). A bucket is 2^kPartitionExactBits
-/// cells, whose words as 16-bit digits (core/exact_sum.hpp's exact_words_bytes: 76 KiB) leave room
-/// for two blocks a multiprocessor; the flow samples and non-finite weights take no bucket (the
+/// cells, whose windows of 16-bit digits (core/exact_sum.hpp's exact_words_bytes: 28 KiB) leave
+/// room for two blocks a multiprocessor; the flow samples and non-finite weights take no bucket (the
 /// sort adds them itself). A sorted pair is the cell's low bits (2 bytes) and the f32 weight (4),
 /// in two arrays, so that a pass moves 6 bytes a sample each way instead of the 8 of a split term.
 constexpr int kPartitionExactBits = 10;
@@ -63,6 +64,7 @@ struct partition_sum_tables {
   int mine[3];                                 // this block's bucket, part, parts
   int first_group[512];                        // a round's groups of 4 before each tile's
   unsigned range[512];                         // each tile's range of the bucket, lo | hi << 16
+  exact_window_stats window;                   // the block's window of digits
 };
 constexpr std::int64_t kPartitionSumStatic = sizeof(partition_sum_tables);
 

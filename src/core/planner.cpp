@@ -116,8 +116,9 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
       r.wanted != strategy::partitioned)
     throw error("strategy " + std::string(name_of(r.wanted)) +
                 " does not sum f32 weights exactly on the GPU; use automatic, shared, global_atomic or partitioned");
-  // A block's copy of each cell's words as 16-bit digits in 32-bit counters, and its flags.
-  const std::int64_t shared = detail::exact_words_bytes(r.cells);
+  // A block's copy: the record of its window, then a window of each cell's 16-bit digits in
+  // 32-bit counters and its flags.
+  const std::int64_t shared = detail::exact_shared_bytes(r.cells);
   const bool fits = shared <= budget;
   if (r.wanted == strategy::shared && !fits)
     throw error("strategy shared: the exact sums of " + std::to_string(r.cells) + " cells need " +
@@ -167,7 +168,7 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
   // A contiguous column streams through a ring after the words where two blocks still fit a
   // multiprocessor: loads always in flight, with no barrier. i32 + f32 weights over 256 bins,
   // 307 -> 321 G samples/s uniform, 280 -> 304 skewed80 (with f64 runs; bench/PERFORMANCE.md
-  // entry 35). Beyond that room (about 650 cells) each round loads its group itself.
+  // entry 35). Beyond that room (about 1800 cells) each round loads its group itself.
   const std::int64_t ringed = detail::exact_ring_offset(p.shared_bytes) + detail::kExactRingBytes;
   const bool ring = r.contiguous && ringed <= budget;
   if (ring) p.shared_bytes = ringed;
@@ -176,7 +177,8 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
   p.unroll = r.contiguous ? 1 : 4;
   p.merge_runs = true;
   p.reasons.push_back(p.chosen == strategy::shared
-                          ? "shared: one copy of the words per block, as 16-bit digits (" + std::to_string(shared) + " bytes)"
+                          ? "shared: one copy of the words per block, a window of " + std::to_string(detail::kExactWindowDigits) +
+                                " 16-bit digits a cell (" + std::to_string(shared) + " bytes; terms outside it add to the device words)"
                           : "global_atomic: the words in device memory (" +
                                 (r.wanted == strategy::global_atomic
                                      ? std::string("asked for")

@@ -92,35 +92,17 @@ __device__ __forceinline__ void red_shared(unsigned at, unsigned d) {
   asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(at), "r"(d) : "memory");
 }
 
-/// A run's sum (|value| < 2^46) added at its digit to a block's copy of the words at shared address
-/// `base` (kExactCellCounters per cell, core/exact_sum.hpp): three reductions, one per 16-bit digit,
-/// without a returned value or a carry.
-__device__ __forceinline__ void emit_shared(unsigned base, const run& r) {
-  const int cell = r.key >> 4, digit = r.key & 15;
-  const auto value = static_cast<std::int64_t>(r.value);  // exact: an integer
-  const auto low = static_cast<unsigned>(value);
-  const unsigned at = base + 4u * static_cast<unsigned>(cell * kExactCellCounters + digit);
-  // Three reductions whatever the digits: a branch around each costs more than adding 0.
-  red_shared(at, low & 0xFFFFu);
-  red_shared(at + 4, low >> 16);
-  red_shared(at + 8, static_cast<unsigned>(value >> 32));  // signed, two's complement
+/// The digit of a term of a finite f32 weight (given as its bits), -1 for a zero or non-finite one.
+__device__ __forceinline__ int digit_of_weight(unsigned bits) {
+  const unsigned e = (bits >> 23) & 0xFFu;
+  if (e == 0xFFu || !(bits & 0x7FFFFFFFu)) return -1;
+  return static_cast<int>((e ? e - 1 : 0) >> 4);
 }
 
-/// Adds a block's copy of `cells` cells' words to their device words, a word's two digits' sums as
-/// one value (below 2^48), and zeroes the copy; the flags stay. Every thread takes part.
-__device__ __forceinline__ void drain_digits(unsigned* digits, int cells, std::uint64_t* words) {
-  __syncthreads();
-  for (int k = threadIdx.x; k < cells * kExactWords; k += blockDim.x) {
-    const int cell = k / kExactWords, word = k - cell * kExactWords;
-    unsigned* pair = digits + cell * kExactCellCounters + 2 * word;
-    const unsigned low = pair[0], high = pair[1];
-    if (!(low | high)) continue;
-    pair[0] = 0;
-    pair[1] = 0;
-    add_exact(words + static_cast<std::int64_t>(cell) * kExactWords, word, counter_sum(low) + counter_sum(high) * 65536,
-              atomic_fetch_add{});
-  }
-  __syncthreads();
+/// The lowest window (its lowest digit, even) whose runs reach digit d, or the highest window.
+__device__ __forceinline__ int window_reaching(int d) {
+  const int lo = (max(d - (kExactWindowDigits - 3), 0) + 1) & ~1;
+  return min(lo, kExactDigits - kExactWindowDigits);
 }
 
 /// A thread's two runs, the one last added to first: a term at the digit of either adds to it in a
@@ -146,9 +128,139 @@ struct run_pair {
       newer = run{};
     }
   }
-  template <class Emit> __device__ __forceinline__ void finish(const Emit& emit) const {
+  /// Ends both runs, and leaves them empty.
+  template <class Emit> __device__ __forceinline__ void finish(const Emit& emit) {
     emit(newer);
     emit(older);
+    newer = older = run{};
+  }
+};
+
+/// Adds a run outside a block's window (absolute digits) to the device words of its block's cells,
+/// and returns an empty run.
+__device__ __forceinline__ run end_outside_run(const run& out, std::uint64_t* words) {
+  if (const auto value = static_cast<std::int64_t>(out.value))
+    add_exact_at_digit(words + static_cast<std::int64_t>(out.key >> 4) * kExactWords, out.key & 15, value,
+                       atomic_fetch_add{});
+  return run{};
+}
+
+/// A finite weight (w, with its bits) of `cell` whose term lies outside the window from digit lo:
+/// it joins the thread's outside run `out` (a hot cell's terms add to the device words once a run),
+/// and counts in the epoch's record by side; returns the run after it. Not inlined: the rare path
+/// stays out of the hot loop's code (inlined at each sample of an unrolled round it doubled the
+/// kernel).
+__device__ __noinline__ run outside_term(run out, int cell, float w, unsigned bits, int lo, std::uint64_t* words,
+                                         exact_window_epoch* e) {
+  double term;
+  const int digit = term_of(w, bits, term);
+  if (term == 0) return out;  // a zero weight
+  const int at = cell * 16 + digit;
+  if (at != out.key) out = end_outside_run(out, words);
+  out.key = at;
+  out.value += term;
+  if (fabs(out.value) >= kRunLimit) out = end_outside_run(out, words);
+  if (digit > lo) {  // above (digits lo .. lo + 3 are inside)
+    atomicAdd(&e->above, 1);
+    atomicMax(&e->highest_above, digit);
+  } else if (digit < lo) {
+    atomicAdd(&e->below, 1);
+    atomicMax(&e->highest_below, digit);
+  }
+  return out;
+}
+
+/// A block's copy of its cells' sums (core/exact_sum.hpp): for each cell, the counters of the
+/// window's digits lo .. lo + kExactWindowDigits - 1 and the cell's flags. A term inside the window
+/// joins the thread's runs, keyed by its cell and its digit less lo (key), and a run's end is three
+/// shared reductions, one per 16-bit digit, without a returned value or a carry (emit). A term
+/// outside it joins the thread's one outside run, which adds to the device words (outside). Every
+/// thread keeps the same lo: the block picks it from its first weights (start) and moves it at a
+/// drain after an epoch in which more than half of its samples fell on one side of it.
+struct digit_window {
+  unsigned* counters;         // shared: cells x kExactCellCounters
+  std::uint64_t* words;       // the device words of the cells (counters' cell 0 first)
+  exact_window_stats* stats;  // shared
+  int lo = 0;
+  unsigned first_exponent = 0;  // 16 lo + 1: a finite weight's exponent field e is inside where e - it < 64
+  int epoch = 0;                // the same in every thread: drains are block-uniform
+  run out;                      // the thread's run of terms outside the window (absolute digits)
+
+  __device__ __forceinline__ void place(int digit) {
+    lo = digit;
+    first_exponent = 16u * static_cast<unsigned>(lo) + 1u;
+  }
+
+  /// Every thread: zeroes the counters of `cells` cells and the record, and picks the window that
+  /// reaches the highest digit of one weight per thread (`probe`: its bits); 1.0's digit where
+  /// every probed weight is zero or not finite.
+  __device__ __forceinline__ void start(int cells, unsigned probe) {
+    for (int k = threadIdx.x; k < cells * kExactCellCounters; k += blockDim.x) counters[k] = 0;
+    if (threadIdx.x < 2) stats->epoch[threadIdx.x] = exact_window_epoch{0, 0, -1, -1};
+    if (threadIdx.x == 0) stats->probe = -1;
+    __syncthreads();
+    const int d = __reduce_max_sync(0xFFFFFFFFu, digit_of_weight(probe));
+    if ((threadIdx.x & 31) == 0 && d >= 0) atomicMax(&stats->probe, d);
+    __syncthreads();
+    place(window_reaching(stats->probe >= 0 ? stats->probe : 7));
+  }
+
+  /// Whether a finite weight's term (e: its exponent field) lies inside the window. Zeros and
+  /// subnormals (e = 0) never do: outside takes them.
+  __device__ __forceinline__ bool inside(unsigned e) const { return e - first_exponent < 64u; }
+  /// A run's key for a term inside the window at `digit` of `cell` (an empty run's, 0, is inside too).
+  __device__ __forceinline__ int key(int cell, int digit) const { return cell * 16 + digit - lo; }
+
+  /// A run's sum (|value| < 2^46) inside the window.
+  __device__ __forceinline__ void emit(const run& r) const {
+    const auto value = static_cast<std::int64_t>(r.value);  // exact: an integer
+    const auto low = static_cast<unsigned>(value);
+    const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(counters)) +
+                        4u * static_cast<unsigned>((r.key >> 4) * kExactCellCounters + (r.key & 15));
+    // Three reductions whatever the digits: a branch around each costs more than adding 0.
+    red_shared(to, low & 0xFFFFu);
+    red_shared(to + 4, low >> 16);
+    red_shared(to + 8, static_cast<unsigned>(value >> 32));  // signed, two's complement
+  }
+
+  /// Adds the outside run to the device words and empties it.
+  __device__ __forceinline__ void flush() { out = end_outside_run(out, words); }
+
+  /// A finite weight (w, with its bits) of `cell` whose term lies outside the window: it joins the
+  /// outside run and is counted by side (outside_term).
+  __device__ __forceinline__ void outside(int cell, float w, unsigned bits) {
+    out = outside_term(out, cell, w, bits, lo, words, &stats->epoch[epoch & 1]);
+  }
+
+  /// Every thread: adds the counters of `cells` cells to the device words, a word's two digits'
+  /// sums as one value (below 2^48), and zeroes them (the flags stay). Where more than half of the
+  /// epoch's `samples` fell outside the window on one side, the window moves to reach their highest
+  /// digit: first the thread's `runs` end in the old one (their keys are its digits).
+  __device__ __forceinline__ void drain(int cells, int samples, run_pair& runs) {
+    __syncthreads();
+    const exact_window_epoch e = stats->epoch[epoch & 1];
+    const int next = 2 * e.above > samples   ? window_reaching(e.highest_above)
+                     : 2 * e.below > samples ? window_reaching(e.highest_below)
+                                             : lo;
+    if (next != lo) {  // the same in every thread
+      runs.finish([&](const run& r) { emit(r); });
+      __syncthreads();
+    }
+    // The next epoch's record was last read in the drain before this one, which every thread has left.
+    if (threadIdx.x == 0) stats->epoch[(epoch + 1) & 1] = exact_window_epoch{0, 0, -1, -1};
+    for (int k = threadIdx.x; k < cells * kExactWindowWords; k += blockDim.x) {
+      const int cell = k / kExactWindowWords, word = k - cell * kExactWindowWords;
+      unsigned* pair = counters + cell * kExactCellCounters + 2 * word;
+      const unsigned low = pair[0], high = pair[1];
+      if (!(low | high)) continue;
+      pair[0] = 0;
+      pair[1] = 0;
+      add_exact(words + static_cast<std::int64_t>(cell) * kExactWords, lo / 2 + word,
+                counter_sum(low) + counter_sum(high) * 65536, atomic_fetch_add{});
+    }
+    place(next);
+    ++epoch;
+    __syncthreads();
   }
 };
 
@@ -168,38 +280,51 @@ __device__ __forceinline__ float weight_at(const exact_sums_args& a, bool aligne
 /// runs add to the device words directly.
 template <class Samples, bool InShared>
 __global__ void __launch_bounds__(kExactThreads, 2) exact_sums_kernel(Samples samples, exact_sums_args a) {
-  extern __shared__ __align__(16) unsigned char smem[];
+  extern __shared__ __align__(128) unsigned char smem[];
   const int cells = static_cast<int>(a.cells);
-  auto* digits = reinterpret_cast<unsigned*>(smem);  // InShared: cells x kExactCellCounters
-  const int counters = InShared ? cells * kExactCellCounters : 0;
+  const bool aligned = reinterpret_cast<std::uintptr_t>(a.weights) % alignof(float) == 0;
+  const auto weight = [&](std::int64_t i) { return weight_at(a, aligned, i); };
+  // InShared: the record of the window, then the counters (core/exact_sum.hpp).
+  digit_window window{reinterpret_cast<unsigned*>(smem + kExactStatsBytes), a.words,
+                      reinterpret_cast<exact_window_stats*>(smem)};
   if constexpr (InShared) {
-    for (int k = threadIdx.x; k < counters; k += blockDim.x) digits[k] = 0;
-    __syncthreads();
+    // Each thread probes a weight near its first (thread t's first group starts at about 4t).
+    const std::int64_t probe = 4 * (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x);
+    window.start(cells, a.n ? __float_as_uint(weight(probe < a.n ? probe : a.n - 1)) : 0u);
   }
-  const auto flags_of = [&](int cell) { return InShared ? digits + cell * kExactCellCounters + kExactDigits : a.flags + cell; };
-  const auto base = static_cast<unsigned>(__cvta_generic_to_shared(digits));
+  const auto flags_of = [&](int cell) {
+    return InShared ? window.counters + cell * kExactCellCounters + kExactWindowDigits : a.flags + cell;
+  };
 
-  // A run's sum (|value| < 2^46) added at its digit.
+  // A run's sum (|value| < 2^46) added at its digit (inside the window where InShared).
   const auto emit = [&](const run& r) {
     if constexpr (InShared) {
-      emit_shared(base, r);
+      window.emit(r);
     } else if (const auto value = static_cast<std::int64_t>(r.value)) {  // exact: an integer
       add_exact_at_digit(a.words + static_cast<std::int64_t>(r.key >> 4) * kExactWords, r.key & 15, value,
                          atomic_fetch_add{});
     }
   };
-  // Each counter's sum, added to the device words, then zeroed.
-  const auto drain = [&] {
-    if constexpr (InShared) drain_digits(digits, cells, a.words);
-  };
-
   // Per-thread flow counts: a thread takes fewer than 2^32 samples.
   unsigned under = 0, over = 0, nan = 0;
   run_pair runs;
+  // Each counter's sum, added to the device words, then zeroed.
+  const auto drain = [&] {
+    if constexpr (InShared) window.drain(cells, kEpochSamples * kExactThreads, runs);
+  };
   // s: the sample's slot, below cells + 3.
   const auto take = [&](auto s, float w) {
     const unsigned bits = __float_as_uint(w);
-    if (s >= cells || (bits & 0x7F800000u) == 0x7F800000u) {  // one branch for both rare cases
+    const unsigned e = (bits >> 23) & 0xFFu;
+    // One branch for the rare cases: a sample no cell takes, a non-finite weight, a term outside
+    // the window.
+    if (s >= cells || e == 0xFFu || (InShared && !window.inside(e))) {
+      if constexpr (InShared) {
+        if (s < cells && e != 0xFFu) {
+          window.outside(static_cast<int>(s), w, bits);
+          return;
+        }
+      }
       if (s < cells) {
         atomicOr(flags_of(static_cast<int>(s)), exact_flag_of(bits));
       } else {
@@ -210,11 +335,10 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_sums_kernel(Samples sa
       return;
     }
     double term;
-    runs.add(static_cast<int>(s) * 16 + term_of(w, bits, term), term, emit);
+    const int digit = term_of(w, bits, term);
+    runs.add(InShared ? window.key(static_cast<int>(s), digit) : static_cast<int>(s) * 16 + digit, term, emit);
   };
 
-  const bool aligned = reinterpret_cast<std::uintptr_t>(a.weights) % alignof(float) == 0;
-  const auto weight = [&](std::int64_t i) { return weight_at(a, aligned, i); };
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   const std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x);
   int since_drain = 0;  // the same in every thread of the block: rounds are block-uniform
@@ -265,7 +389,7 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_sums_kernel(Samples sa
       // many of its weights; thread t's part of a slot is its t-th entry. Else each round loads its
       // group itself.
       constexpr unsigned w_slots = kExactStages * sizeof(load_t) * kExactThreads;  // a multiple of 16
-      unsigned char* ring = smem + exact_ring_offset(std::int64_t{counters} * 4);
+      unsigned char* ring = smem + exact_ring_offset(InShared ? exact_shared_bytes(cells) : 0);
       auto* ring_x = reinterpret_cast<load_t*>(ring) + threadIdx.x;
       auto* ring_w = reinterpret_cast<float4*>(ring + w_slots) + threadIdx.x;
       const auto issue = [&](std::int64_t g, int k) {
@@ -314,6 +438,7 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_sums_kernel(Samples sa
   }
   if (!done) one_by_one();
   runs.finish(emit);
+  if constexpr (InShared) window.flush();
 
   add_warp_flow(under, over, nan, a.flow);
   if constexpr (InShared) {
@@ -508,21 +633,27 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_partition_sum_kernel(e
   if (bucket < 0) return;  // more blocks were launched than the buckets take
   const std::int64_t first_cell = static_cast<std::int64_t>(bucket) << in.bits;
   const int width = static_cast<int>(min(std::int64_t{1} << in.bits, a.cells - first_cell));
-  auto* digits = reinterpret_cast<unsigned*>(smem);
-  for (int k = threadIdx.x; k < width * kExactCellCounters; k += blockDim.x) digits[k] = 0;
-  const auto base = static_cast<unsigned>(__cvta_generic_to_shared(digits));
-  std::uint64_t* words = a.words + first_cell * kExactWords;
-  run_pair runs;
-  const auto emit = [&](const run& r) { emit_shared(base, r); };
-  const auto take = [&](int cell, float w) {
-    double term;
-    runs.add(cell * 16 + term_of(w, __float_as_uint(w), term), term, emit);
-  };
-
   const std::int64_t part = tables.mine[1], share = tables.mine[2];
   const std::int64_t tile_lo = part * a.tiles / share, tile_hi = (part + 1) * a.tiles / share;
   const unsigned short* starts = in.offsets + bucket * in.tile_stride;
   const unsigned short* ends = starts + in.tile_stride;
+  // The window from the bucket's pairs in the share's first tile (none: 1.0's digit).
+  unsigned probe = 0;
+  if (tile_lo < tile_hi && ends[tile_lo] > starts[tile_lo]) {
+    const int last = ends[tile_lo] - starts[tile_lo] - 1;
+    probe = __float_as_uint(a.weights[tile_lo * kPartitionTile + starts[tile_lo] + min(static_cast<int>(threadIdx.x), last)]);
+  }
+  digit_window window{reinterpret_cast<unsigned*>(smem), a.words + first_cell * kExactWords, &tables.window};
+  window.start(width, probe);
+  run_pair runs;
+  const auto emit = [&](const run& r) { window.emit(r); };
+  const auto take = [&](int cell, float w) {  // a finite weight (the sort flagged the others)
+    const unsigned bits = __float_as_uint(w);
+    if (!window.inside((bits >> 23) & 0xFFu)) return window.outside(cell, w, bits);
+    double term;
+    const int digit = term_of(w, bits, term);
+    runs.add(window.key(cell, digit), term, emit);
+  };
   int since_drain = 0;  // the same in every thread: rounds are block-uniform
   for (std::int64_t round = tile_lo; round < tile_hi; round += blockDim.x) {
     const std::int64_t t = round + threadIdx.x;
@@ -556,13 +687,14 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_partition_sum_kernel(e
       }
       since_drain += 4;
       if (since_drain >= kEpochSamples) {
-        drain_digits(digits, width, words);
+        window.drain(width, kEpochSamples * kExactThreads, runs);
         since_drain = 0;
       }
     }
   }
   runs.finish(emit);
-  drain_digits(digits, width, words);
+  window.flush();
+  window.drain(width, kEpochSamples * kExactThreads, runs);
 }
 
 template <class Samples> void launch_exact(const Samples& samples, const exact_sums_args& a, const launch_shape& shape) {
@@ -574,8 +706,8 @@ template <class Samples> void launch_exact(const Samples& samples, const exact_s
 
 void sum_exact(const device_axes& axes, bool column, const exact_sums_args& exact_args, const launch_shape& shape) {
   exact_sums_args args = exact_args;
-  const std::int64_t words = args.in_shared ? exact_words_bytes(args.cells) : 0;
-  args.staged = static_cast<std::int64_t>(shape.shared_bytes) >= exact_ring_offset(words) + kExactRingBytes;
+  const std::int64_t copy = args.in_shared ? exact_shared_bytes(args.cells) : 0;
+  args.staged = static_cast<std::int64_t>(shape.shared_bytes) >= exact_ring_offset(copy) + kExactRingBytes;
   if (column && axes.count == 1) {
     // The typed loop where a 32-bit rule applies (integers within the sample type, f32 samples);
     // every other column takes the generic one.
