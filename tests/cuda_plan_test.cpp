@@ -364,12 +364,13 @@ TEST(CudaPlan, F32WeightsSumExactlyInPartitions) {
   EXPECT_THROW(tally::plan(r), tally::error);
   r.contiguous = true;
   EXPECT_EQ(tally::plan(r).chosen, tally::strategy::partitioned);
-  // A device whose blocks cannot hold a bucket's windows and tables (about 37 KiB): device memory.
+  // A device whose blocks cannot hold a sorted tile (at least 49172 bytes) or a bucket's windows
+  // and tables (about 37 KiB): device memory.
   r.wanted = tally::strategy::automatic;
   r.device_shared_bytes = 48 * 1024;
-  EXPECT_EQ(tally::plan(r).chosen, tally::strategy::partitioned);
-  r.device_shared_bytes = 32 * 1024;
   EXPECT_EQ(tally::plan(r).chosen, tally::strategy::global_atomic);
+  r.device_shared_bytes = 60 * 1024;
+  EXPECT_EQ(tally::plan(r).chosen, tally::strategy::partitioned);
 }
 
 TEST(CudaPlan, PartitionPassesShrinkForTests) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -428,24 +429,26 @@ TEST_F(Cuda, F32WeightsSumExactlyAcrossDrains) {
 }
 
 /// Each block keeps a window of 6 digits of its cells' sums in shared memory (runs at 4 digits: 64
-/// binades of f32 values), picked from its first weights and moved at a drain after an epoch in
-/// which the runs outside it on one side outnumbered half the block's samples; runs outside add to
-/// the device words. Weights whose magnitudes rise from 2^-120 to
-/// 2^120 along the column (the window climbs); first weights 2^100 times the rest (it must come
-/// down); every second weight 2^80 times its neighbours (runs on both sides at once, neither side a
-/// majority). 2^25 samples, so that every block drains (and may move) its window several times
-/// (45056 samples a block's epoch), in blocks' copies of 4000 cells and in partitions of 65536:
-/// every sum the correctly rounded sum of its weights.
+/// binades of f32 values), the one that holds most of its first weights, moved at a drain after an
+/// epoch in which more than half of its samples fell outside it on one side; terms outside add to
+/// the device words. Weights whose magnitudes rise from 2^-120 to 2^120 along the column (the
+/// window climbs); first weights 2^100 times the rest (it must come down); every fourth weight
+/// 2^80 times the others (the window holds the others, and the large ones, which decide the
+/// sums, all go outside). 2^25 samples, so that every block drains (and may move) its window
+/// several times (45056 samples a block's epoch): 1000 cells of u16 samples (through the ring),
+/// 4000 cells of i32 (no room for it) and partitions of 65536 cells, every sum the correctly
+/// rounded sum of its weights.
 TEST_F(Cuda, F32WeightsSumExactlyWhereTheirMagnitudesLeaveTheWindow) {
   std::uint64_t seed = 4350;
-  enum class shape { rising, high_start, alternating };
-  for (const auto& [bins, s] : {std::pair{4000, strategy::shared}, std::pair{65536, strategy::partitioned}}) {
-    const axis_spec a = integer_spec(-3, bins);
+  enum class shape { rising, high_start, quarter_large };
+  for (const auto& [a, t, s] : {std::tuple{integer_spec(0, 1000), dtype::u16, strategy::shared},
+                                std::tuple{integer_spec(-3, 4000), dtype::i32, strategy::shared},
+                                std::tuple{integer_spec(-3, 65536), dtype::i32, strategy::partitioned}}) {
     for (dist d : {dist::uniform, dist::sorted}) {
       ++seed;
-      const offset_column data = offset_samples(a, dtype::i32, d, (1 << 25) + 3, seed);
+      const offset_column data = offset_samples(a, t, d, (1 << 25) + 3, seed);
       const tally::view samples = data.view();
-      for (shape form : {shape::rising, shape::high_start, shape::alternating}) {
+      for (shape form : {shape::rising, shape::high_start, shape::quarter_large}) {
         std::mt19937_64 gen(seed * 3 + static_cast<int>(form));
         std::vector<double> w(static_cast<std::size_t>(samples.size));
         for (std::size_t i = 0; i < w.size(); ++i) {
@@ -453,13 +456,14 @@ TEST_F(Cuda, F32WeightsSumExactlyWhereTheirMagnitudesLeaveTheWindow) {
           const double x = (bits >> 63 ? -1.0 : 1.0) * (1.0 + static_cast<double>(bits & 0xFFFFFF) * 0x1p-24);
           if (form == shape::rising) w[i] = std::ldexp(x, -120 + static_cast<int>(240 * i / w.size()));
           else if (form == shape::high_start) w[i] = i < (1u << 18) ? std::ldexp(x, 100) : x;
-          else w[i] = i % 2 ? std::ldexp(x, 80) : x;
+          else w[i] = i % 4 == 1 ? std::ldexp(x, 80) : x;
         }
         const column weights = make_column(dtype::f32, w);
         const tally::view wv = weights.view();
         const ref::result want = ref::exact_fill({a.model()}, {samples}, &wv);
         ASSERT_GT(binned(want), 0u);
-        SCOPED_TRACE(std::to_string(bins) + " bins " + name_of(d) + " form " + std::to_string(static_cast<int>(form)));
+        SCOPED_TRACE(a.name() + " " + std::string(tally::name_of(t)) + " " + name_of(d) + " form " +
+                     std::to_string(static_cast<int>(form)));
         tally::histogram h(a.make(), cuda_options(true, s));
         h.fill(samples, wv);
         EXPECT_TRUE(same_sums(h.sums(), want.sums));

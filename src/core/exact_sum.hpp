@@ -34,9 +34,9 @@ constexpr int kExactDigits = 2 * kExactWords;
 /// from an even digit lo, each in a 32-bit counter, then the cell's flags (an odd number of
 /// counters, so that neighbouring cells fall in different banks). A run of terms at digit d adds
 /// to digits d, d + 1 and d + 2, so the window takes the runs at digits lo .. lo + 3 (f32 values
-/// over 64 binades); a run outside it goes to the device words. Each block picks its window from
-/// its first weights and moves it after an epoch in which the runs outside it on one side
-/// outnumbered half the block's samples (cuda/sums.cu).
+/// over 64 binades); a term outside it goes to the device words. Each block picks the window that
+/// holds most of its first weights and moves it after an epoch in which more than half of its
+/// samples fell outside it on one side (cuda/sums.cu).
 constexpr int kExactWindowDigits = 6;
 constexpr int kExactWindowWords = kExactWindowDigits / 2;
 constexpr int kExactCellCounters = kExactWindowDigits + 1;
@@ -47,10 +47,10 @@ struct exact_window_epoch {
   int above, below, highest_above, highest_below;
 };
 /// A block's shared record of its window: two epochs' (the one running, and the next, reset while
-/// the running one's is read), and the highest digit of its first weights.
+/// the running one's is read), and how many of its first weights have a term at each digit.
 struct exact_window_stats {
   exact_window_epoch epoch[2];
-  int probe;
+  int probes[16];
 };
 /// The GPU kernel's threads per block, and the bytes of a block's copy of `cells` cells' windows.
 constexpr int kExactThreads = 512;

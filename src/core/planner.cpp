@@ -126,13 +126,17 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
   // Partitioned (core/partition.hpp): buckets of 2^10 cells, whose words fit one of two blocks of a
   // multiprocessor, for one contiguous column of samples wider than 8 bits.
   const std::int64_t part_buckets = (r.cells + (std::int64_t{1} << kPartitionExactBits) - 1) >> kPartitionExactBits;
+  // The summing pass holds a bucket's windows and its tables; the sort a tile of pairs and each
+  // bucket's count, start and block total, and the block's flow counts. Both must fit.
   const std::int64_t bucket_bytes = detail::exact_words_bytes(std::int64_t{1} << kPartitionExactBits) + kPartitionSumStatic;
+  const std::int64_t sort_bytes = kPartitionTile * 6 + (3 * part_buckets + 5) * 4;
+  const std::int64_t pass_bytes = std::max(bucket_bytes, sort_bytes);
   const bool partition_fits = r.contiguous && size_of(r.sample) > 1 && part_buckets <= kPartitionExactMaxBuckets &&
-                              bucket_bytes <= budget;
+                              pass_bytes <= budget;
   if (r.wanted == strategy::partitioned && !partition_fits)
     throw error("strategy partitioned sums f32 weights exactly for one contiguous column of samples wider than 8 "
                 "bits and at most " + std::to_string(kPartitionExactMaxBuckets << kPartitionExactBits) +
-                " cells, where a bucket's words (" + std::to_string(bucket_bytes) + " bytes) fit " +
+                " cells, where a bucket's words and a sorted tile (" + std::to_string(pass_bytes) + " bytes) fit " +
                 std::to_string(budget) + "; got " + std::to_string(r.cells) + " cells of " +
                 std::string(name_of(r.sample)) + (r.contiguous ? "" : " in a strided or N-D fill"));
   if (r.wanted != strategy::automatic) p.chosen = r.wanted;
@@ -149,8 +153,7 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
     p.partition_chunk = partition_chunk(r.n, kPartitionExactChunk);
     p.partition_blocks = std::max(1, r.device_sms) * 2;  // one wave of two a multiprocessor
     p.grid_blocks = std::max(1, r.device_sms) * 2;
-    // A sorted tile of pairs; each bucket's count, start and block total; the block's flow counts.
-    p.shared_bytes = kPartitionTile * 6 + (3 * part_buckets + 5) * 4;
+    p.shared_bytes = sort_bytes;
     p.vector_bytes = 16;
     p.unroll = static_cast<int>(kPartitionTile / p.block_threads * size_of(r.sample) / 16);
     p.merge_runs = true;

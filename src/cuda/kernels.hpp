@@ -146,7 +146,7 @@ struct exact_sums_args {
   bool staged = false;                  // set by sum_exact: the shape has room for the ring
 };
 /// Adds the fill's weights to args.words and args.flags: with args.in_shared, each block in its
-/// own shared copy of the words (core/exact_sum.hpp's exact_words_bytes), then added to device
+/// own shared copy of the words (core/exact_sum.hpp's exact_shared_bytes), then added to device
 /// memory; else straight into device memory. A contiguous column's groups stream through the
 /// ring of core/exact_sum.hpp where shape.shared_bytes has room for it after the words.
 /// `column`: axes is one contiguous column (the typed loads and 32-bit rules apply).

@@ -15,7 +15,8 @@ constexpr int kEpochSamples = 88;  // samples per thread between drains of the s
 // A run's end adds its sum v (|v| < 2^46) to three counters as digits v mod 2^16, v / 2^16 mod
 // 2^16 and the signed v >> 32 (above -2^14). So a counter takes at most one addition in
 // [-2^14, 2^16) per sample, and up to 4 more per thread (the head, the tail and the last two
-// runs), between drains: its sum S lies in [-2^30, 3 x 2^30), so that its 32 bits say which S.
+// runs; or the two runs that end before the window moves), between drains: its sum S lies in
+// [-2^30, 3 x 2^30), so that its 32 bits say which S.
 constexpr std::int64_t kEpochAdditions = std::int64_t{kExactThreads} * (kEpochSamples + 4);
 static_assert(kEpochAdditions << 14 <= (std::int64_t{1} << 30) && kEpochAdditions << 16 < (std::int64_t{3} << 30),
               "a drain must come before a counter's sum leaves [-2^30, 3 x 2^30)");
@@ -182,34 +183,40 @@ struct digit_window {
   std::uint64_t* words;       // the device words of the cells (counters' cell 0 first)
   exact_window_stats* stats;  // shared
   int lo = 0;
-  unsigned first_exponent = 0;  // 16 lo + 1: a finite weight's exponent field e is inside where e - it < 64
-  int epoch = 0;                // the same in every thread: drains are block-uniform
+  int epoch = 0;  // the same in every thread: drains are block-uniform
   run out;                      // the thread's run of terms outside the window (absolute digits)
 
-  __device__ __forceinline__ void place(int digit) {
-    lo = digit;
-    first_exponent = 16u * static_cast<unsigned>(lo) + 1u;
-  }
+  __device__ __forceinline__ void place(int digit) { lo = digit; }
 
   /// Every thread: zeroes the counters of `cells` cells and the record, and picks the window that
-  /// reaches the highest digit of one weight per thread (`probe`: its bits); 1.0's digit where
-  /// every probed weight is zero or not finite.
+  /// holds the most of one weight per thread (`probe`: its bits), the lowest of equals (so that
+  /// one outlier does not move it); the window of 1.0's digit where every probed weight is zero or
+  /// not finite.
   __device__ __forceinline__ void start(int cells, unsigned probe) {
     for (int k = threadIdx.x; k < cells * kExactCellCounters; k += blockDim.x) counters[k] = 0;
     if (threadIdx.x < 2) stats->epoch[threadIdx.x] = exact_window_epoch{0, 0, -1, -1};
-    if (threadIdx.x == 0) stats->probe = -1;
+    if (threadIdx.x < 16) stats->probes[threadIdx.x] = 0;
     __syncthreads();
-    const int d = __reduce_max_sync(0xFFFFFFFFu, digit_of_weight(probe));
-    if ((threadIdx.x & 31) == 0 && d >= 0) atomicMax(&stats->probe, d);
+    const int d = digit_of_weight(probe);
+    if (d >= 0) atomicAdd(&stats->probes[d], 1);
     __syncthreads();
-    place(window_reaching(stats->probe >= 0 ? stats->probe : 7));
+    int best = window_reaching(7), most = 0;
+    for (int from = 0; from <= kExactDigits - kExactWindowDigits; from += 2) {
+      int held = 0;
+      for (int k = from; k < from + kExactWindowDigits - 2 && k < 16; ++k) held += stats->probes[k];
+      if (held > most) {
+        most = held;
+        best = from;
+      }
+    }
+    place(best);
   }
 
-  /// Whether a finite weight's term (e: its exponent field) lies inside the window. Zeros and
-  /// subnormals (e = 0) never do: outside takes them.
-  __device__ __forceinline__ bool inside(unsigned e) const { return e - first_exponent < 64u; }
-  /// A run's key for a term inside the window at `digit` of `cell` (an empty run's, 0, is inside too).
-  __device__ __forceinline__ int key(int cell, int digit) const { return cell * 16 + digit - lo; }
+  /// Whether a term at `digit` less lo lies inside the window; then cell x 16 plus it is the
+  /// term's run key (an empty run's, 0, is inside too).
+  __device__ __forceinline__ static bool inside(int relative) {
+    return static_cast<unsigned>(relative) <= kExactWindowDigits - 3;
+  }
 
   /// A run's sum (|value| < 2^46) inside the window.
   __device__ __forceinline__ void emit(const run& r) const {
@@ -316,12 +323,14 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_sums_kernel(Samples sa
   const auto take = [&](auto s, float w) {
     const unsigned bits = __float_as_uint(w);
     const unsigned e = (bits >> 23) & 0xFFu;
+    const int digit = static_cast<int>((e ? e - 1 : 0) >> 4);  // term_of's
+    const int relative = InShared ? digit - window.lo : digit;  // InShared: its key's digit
     // One branch for the rare cases: a sample no cell takes, a non-finite weight, a term outside
     // the window.
-    if (s >= cells || e == 0xFFu || (InShared && !window.inside(e))) {
+    if (s >= cells || e == 0xFFu || (InShared && !window.inside(relative))) {
       if constexpr (InShared) {
         if (s < cells && e != 0xFFu) {
-          window.outside(static_cast<int>(s), w, bits);
+          if (bits << 1) window.outside(static_cast<int>(s), w, bits);  // a zero adds nothing
           return;
         }
       }
@@ -335,8 +344,8 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_sums_kernel(Samples sa
       return;
     }
     double term;
-    const int digit = term_of(w, bits, term);
-    runs.add(InShared ? window.key(static_cast<int>(s), digit) : static_cast<int>(s) * 16 + digit, term, emit);
+    term_of(w, bits, term);
+    runs.add(static_cast<int>(s) * 16 + relative, term, emit);
   };
 
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
@@ -649,10 +658,13 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_partition_sum_kernel(e
   const auto emit = [&](const run& r) { window.emit(r); };
   const auto take = [&](int cell, float w) {  // a finite weight (the sort flagged the others)
     const unsigned bits = __float_as_uint(w);
-    if (!window.inside((bits >> 23) & 0xFFu)) return window.outside(cell, w, bits);
     double term;
-    const int digit = term_of(w, bits, term);
-    runs.add(window.key(cell, digit), term, emit);
+    const int relative = term_of(w, bits, term) - window.lo;
+    if (!window.inside(relative)) {
+      if (bits << 1) window.outside(cell, w, bits);  // a zero adds nothing
+      return;
+    }
+    runs.add(cell * 16 + relative, term, emit);
   };
   int since_drain = 0;  // the same in every thread: rounds are block-uniform
   for (std::int64_t round = tile_lo; round < tile_hi; round += blockDim.x) {
