@@ -73,6 +73,9 @@ __device__ __forceinline__ int term_of(float w, unsigned bits, double& value) {
   return static_cast<int>(s >> 4);
 }
 
+/// term_of's digit of a finite f32 weight, from its exponent field e alone.
+__device__ __forceinline__ int digit_of_exponent(unsigned e) { return static_cast<int>((e ? e - 1 : 0) >> 4); }
+
 /// Copies Bytes (4, 8 or 16) from global to shared memory asynchronously, in the thread's open group.
 template <int Bytes> __device__ __forceinline__ void copy_async(void* to, const void* from) {
   const auto at = static_cast<unsigned>(__cvta_generic_to_shared(to));
@@ -96,8 +99,7 @@ __device__ __forceinline__ void red_shared(unsigned at, unsigned d) {
 /// The digit of a term of a finite f32 weight (given as its bits), -1 for a zero or non-finite one.
 __device__ __forceinline__ int digit_of_weight(unsigned bits) {
   const unsigned e = (bits >> 23) & 0xFFu;
-  if (e == 0xFFu || !(bits & 0x7FFFFFFFu)) return -1;
-  return static_cast<int>((e ? e - 1 : 0) >> 4);
+  return e == 0xFFu || !(bits & 0x7FFFFFFFu) ? -1 : digit_of_exponent(e);
 }
 
 /// The lowest window (its lowest digit, even) whose runs reach digit d, or the highest window.
@@ -171,6 +173,9 @@ __device__ __noinline__ run outside_term(run out, int cell, float w, unsigned bi
   return out;
 }
 
+/// An epoch's record before any term fell outside the window.
+constexpr exact_window_epoch kEmptyEpoch{0, 0, -1, -1};
+
 /// A block's copy of its cells' sums (core/exact_sum.hpp): for each cell, the counters of the
 /// window's digits lo .. lo + kExactWindowDigits - 1 and the cell's flags. A term inside the window
 /// joins the thread's runs, keyed by its cell and its digit less lo (key), and a run's end is three
@@ -186,15 +191,13 @@ struct digit_window {
   int epoch = 0;  // the same in every thread: drains are block-uniform
   run out;                      // the thread's run of terms outside the window (absolute digits)
 
-  __device__ __forceinline__ void place(int digit) { lo = digit; }
-
   /// Every thread: zeroes the counters of `cells` cells and the record, and picks the window that
   /// holds the most of one weight per thread (`probe`: its bits), the lowest of equals (so that
   /// one outlier does not move it); the window of 1.0's digit where every probed weight is zero or
   /// not finite.
   __device__ __forceinline__ void start(int cells, unsigned probe) {
     for (int k = threadIdx.x; k < cells * kExactCellCounters; k += blockDim.x) counters[k] = 0;
-    if (threadIdx.x < 2) stats->epoch[threadIdx.x] = exact_window_epoch{0, 0, -1, -1};
+    if (threadIdx.x < 2) stats->epoch[threadIdx.x] = kEmptyEpoch;
     if (threadIdx.x < 16) stats->probes[threadIdx.x] = 0;
     __syncthreads();
     const int d = digit_of_weight(probe);
@@ -209,7 +212,7 @@ struct digit_window {
         best = from;
       }
     }
-    place(best);
+    lo = best;
   }
 
   /// Whether a term at `digit` less lo lies inside the window; then cell x 16 plus it is the
@@ -254,7 +257,7 @@ struct digit_window {
       __syncthreads();
     }
     // The next epoch's record was last read in the drain before this one, which every thread has left.
-    if (threadIdx.x == 0) stats->epoch[(epoch + 1) & 1] = exact_window_epoch{0, 0, -1, -1};
+    if (threadIdx.x == 0) stats->epoch[(epoch + 1) & 1] = kEmptyEpoch;
     for (int k = threadIdx.x; k < cells * kExactWindowWords; k += blockDim.x) {
       const int cell = k / kExactWindowWords, word = k - cell * kExactWindowWords;
       unsigned* pair = counters + cell * kExactCellCounters + 2 * word;
@@ -265,7 +268,7 @@ struct digit_window {
       add_exact(words + static_cast<std::int64_t>(cell) * kExactWords, lo / 2 + word,
                 counter_sum(low) + counter_sum(high) * 65536, atomic_fetch_add{});
     }
-    place(next);
+    lo = next;
     ++epoch;
     __syncthreads();
   }
@@ -287,7 +290,10 @@ __device__ __forceinline__ float weight_at(const exact_sums_args& a, bool aligne
 /// runs add to the device words directly.
 template <class Samples, bool InShared>
 __global__ void __launch_bounds__(kExactThreads, 2) exact_sums_kernel(Samples samples, exact_sums_args a) {
-  extern __shared__ __align__(128) unsigned char smem[];
+  // Its own name: count_typed.cuh's kernels declare `smem` 16-byte aligned, and one symbol has
+  // one alignment; the ring needs 128.
+  extern __shared__ __align__(128) unsigned char exact_smem[];
+  unsigned char* const smem = exact_smem;
   const int cells = static_cast<int>(a.cells);
   const bool aligned = reinterpret_cast<std::uintptr_t>(a.weights) % alignof(float) == 0;
   const auto weight = [&](std::int64_t i) { return weight_at(a, aligned, i); };
@@ -323,7 +329,7 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_sums_kernel(Samples sa
   const auto take = [&](auto s, float w) {
     const unsigned bits = __float_as_uint(w);
     const unsigned e = (bits >> 23) & 0xFFu;
-    const int digit = static_cast<int>((e ? e - 1 : 0) >> 4);  // term_of's
+    const int digit = digit_of_exponent(e);
     const int relative = InShared ? digit - window.lo : digit;  // InShared: its key's digit
     // One branch for the rare cases: a sample no cell takes, a non-finite weight, a term outside
     // the window.
