@@ -168,6 +168,16 @@ void run_case(const std::string& workload, int bins, spread s, bool arbitrary, s
     const double ms = median_ms([&] { h.fill(v); });
     record(rows, {workload, name_of(s), "tally " + std::string(tally::name_of(strat)), ms, gb / ms * 1e3});
   }
+  {  // The synchronous call with its counts read after every fill: what a one-shot call pays.
+    tally::options o;
+    o.backend = tally::backend::cuda;
+    tally::histogram h(a, o);
+    const double ms = median_ms([&] {
+      h.fill(v);
+      (void)h.counts_u64();
+    });
+    record(rows, {workload, name_of(s), "tally automatic + read", ms, gb / ms * 1e3});
+  }
   // The stream-ordered entry point: counts stay on the device, nothing waits.
   tally::device_histogram dh(a);
   const double ms = median_ms([&] { dh.fill(v); });
@@ -231,6 +241,12 @@ void run_weighted(int bins, spread s, std::vector<row>& rows) {
   const std::string workload = "i32+f32 w, " + std::to_string(bins);
   record(rows, {workload + " (" + std::to_string(static_cast<int>(n / ms / 1e6)) + " Gs/s)", name_of(s),
                   "tally automatic", ms, kBytes / 1e9 / ms * 1e3});
+  const double rms = median_ms([&] {
+    h.fill(iv, wv);
+    (void)h.sums_data();
+  });
+  record(rows, {workload + " (" + std::to_string(static_cast<int>(n / rms / 1e6)) + " Gs/s)", name_of(s),
+                  "tally automatic + read", rms, kBytes / 1e9 / rms * 1e3});
   tally::options dopts;
   dopts.weighted = true;
   tally::device_histogram dh(tally::axis::integer(0, bins), dopts);
@@ -278,8 +294,8 @@ void run_exact_weighted(spread s, std::vector<row>& rows) {
 }
 
 /// The fixed cost of one fill of 1 device-resident sample, in microseconds: synchronous
-/// (planning, the counters' reset, the launch, the copy of 259 counts back) and stream-ordered
-/// (planning and the launch, timed on the stream).
+/// (planning, the launch and the wait; then also the read of the counts, which brings them back),
+/// and stream-ordered (planning and the launch, timed on the stream).
 void run_overhead(std::vector<row>& rows) {
   std::int32_t* d;
   CHECK(cudaMalloc(&d, sizeof(std::int32_t)));
@@ -289,6 +305,11 @@ void run_overhead(std::vector<row>& rows) {
   tally::histogram h(tally::axis::integer(0, 256), o);
   const double ms = median_ms([&] { h.fill(tally::make_view(d, 1)); });
   record(rows, {"fixed cost of a fill (us)", "-", "tally automatic", ms, ms * 1e3});
+  const double rms = median_ms([&] {
+    h.fill(tally::make_view(d, 1));
+    (void)h.counts_u64();
+  });
+  record(rows, {"fixed cost of a fill (us)", "-", "tally automatic + read", rms, rms * 1e3});
   tally::device_histogram dh(tally::axis::integer(0, 256));
   const double dms = median_ms([&] { dh.fill(tally::make_view(d, 1)); });
   record(rows, {"fixed cost of a fill (us)", "-", "tally device_histogram", dms, dms * 1e3});

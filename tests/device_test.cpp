@@ -636,5 +636,191 @@ TEST_F(Device, BadArgumentsThrowBeforeAnythingRuns) {
   EXPECT_EQ(weighted.plan_for(dtype::i32, 1 << 20).where, tally::backend::cuda);
 }
 
+/// tally::histogram filled from device memory: the fills gather on the device, and every reader
+/// takes them first.
+tally::options sync_options(bool weighted = false) {
+  tally::options o = device_options(weighted);
+  o.backend = tally::backend::automatic;
+  return o;
+}
+
+TEST_F(Device, SynchronousFillsOfDeviceSamplesGatherUntilRead) {
+  std::uint64_t seed = 7600;
+  for (tally::count_type width : {tally::count_type::u64, tally::count_type::u32}) {
+    for (const axis_spec& a : {integer_spec(-50, 4096), regular_spec(257, -1.3, 2.7, dtype::f32),
+                               variable_spec(70000, -2.5, 250.5, 7600)}) {
+      ++seed;
+      SCOPED_TRACE(a.name() + (width == tally::count_type::u32 ? " u32" : " u64"));
+      const std::int64_t n = 300007;
+      const column x = random_column_for(a, dtype::f32, all_dists[seed % 5], n, seed);
+      const column y = random_column_for(a, dtype::i32, all_dists[(seed + 1) % 5], n, seed + 1);
+      const device_column dx(x.view()), dy(y.view());
+      tally::options o = sync_options();
+      o.counts = width;
+      tally::histogram h(a.make(), o);
+      ref::result want = ref::empty({a.model()}, false);
+      h.fill(slice(dx.view(), 0, n / 3));
+      h.fill(slice(dx.view(), n / 3, n));
+      h.fill(dy.view());
+      ref::fill(want, a.model(), x.view());
+      ref::fill(want, a.model(), y.view());
+      ASSERT_GT(binned(want), 0u);
+      EXPECT_EQ(h.samples(), want.samples) << "samples() counts pending fills";
+      const tally::histogram copy = h;  // takes the pending fills
+      tally_test::expect_matches(copy, want);
+      tally_test::expect_matches(h, want);
+
+      // After a read: more device fills, then a CPU fill (host samples) and a merge.
+      h.fill(dx.view());
+      ref::fill(want, a.model(), x.view());
+      h.fill(y.view());  // host memory: the CPU backend, after the pending fill is taken
+      ref::fill(want, a.model(), y.view());
+      h += copy;
+      ref::fill(want, a.model(), x.view());
+      ref::fill(want, a.model(), y.view());
+      tally_test::expect_matches(h, want);
+      tally::histogram cpu(a.make(), cpu_options());
+      cpu.fill(x.view());
+      cpu.fill(y.view());
+      cpu.fill(x.view());
+      cpu.fill(y.view());
+      cpu.fill(x.view());
+      cpu.fill(y.view());
+      EXPECT_TRUE(same_elements(h.counts(), cpu.counts()));
+
+      // reset and assign drop what is pending.
+      h.fill(dy.view());
+      h.reset();
+      EXPECT_EQ(h.counts(), std::vector<std::uint64_t>(static_cast<std::size_t>(h.size()), 0));
+      h.fill(dy.view());
+      std::vector<std::uint64_t> given(static_cast<std::size_t>(h.size()));
+      for (std::size_t i = 0; i < given.size(); ++i) given[i] = i % 7;
+      h.assign(given, {}, 99);
+      h.fill(dy.view());
+      std::vector<std::uint64_t> expected = given;
+      ref::result only_y = ref::empty({a.model()}, false);
+      ref::fill(only_y, a.model(), y.view());
+      for (std::size_t i = 0; i < given.size(); ++i) expected[i] += only_y.counts[i];
+      EXPECT_TRUE(same_elements(h.counts(), expected));
+      EXPECT_EQ(h.samples(), 99u + static_cast<std::uint64_t>(n));
+      EXPECT_TRUE(same_flow(h.flow(), only_y.flow));
+    }
+  }
+}
+
+TEST_F(Device, SynchronousWeightedFillsKeepTheHostsOrderOfSums) {
+  // Plain f64 sums add fill by fill on the host: fl(fl(h + a) + b). Device fills after a CPU
+  // fill equal merges in fill order bit for bit, and device fills into zero sums equal them too.
+  std::uint64_t seed = 7700;
+  for (const axis_spec& a : {regular_spec(256, -1.3, 2.7), integer_spec(-5, 5000), integer_spec(-5, 65536)}) {
+    for (dtype wt : {dtype::f32, dtype::f64}) {
+      seed += 10;
+      SCOPED_TRACE(a.name() + " weights " + std::string(tally::name_of(wt)));
+      const std::int64_t n = 200003;
+      std::vector<column> xs, ws;
+      for (int i = 0; i < 3; ++i) {
+        xs.push_back(random_column_for(a, dtype::i32, all_dists[(seed + i) % 5], n, seed + i));
+        ws.push_back(make_column(wt, random_weights(n, seed + 5 + i)));
+      }
+      const device_column x1(xs[1].view()), w1(ws[1].view()), x2(xs[2].view()), w2(ws[2].view());
+      const auto one_fill = [&](int i) {
+        tally::histogram part(a.make(), sync_options(true));
+        if (i == 0) part.fill(xs[0].view(), ws[0].view());
+        else if (i == 1) part.fill(x1.view(), w1.view());
+        else part.fill(x2.view(), w2.view());
+        return part;
+      };
+      tally::histogram want = one_fill(0);
+      want += one_fill(1);
+      want += one_fill(2);
+      ASSERT_GT(want.samples() - want.flow().total(), 0u);
+
+      tally::histogram h(a.make(), sync_options(true));
+      h.fill(xs[0].view(), ws[0].view());  // host samples: the CPU
+      h.fill(x1.view(), w1.view());
+      h.fill(x2.view(), w2.view());
+      EXPECT_TRUE(same_elements(h.sums(), want.sums())) << "after a CPU fill";
+      EXPECT_TRUE(same_flow(h.flow(), want.flow()));
+
+      tally::histogram zero(a.make(), sync_options(true)), parts = one_fill(1);
+      zero.fill(x1.view(), w1.view());
+      zero.fill(x2.view(), w2.view());
+      parts += one_fill(2);
+      EXPECT_TRUE(same_elements(zero.sums(), parts.sums())) << "over zero sums";
+      EXPECT_TRUE(zero == parts);
+    }
+  }
+}
+
+TEST_F(Device, SynchronousExactSumsGatherOnTheDevice) {
+  std::uint64_t seed = 7800;
+  for (const axis_spec& a : {regular_spec(256, -1.3, 2.7), integer_spec(-5, 5000)}) {
+    for (dtype wt : {dtype::f32, dtype::f64}) {
+      ++seed;
+      SCOPED_TRACE(a.name() + " weights " + std::string(tally::name_of(wt)));
+      const std::int64_t n = 300003;
+      const column x = random_column_for(a, dtype::f32, all_dists[seed % 5], n, seed);
+      const column w = make_column(wt, spread_weights(n, seed + 1, seed % 2 == 0));
+      const device_column dx(x.view()), dw(w.view());
+      tally::options exact = sync_options(true);
+      exact.exact_sums = true;
+      tally::histogram want(a.make(), exact);  // host samples: the CPU
+      want.fill(x.view(), w.view());
+      want.fill(x.view(), w.view());
+      want.fill(x.view());
+
+      tally::histogram h(a.make(), exact);
+      h.fill(slice(dx.view(), 0, n / 2), slice(dw.view(), 0, n / 2));
+      h.fill(slice(dx.view(), n / 2, n), slice(dw.view(), n / 2, n));
+      h.fill(x.view(), w.view());  // host samples: the CPU, after the pending fills are taken
+      h.fill(dx.view());
+      EXPECT_TRUE(h == want);
+      EXPECT_TRUE(same_elements(h.sums(), want.sums()));
+      EXPECT_EQ(h.exact_digits(), want.exact_digits());
+      EXPECT_EQ(tally::serialize(h), tally::serialize(want));
+    }
+  }
+}
+
+TEST_F(Device, SynchronousU32CountsNearTheirLimitAreCheckedAtTheFill) {
+  // A fill that could take a cell past 2^32 - 1 is checked on the host before it changes
+  // anything, pending fills included.
+  const axis_spec a = integer_spec(0, 16);
+  tally::options o = sync_options();
+  o.counts = tally::count_type::u32;
+  tally::histogram h(a.make(), o);
+  std::vector<std::uint64_t> given(16, 0);
+  given[3] = 0xFFFFFFFFu - 8;
+  h.assign(given, {}, 0xFFFFFFFFu - 8);
+  const column threes = make_column(dtype::i32, std::vector<double>(5, 3.0));
+  const device_column d(threes.view());
+  h.fill(d.view());  // 2^32 - 4 in cell 3
+  const snapshot before(h);
+  EXPECT_EQ(h.counts()[3], 0xFFFFFFFFu - 3);
+  expect_error([&] { h.fill(d.view()); }, "overflow");
+  expect_unchanged(h, before);
+  h.fill(slice(d.view(), 0, 3));
+  EXPECT_EQ(h.counts()[3], 0xFFFFFFFFu);
+}
+
+TEST_F(Device, SynchronousReadersTakePendingFillsOnce) {
+  // Const readers on several threads at once: each sees every fill, the storage is settled once.
+  const axis_spec a = integer_spec(0, 4096);
+  const column x = random_column_for(a, dtype::i32, dist::uniform, 1 << 20, 7900);
+  const device_column dx(x.view());
+  tally::histogram h(a.make(), sync_options());
+  h.fill(dx.view());
+  h.fill(dx.view());
+  ref::result want = ref::empty({a.model()}, false);
+  ref::fill(want, a.model(), x.view());
+  ref::fill(want, a.model(), x.view());
+  std::vector<std::vector<std::uint64_t>> seen(4);
+  std::vector<std::thread> readers;
+  const tally::histogram& shared = h;
+  for (auto& s : seen) readers.emplace_back([&shared, &s] { s = shared.counts(); });
+  for (auto& t : readers) t.join();
+  for (const auto& s : seen) EXPECT_TRUE(same_elements(s, want.counts));
+}
+
 }  // namespace
 }  // namespace tally_test

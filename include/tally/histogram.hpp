@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <string>
 #include <utility>
@@ -19,6 +20,7 @@ namespace tally {
 namespace detail {
 struct fill_job;
 struct backend_ops;
+struct pending_slot;  // fills kept on a backend's device (src/core/histogram.cpp)
 
 /// The cells' allocator: calloc's zeros, which cost memory only where they are written (a
 /// histogram of 2^31 cells that a fill touches in a few places holds a few pages), and no
@@ -80,6 +82,13 @@ struct flow_counts {
   std::uint64_t total() const { return underflow + overflow + nan; }
 };
 
+/// Fills on the CUDA backend keep what they add in device memory, and the storage takes it at
+/// its first read (counts(), counts_u64(), sums(), flow(), ==, +=, serialize, a copy, a CPU fill,
+/// ...): a loop of fills of device-resident samples brings nothing back to the host until the
+/// result is read. A fill still returns only once the device has counted (the samples may then
+/// be reused), and its errors surface there. Pointers from counts_u64(), counts_u32() and
+/// sums_data() show the storage as of that call: ask again after a later fill. Const members may
+/// be called from several threads at once.
 class histogram {
  public:
   /// A 1-D histogram.
@@ -87,6 +96,12 @@ class histogram {
   /// An N-D histogram over axes.size() >= 1 axes; cells flattened row-major (the last axis
   /// varies fastest), as numpy.histogramdd.
   explicit histogram(std::vector<axis> axes, options opts = {});
+  ~histogram();
+  /// A copy holds the cells as read from `other` (its pending fills taken first).
+  histogram(const histogram& other);
+  histogram& operator=(const histogram& other);
+  histogram(histogram&& other) noexcept;
+  histogram& operator=(histogram&& other) noexcept;
 
   /// 1-D fill; `samples` holds any sample type.
   void fill(const view& samples);
@@ -176,12 +191,21 @@ class histogram {
   friend void fill_channels(std::vector<histogram>& per_channel, const view& samples, int channels);
   plan_request request(backend where, dtype t, std::int64_t n, const view* first, const view* weights) const;
   void fill_impl(const std::vector<view>& columns, const view* weights);
+  /// Adds the fill to the pending copy on the backend's device where it can; false: not done.
+  bool fill_pending(const detail::fill_job& job, const detail::backend_ops& backend);
+  /// Brings the pending fills into the storage (the storage members are mutable for this).
+  void settle() const;
+  /// Before a change of the storage on the host: the pending fills taken, host sums non-zero.
+  void before_host_change();
   /// Fresh zero cells of the storage type (checked against the memory this process can have).
   void allocate();
-  /// After a fill of n samples: samples() and, for exact sums, the rounded sums.
-  void filled(std::uint64_t n);
+  /// After a fill of n samples: samples() and, where the host's exact words changed, the
+  /// rounded sums.
+  void filled(std::uint64_t n, bool host_changed = true);
   /// Exact sums: every cell's words rounded into sums_.
-  void round_exact();
+  void round_exact() const;
+  /// Sets the storage pointers and flow counters of `job` to this histogram's.
+  void aim_at_storage(detail::fill_job& job) const;
   /// assign's checks of everything but the cells' values.
   void check_assign(std::size_t cells, bool sums, const flow_counts& dropped) const;
   /// Checks a fill's arguments and sets `job` (storage, plan) and the backend that runs it.
@@ -191,12 +215,14 @@ class histogram {
   std::vector<axis> axes_;
   options opts_;
   std::int64_t cells_ = 0;
-  detail::cell_storage<std::uint64_t> counts64_;
-  detail::cell_storage<std::uint32_t> counts32_;
-  detail::cell_storage<double> sums_;          // weighted: the sums (exact sums: rounded)
-  detail::cell_storage<std::uint64_t> exact_;  // exact sums: kWideCellWords words a cell
-  flow_counts flow_;
-  std::uint64_t samples_ = 0;
+  // The storage: mutable, since settle() (in const readers) brings pending fills into it.
+  mutable detail::cell_storage<std::uint64_t> counts64_;
+  mutable detail::cell_storage<std::uint32_t> counts32_;
+  mutable detail::cell_storage<double> sums_;          // weighted: the sums (exact sums: rounded)
+  mutable detail::cell_storage<std::uint64_t> exact_;  // exact sums: kWideCellWords words a cell
+  mutable flow_counts flow_;
+  std::uint64_t samples_ = 0;  // every fill's, pending ones included
+  std::unique_ptr<detail::pending_slot> pending_;
 };
 
 /// Interleaved samples with `channels` values per pixel (RGB: 3, RGBA: 4, any C >= 1):

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,25 @@ void check_fill(const std::vector<axis>& axes, bool weighted, const std::vector<
 plan_request make_request(const std::vector<axis>& axes, const options& opts, backend where, dtype t,
                           std::int64_t n, const view* first, const view* weights);
 
+/// What a histogram's fills added since its host storage last took them, kept by a backend in
+/// its own memory (the CUDA backend: device memory), so that fills of samples already there bring
+/// nothing back. Counts and exact words add in any order; plain f64 sums gather as fl(f1 + f2 + ...)
+/// where the host would make fl(fl(h + f1) + f2), so tally::histogram lets them gather more than
+/// one fill only over host sums that are still zero.
+class pending_cells {
+ public:
+  virtual ~pending_cells() = default;
+  /// Adds the fill here, waits for it (a synchronous fill) and returns true; or returns false,
+  /// having done nothing, where this copy cannot take it (samples in other memory).
+  virtual bool fill(const fill_job& job) = 0;
+  /// Adds what was gathered into the storage and flow counters `into` names (one of counts64 /
+  /// counts32 / sums / exact, and flow; the caller guarantees that no count overflows) and
+  /// zeroes this copy.
+  virtual void settle(const fill_job& into) = 0;
+  /// Zeroes this copy (the host storage was overwritten).
+  virtual void discard() = 0;
+};
+
 struct backend_ops {
   backend which;
   /// Compiled in and able to run here; `detail` says what was found or what is missing.
@@ -80,6 +100,9 @@ struct backend_ops {
   /// All channels (2 or more) in one pass; returns false where it has no such kernel for the job (the
   /// caller then fills channel by channel). Null: channel by channel always.
   bool (*fill_channels)(const channels_job& job);
+  /// A pending copy, on the memory the samples of `job` are in, for a histogram of `opts`; null
+  /// (the function, or what it returns) where the backend writes the host storage at every fill.
+  std::unique_ptr<pending_cells> (*pending)(const fill_job& job, const options& opts);
 };
 
 /// The compiled-in backends, CPU first.

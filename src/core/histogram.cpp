@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <new>
 #include <string>
 
@@ -13,6 +14,14 @@
 
 namespace tally {
 namespace detail {
+
+/// A histogram's pending copy (backend.hpp) and what the storage knows of it.
+struct pending_slot {
+  std::mutex mutex;  // settle() runs in const members, which several threads may call at once
+  std::unique_ptr<pending_cells> cells;
+  bool holds = false;      // cells hold fills the storage has not taken
+  bool host_zero = true;   // the host's sums are still all zero (plain f64 sums may then gather)
+};
 
 std::int64_t cell_count(const std::vector<axis>& axes) {
   if (axes.empty()) throw error("histogram: needs at least one axis");
@@ -137,13 +146,35 @@ const detail::backend_ops& resolve_backend(backend wanted, const std::vector<vie
 
 histogram::histogram(axis a, options opts) : histogram(std::vector<axis>{std::move(a)}, opts) {}
 
-histogram::histogram(std::vector<axis> axes, options opts) : axes_(std::move(axes)), opts_(opts) {
+histogram::histogram(std::vector<axis> axes, options opts)
+    : axes_(std::move(axes)), opts_(opts), pending_(std::make_unique<detail::pending_slot>()) {
   if (opts_.threads < 0)
     throw error("histogram: threads must be >= 0 (0: all), got " + std::to_string(opts_.threads));
   if (opts_.exact_sums && !opts_.weighted)
     throw error("histogram: exact_sums keeps sums of weights; construct with options.weighted = true");
   cells_ = detail::cell_count(axes_);
   allocate();
+}
+
+histogram::~histogram() = default;
+histogram::histogram(histogram&&) noexcept = default;
+histogram& histogram::operator=(histogram&&) noexcept = default;
+
+histogram::histogram(const histogram& other)
+    : axes_(other.axes_), opts_(other.opts_), cells_(other.cells_), samples_(other.samples_),
+      pending_(std::make_unique<detail::pending_slot>()) {
+  other.settle();
+  counts64_ = other.counts64_;
+  counts32_ = other.counts32_;
+  sums_ = other.sums_;
+  exact_ = other.exact_;
+  flow_ = other.flow_;
+  pending_->host_zero = !other.pending_ || other.pending_->host_zero;
+}
+
+histogram& histogram::operator=(const histogram& other) {
+  if (this != &other) *this = histogram(other);
+  return *this;
 }
 
 void histogram::allocate() {
@@ -190,15 +221,19 @@ void histogram::prepare(const std::vector<view>& columns, const view* weights, d
   job.columns = columns;
   job.weights = weights;
   job.n = columns[0].size;
+  aim_at_storage(job);
+  plan_request r = request(backend->which, columns[0].type, job.n, &columns[0], weights);
+  if (backend->describe) backend->describe(r);
+  job.plan = plan(r);
+}
+
+void histogram::aim_at_storage(detail::fill_job& job) const {
   job.cells = cells_;
   job.counts64 = counts64_.empty() ? nullptr : counts64_.data();
   job.counts32 = counts32_.empty() ? nullptr : counts32_.data();
   job.sums = sums_.empty() || opts_.exact_sums ? nullptr : sums_.data();
   job.exact = exact_.empty() ? nullptr : exact_.data();
   job.flow = opts_.flow ? &flow_ : nullptr;
-  plan_request r = request(backend->which, columns[0].type, job.n, &columns[0], weights);
-  if (backend->describe) backend->describe(r);
-  job.plan = plan(r);
 }
 
 void histogram::fill_impl(const std::vector<view>& columns, const view* weights) {
@@ -206,16 +241,69 @@ void histogram::fill_impl(const std::vector<view>& columns, const view* weights)
   const detail::backend_ops* backend = nullptr;
   prepare(columns, weights, job, backend);
   if (job.n == 0) return;
+  if (fill_pending(job, *backend)) return filled(static_cast<std::uint64_t>(job.n), false);
+  before_host_change();
   backend->fill(job);
   filled(static_cast<std::uint64_t>(job.n));
 }
 
-void histogram::filled(std::uint64_t n) {
-  samples_ += n;
+bool histogram::fill_pending(const detail::fill_job& job, const detail::backend_ops& backend) {
+  if (!backend.pending || !pending_) return false;
+  // u32 counts gather only while no cell can pass 2^32 - 1 (a cell counts at most samples()):
+  // beyond, each fill is checked on the host before it changes anything.
+  constexpr std::uint64_t u32_max = 0xFFFFFFFFu;
+  const auto n = static_cast<std::uint64_t>(job.n);
+  if (job.counts32 && (n > u32_max || samples_ > u32_max - n)) return false;
+  detail::pending_slot& slot = *pending_;
+  // Plain f64 sums: fl(fl(h + a) + b) is the host's order, and a pending fl(a + b) keeps it only
+  // over h = 0; so over other sums the copy takes one fill at a time.
+  if (job.sums && slot.holds && !slot.host_zero) settle();
+  if (!slot.cells || !slot.cells->fill(job)) {
+    settle();  // a copy on other memory: its fills reach the storage before a copy here starts
+    slot.cells = backend.pending(job, opts_);
+    if (!slot.cells || !slot.cells->fill(job)) return false;
+  }
+  slot.holds = true;
+  return true;
+}
+
+void histogram::settle() const {
+  if (!pending_) return;
+  std::lock_guard<std::mutex> lock(pending_->mutex);
+  if (!pending_->holds) return;
+  detail::fill_job into;
+  into.axes = &axes_;
+  into.plan.threads = opts_.threads;  // the host's additions on every thread (0), or the caller's
+  aim_at_storage(into);
+  pending_->cells->settle(into);
+  pending_->holds = false;
+  pending_->host_zero = false;
   if (opts_.exact_sums) round_exact();
 }
 
-void histogram::round_exact() {
+void histogram::before_host_change() {
+  settle();
+  if (pending_) pending_->host_zero = false;
+}
+
+namespace {
+
+/// The storage was overwritten or zeroed: the pending copy's fills are dropped.
+void drop_pending(detail::pending_slot* slot, bool host_zero) {
+  if (!slot) return;
+  if (slot->holds) slot->cells->discard();
+  slot->holds = false;
+  slot->host_zero = host_zero;
+}
+
+}  // namespace
+
+void histogram::filled(std::uint64_t n, bool host_changed) {
+  samples_ += n;
+  if (opts_.exact_sums && host_changed) round_exact();
+}
+
+void histogram::round_exact() const {
   const std::uint64_t* words = exact_.data();
   for (std::int64_t c = 0; c < cells_; ++c, words += detail::kWideCellWords) {
     const double v = detail::exact_value<detail::wide_exact>(words, static_cast<unsigned>(words[detail::kWideWords]));
@@ -226,6 +314,7 @@ void histogram::round_exact() {
 }
 
 void histogram::reset() {
+  drop_pending(pending_.get(), true);
   allocate();  // fresh zeros, not a sweep that would write every cell (and cost its memory)
   flow_ = {};
   samples_ = 0;
@@ -277,6 +366,8 @@ histogram& histogram::operator+=(const histogram& other) {
   check(flow_.underflow, other.flow_.underflow, "the underflow count");
   check(flow_.overflow, other.flow_.overflow, "the overflow count");
   check(flow_.nan, other.flow_.nan, "the NaN count");
+  other.settle();
+  before_host_change();
   const auto n = static_cast<std::size_t>(cells_);
   if (opts_.exact_sums) {
     for (std::size_t i = 0; i < n; ++i) {
@@ -303,6 +394,8 @@ histogram& histogram::operator+=(const histogram& other) {
 
 bool operator==(const histogram& a, const histogram& b) {
   if (!a.layout_difference(b).empty() || a.samples_ != b.samples_) return false;
+  a.settle();
+  b.settle();
   if (a.flow_.underflow != b.flow_.underflow || a.flow_.overflow != b.flow_.overflow || a.flow_.nan != b.flow_.nan)
     return false;
   const auto n = static_cast<std::size_t>(a.cells_);
@@ -327,8 +420,10 @@ void histogram::assign(const std::vector<std::uint64_t>& counts, flow_counts dro
     if (big != counts.end())
       throw error("assign: bin " + std::to_string(big - counts.begin()) + "'s count " + std::to_string(*big) +
                   " does not fit a 32-bit count; use 64-bit counts");
+    drop_pending(pending_.get(), false);
     std::copy(counts.begin(), counts.end(), counts32_.begin());
   } else {
+    drop_pending(pending_.get(), false);
     std::copy(counts.begin(), counts.end(), counts64_.begin());
   }
   flow_ = dropped;
@@ -337,6 +432,7 @@ void histogram::assign(const std::vector<std::uint64_t>& counts, flow_counts dro
 
 void histogram::assign(const std::vector<double>& sums, flow_counts dropped, std::uint64_t samples) {
   check_assign(sums.size(), true, dropped);
+  drop_pending(pending_.get(), false);
   if (opts_.exact_sums) {
     // Each sum is exactly representable in the words: they are the sum's, or its flag.
     std::fill(exact_.begin(), exact_.end(), 0);
@@ -356,6 +452,7 @@ static_assert(exact_digits_per_cell == detail::kWideDigits, "the public digit co
 
 std::vector<std::uint64_t> histogram::exact_digits() const {
   if (!opts_.exact_sums) throw error("exact_digits: the histogram keeps no exact sums (options.exact_sums)");
+  settle();
   std::vector<std::uint64_t> digits(detail::times(static_cast<std::size_t>(cells_), detail::kWideDigits));
   for (std::int64_t i = 0; i < cells_; ++i)
     detail::split_wide_digits(exact_.data() + i * detail::kWideCellWords, digits.data() + i * detail::kWideDigits);
@@ -368,6 +465,7 @@ void histogram::assign_exact_digits(const std::vector<std::uint64_t>& digits, fl
     throw error("assign_exact_digits: " + std::to_string(digits.size()) + " digits given to a histogram of " +
                 std::to_string(cells_) + " cells (" + std::to_string(detail::kWideDigits) + " a cell)");
   check_assign(static_cast<std::size_t>(cells_), true, dropped);
+  drop_pending(pending_.get(), false);
   for (std::int64_t i = 0; i < cells_; ++i)
     detail::join_wide_digits(digits.data() + i * detail::kWideDigits, exact_.data() + i * detail::kWideCellWords);
   round_exact();
@@ -383,26 +481,34 @@ std::vector<std::int64_t> histogram::shape() const {
 
 std::vector<std::uint64_t> histogram::counts() const {
   if (opts_.weighted) throw error("counts: this histogram holds weighted sums; use sums()");
+  settle();
   if (!counts64_.empty()) return std::vector<std::uint64_t>(counts64_.begin(), counts64_.end());
   return std::vector<std::uint64_t>(counts32_.begin(), counts32_.end());
 }
 
 const std::uint64_t* histogram::counts_u64() const {
+  settle();
   return counts64_.empty() ? nullptr : counts64_.data();
 }
 const std::uint32_t* histogram::counts_u32() const {
+  settle();
   return counts32_.empty() ? nullptr : counts32_.data();
 }
 
 std::vector<double> histogram::sums() const {
   if (!opts_.weighted) throw error("sums: this histogram holds counts; use counts()");
+  settle();
   return std::vector<double>(sums_.begin(), sums_.end());
 }
 
-const double* histogram::sums_data() const { return sums_.empty() ? nullptr : sums_.data(); }
+const double* histogram::sums_data() const {
+  settle();
+  return sums_.empty() ? nullptr : sums_.data();
+}
 
 std::vector<double> histogram::values() const {
   if (opts_.weighted) return sums();
+  settle();
   std::vector<double> v(static_cast<std::size_t>(cells_));
   for (std::size_t i = 0; i < v.size(); ++i)
     v[i] = counts64_.empty() ? static_cast<double>(counts32_[i]) : static_cast<double>(counts64_[i]);
@@ -427,6 +533,7 @@ std::vector<double> histogram::density() const {
 
 flow_counts histogram::flow() const {
   if (!opts_.flow) throw error("flow: flow counters are off; construct with options.flow = true");
+  settle();
   return flow_;
 }
 
@@ -434,6 +541,7 @@ void fill_channels(std::vector<histogram>& per_channel, const view& samples, int
   detail::check_channels(samples, channels, per_channel.size(), "fill_channels");
   for (const auto& h : per_channel)
     if (h.axes().size() != 1) throw error("fill_channels: every channel histogram must be 1-D");
+  for (auto& h : per_channel) h.before_host_change();
   detail::channels_job all;
   all.samples = samples;
   all.channels = channels;

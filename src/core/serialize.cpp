@@ -283,7 +283,10 @@ std::vector<std::byte> serialize(const histogram& h) {
   if (storage == store_u64) w.items<8>(cells, [p = h.counts_u64()](std::size_t i) { return p[i]; });
   else if (storage == store_u32) w.items<4>(cells, [p = h.counts_u32()](std::size_t i) { return p[i]; });
   else if (storage == store_sums) w.items<8>(cells, [p = h.sums_data()](std::size_t i) { return bits_of(p[i]); });
-  else w.items<8>(h.exact_.size(), [p = h.exact_.data()](std::size_t i) { return p[i]; });
+  else {
+    h.settle();
+    w.items<8>(h.exact_.size(), [p = h.exact_.data()](std::size_t i) { return p[i]; });
+  }
   return w.take();
 }
 
@@ -301,6 +304,7 @@ histogram deserialize(const void* data, std::size_t size) {
     if (r.left() != 0) throw error(std::to_string(r.left()) + " bytes after the end of the histogram");
 
     histogram h(std::move(head.axes), head.opts);
+    h.before_host_change();  // the storage is written below
     for (std::size_t i = 0; i < stored && head.storage == store_u64; ++i)
       h.counts64_[i] = load_little_endian<8>(in + 8 * i);
     for (std::size_t i = 0; i < stored && head.storage == store_u32; ++i)

@@ -434,7 +434,7 @@ void cpu_fill(const fill_job& job) {
 }  // namespace
 
 const backend_ops& cpu_backend() {
-  static const backend_ops ops{backend::cpu, &cpu_usable, &cpu_owns, nullptr, &cpu_fill, nullptr};
+  static const backend_ops ops{backend::cpu, &cpu_usable, &cpu_owns, nullptr, &cpu_fill, nullptr, nullptr};
   return ops;
 }
 

@@ -13,6 +13,7 @@
 #include "core/backend.hpp"
 #include "core/exact_sum.hpp"
 #include "cuda/fill.hpp"
+#include "tally/device.hpp"
 
 namespace tally::detail {
 namespace {
@@ -326,11 +327,90 @@ bool cuda_fill_channels(const channels_job& job) {
   return true;
 }
 
+/// The device a fill's samples and weights are all in, or -1 (host memory, or several devices).
+int device_of_job(const fill_job& job) {
+  const int device = device_of(job.columns[0].data);
+  for (const view& v : job.columns)
+    if (device_of(v.data) != device) return -1;
+  if (job.weights && device_of(job.weights->data) != device) return -1;
+  return device;
+}
+
+/// The CUDA backend's pending copy (core/backend.hpp): a device_histogram of the histogram's axes
+/// and options, with u64 counts whatever the storage's width, filled on the legacy default
+/// stream as the synchronous fills are. Its f64 sums add each fill's sums into the cells in fill
+/// order, as the host does.
+class device_pending final : public pending_cells {
+ public:
+  device_pending(const std::vector<axis>& axes, const options& opts) : h_(axes, opts) {}
+
+  bool fill(const fill_job& job) override {
+    if (device_of_job(job) != h_.device()) return false;
+    if (job.weights) h_.fill(job.columns, *job.weights, nullptr);
+    else h_.fill(job.columns, nullptr);
+    const device_guard guard(h_.device());
+    TALLY_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    return true;
+  }
+
+  void settle(const fill_job& into) override {
+    const device_guard guard(h_.device());
+    scratch& s = scratch_of(h_.device());
+    std::lock_guard<std::mutex> lock(s.mutex);
+    const auto cells = static_cast<std::size_t>(into.cells);
+    const std::size_t cell_bytes = cells * (into.exact ? kWideCellWords * sizeof(std::uint64_t) : sizeof(std::uint64_t));
+    const void* from = into.exact ? static_cast<const void*>(device_cells::wide(h_))
+                       : into.sums ? static_cast<const void*>(h_.sums_data())
+                                   : static_cast<const void*>(h_.counts_data());
+    char* host = s.host.reserve(cell_bytes + 3 * sizeof(std::uint64_t));
+    TALLY_CUDA_CHECK(cudaMemcpyAsync(host, from, cell_bytes, cudaMemcpyDeviceToHost, nullptr));
+    if (into.flow)
+      TALLY_CUDA_CHECK(cudaMemcpyAsync(host + cell_bytes, h_.flow_data(), 3 * sizeof(std::uint64_t),
+                                       cudaMemcpyDeviceToHost, nullptr));
+    TALLY_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    if (into.exact) {
+      const auto* added = reinterpret_cast<const std::uint64_t*>(host);
+      for (std::size_t c = 0; c < cells; ++c)
+        add_wide_cell(into.exact + c * kWideCellWords, added + c * kWideCellWords, plain_fetch_add{});
+    } else if (into.sums) {
+      const auto* added = reinterpret_cast<const double*>(host);
+      for (std::size_t c = 0; c < cells; ++c) into.sums[c] += added[c];
+    } else {
+      add_counts(into, reinterpret_cast<const std::uint64_t*>(host));
+    }
+    std::uint64_t dropped[3];
+    std::memcpy(dropped, host + cell_bytes, sizeof dropped);
+    add_flow(into, dropped);
+    h_.reset(nullptr);
+  }
+
+  void discard() override { h_.reset(nullptr); }
+
+ private:
+  device_histogram h_;
+};
+
+/// A pending copy on the device of the job's samples; none where they are in host memory (or on
+/// several devices), or where the device has no memory for it (the fill then runs as before).
+std::unique_ptr<pending_cells> cuda_pending(const fill_job& job, const options& opts) {
+  const int device = device_of_job(job);
+  if (device < 0) return nullptr;
+  const device_guard guard(device);
+  options o = opts;
+  o.backend = backend::cuda;
+  o.counts = count_type::u64;
+  try {
+    return std::make_unique<device_pending>(*job.axes, o);
+  } catch (const memory_error&) {
+    return nullptr;
+  }
+}
+
 }  // namespace
 
 const backend_ops& cuda_backend() {
   static const backend_ops ops{backend::cuda, &cuda_usable, &cuda_owns, &cuda_describe, &cuda_fill,
-                               &cuda_fill_channels};
+                               &cuda_fill_channels, &cuda_pending};
   return ops;
 }
 
