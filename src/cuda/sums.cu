@@ -102,10 +102,16 @@ __device__ __forceinline__ int digit_of_weight(unsigned bits) {
   return e == 0xFFu || !(bits & 0x7FFFFFFFu) ? -1 : digit_of_exponent(e);
 }
 
+/// The highest window's lowest digit: its runs reach digit 13 (weights below 2^98), and a
+/// non-finite weight's scale (254) lies above every window's (digit_window::offset).
+constexpr int kHighestWindow = 10;
+static_assert(254 - 16 * kHighestWindow > 4 * 16 - 1, "a non-finite weight falls outside every window");
+static_assert(kHighestWindow + kExactWindowDigits <= kExactDigits, "the highest window's digits are the cell's");
+
 /// The lowest window (its lowest digit, even) whose runs reach digit d, or the highest window.
 __device__ __forceinline__ int window_reaching(int d) {
   const int lo = (max(d - (kExactWindowDigits - 3), 0) + 1) & ~1;
-  return min(lo, kExactDigits - kExactWindowDigits);
+  return min(lo, kHighestWindow);
 }
 
 /// A thread's two runs, the one last added to first: a term at the digit of either adds to it in a
@@ -188,6 +194,7 @@ struct digit_window {
   std::uint64_t* words;       // the device words of the cells (counters' cell 0 first)
   exact_window_stats* stats;  // shared
   int lo = 0;
+  unsigned base = 1;  // 16 lo + 1: offset()'s
   int epoch = 0;  // the same in every thread: drains are block-uniform
   run out;                      // the thread's run of terms outside the window (absolute digits)
 
@@ -204,7 +211,7 @@ struct digit_window {
     if (d >= 0) atomicAdd(&stats->probes[d], 1);
     __syncthreads();
     int best = window_reaching(7), most = 0;
-    for (int from = 0; from <= kExactDigits - kExactWindowDigits; from += 2) {
+    for (int from = 0; from <= kHighestWindow; from += 2) {
       int held = 0;
       for (int k = from; k < from + kExactWindowDigits - 2 && k < 16; ++k) held += stats->probes[k];
       if (held > most) {
@@ -212,14 +219,20 @@ struct digit_window {
         best = from;
       }
     }
-    lo = best;
+    set(best);
   }
 
-  /// Whether a term at `digit` less lo lies inside the window; then cell x 16 plus it is the
-  /// term's run key (an empty run's, 0, is inside too).
-  __device__ __forceinline__ static bool inside(int relative) {
-    return static_cast<unsigned>(relative) <= kExactWindowDigits - 3;
+  __device__ __forceinline__ void set(int from) {
+    lo = from;
+    base = 16u * static_cast<unsigned>(from) + 1u;
   }
+
+  /// The term scale of a weight with exponent field e (term_of's s) less 16 lo: below 64 exactly
+  /// where a finite weight's term lies inside the window (digits lo .. lo + 3; a non-finite
+  /// weight's is not, kHighestWindow), and then t >> 4 is its digit less lo, which with cell x 16
+  /// makes its run key. Two instructions on the hot path where digits and compares took seven.
+  __device__ __forceinline__ unsigned offset(unsigned e) const { return max(e, 1u) - base; }
+  static constexpr unsigned kInside = 16 * (kExactWindowDigits - 2);
 
   /// A run's sum (|value| < 2^46) inside the window.
   __device__ __forceinline__ void emit(const run& r) const {
@@ -268,7 +281,7 @@ struct digit_window {
       add_exact(words + static_cast<std::int64_t>(cell) * kExactWords, lo / 2 + word,
                 counter_sum(low) + counter_sum(high) * 65536, atomic_fetch_add{});
     }
-    lo = next;
+    set(next);
     ++epoch;
     __syncthreads();
   }
@@ -329,11 +342,10 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_sums_kernel(Samples sa
   const auto take = [&](auto s, float w) {
     const unsigned bits = __float_as_uint(w);
     const unsigned e = (bits >> 23) & 0xFFu;
-    const int digit = digit_of_exponent(e);
-    const int relative = InShared ? digit - window.lo : digit;  // InShared: its key's digit
+    const unsigned t = InShared ? window.offset(e) : 0;
     // One branch for the rare cases: a sample no cell takes, a non-finite weight, a term outside
-    // the window.
-    if (s >= cells || e == 0xFFu || (InShared && !window.inside(relative))) {
+    // the window (InShared: the window's test takes the non-finite weights too).
+    if (s >= cells || (InShared ? t >= digit_window::kInside : e == 0xFFu)) {
       if constexpr (InShared) {
         if (s < cells && e != 0xFFu) {
           if (bits << 1) window.outside(static_cast<int>(s), w, bits);  // a zero adds nothing
@@ -350,8 +362,8 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_sums_kernel(Samples sa
       return;
     }
     double term;
-    term_of(w, bits, term);
-    runs.add(static_cast<int>(s) * 16 + relative, term, emit);
+    const int digit = term_of(w, bits, term);
+    runs.add(static_cast<int>(s) * 16 + (InShared ? static_cast<int>(t >> 4) : digit), term, emit);
   };
 
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
@@ -664,13 +676,14 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_partition_sum_kernel(e
   const auto emit = [&](const run& r) { window.emit(r); };
   const auto take = [&](int cell, float w) {  // a finite weight (the sort flagged the others)
     const unsigned bits = __float_as_uint(w);
-    double term;
-    const int relative = term_of(w, bits, term) - window.lo;
-    if (!window.inside(relative)) {
+    const unsigned t = window.offset((bits >> 23) & 0xFFu);
+    if (t >= digit_window::kInside) {
       if (bits << 1) window.outside(cell, w, bits);  // a zero adds nothing
       return;
     }
-    runs.add(cell * 16 + relative, term, emit);
+    double term;
+    term_of(w, bits, term);
+    runs.add(cell * 16 + static_cast<int>(t >> 4), term, emit);
   };
   int since_drain = 0;  // the same in every thread: rounds are block-uniform
   for (std::int64_t round = tile_lo; round < tile_hi; round += blockDim.x) {
