@@ -133,11 +133,11 @@ void cuda_binary(const binary_job& job) {
   stage.finish();
 }
 
-/// The whole-array reduction's scratch (the blocks' ticket, then their partial results), kept and
-/// reused: the kernel leaves its ticket at zero, so a buffer whose last reduction has completed
-/// (its event) is ready with no memset, where a fresh one is zeroed once. A call takes a free
-/// buffer of the current device or makes one; buffers are never freed (one per reduction in
-/// flight at once, each a few KiB). A memset and a stream-ordered allocation a call cost a 2^28
+/// The whole-array reduction's scratch (its two counters, then the chunks' partial results), kept
+/// and reused: the kernel leaves its counters at zero, so a buffer whose last reduction has
+/// completed (its event) is ready with no memset, where a fresh one is zeroed once. A call takes a
+/// free buffer of the current device or makes one; buffers are never freed (one per reduction in
+/// flight at once, each at most 16 bytes and 16384 partials: 128 KiB). A memset and a stream-ordered allocation a call cost a 2^28
 /// f32 sum about 3% of its time (bench/PERFORMANCE.md entry 52).
 class reduce_scratch {
  public:

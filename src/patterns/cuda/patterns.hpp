@@ -11,7 +11,8 @@ namespace tally::detail::cuda {
 void launch_unary(const unary_job& job);
 void launch_binary(const binary_job& job);
 /// Enqueues the reduction; whole-array jobs take `scratch` (reduce_scratch_bytes of device memory
-/// whose first reduce_ticket_bytes are zero: the blocks' ticket, then their partial results).
+/// whose first reduce_ticket_bytes are zero: the chunk claims and the blocks' ticket, then the
+/// chunks' partial results).
 inline constexpr std::size_t reduce_ticket_bytes = 16;
 void launch_reduce(const reduce_job& job, void* scratch);
 std::size_t reduce_scratch_bytes(const reduce_job& job);
