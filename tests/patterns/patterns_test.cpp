@@ -599,6 +599,19 @@ void fill_reduce_input(buffer& x, std::int64_t count, dtype t, std::mt19937_64& 
   }
 }
 
+/// A whole-array reduction of n fresh elements from `offset` against the reference, then again:
+/// the same bits.
+void expect_reduces(const reduce_types& t, std::int64_t n, std::int64_t offset, std::mt19937_64& g,
+                    const tally::run_options& on) {
+  buffer x(t.in, n + 8), result(t.out, 2);
+  fill_reduce_input(x, n + 8, t.in, g);
+  tally::reduce(t.op, t.in, x.at(offset), n, t.out, result.at(0), on);
+  const double first = result.get(0);
+  EXPECT_NEAR(first, reference(t.op, x, offset, n), tolerance(t, x, offset, n));
+  tally::reduce(t.op, t.in, x.at(offset), n, t.out, result.at(0), on);
+  EXPECT_EQ(result.get(0), first) << "not the same bits on a second run";
+}
+
 TEST_P(Patterns, ReduceWholeArraysOfEverySizeAndType) {
   std::mt19937_64 g(17);
   for (const auto& t : all_reduce_types()) {
@@ -606,13 +619,7 @@ TEST_P(Patterns, ReduceWholeArraysOfEverySizeAndType) {
       const std::int64_t offset = static_cast<std::int64_t>(g() % 8);
       SCOPED_TRACE(std::string(tally::name_of(t.op)) + " " + std::string(tally::name_of(t.in)) + "->" +
                    std::string(tally::name_of(t.out)) + " n=" + std::to_string(n) + " offset=" + std::to_string(offset));
-      buffer x(t.in, n + 8), result(t.out, 2);
-      fill_reduce_input(x, n + 8, t.in, g);
-      tally::reduce(t.op, t.in, x.at(offset), n, t.out, result.at(0), run());
-      const double first = result.get(0);
-      EXPECT_NEAR(first, reference(t.op, x, offset, n), tolerance(t, x, offset, n));
-      tally::reduce(t.op, t.in, x.at(offset), n, t.out, result.at(0), run());
-      EXPECT_EQ(result.get(0), first) << "not the same bits on a second run";
+      expect_reduces(t, n, offset, g, run());
     }
   }
 }
@@ -626,13 +633,7 @@ TEST_P(Patterns, ReduceLargeArraysWithManyChunks) {
                                 reduce_types{tally::reduce_op::max, dtype::f32, dtype::f32},
                                 reduce_types{tally::reduce_op::sum, dtype::i32, dtype::i64}}) {
     SCOPED_TRACE(std::string(tally::name_of(t.op)) + " " + std::string(tally::name_of(t.in)));
-    buffer x(t.in, n + 8), result(t.out, 2);
-    fill_reduce_input(x, n + 8, t.in, g);
-    tally::reduce(t.op, t.in, x.at(offset), n, t.out, result.at(0), run());
-    const double first = result.get(0);
-    EXPECT_NEAR(first, reference(t.op, x, offset, n), tolerance(t, x, offset, n));
-    tally::reduce(t.op, t.in, x.at(offset), n, t.out, result.at(0), run());
-    EXPECT_EQ(result.get(0), first) << "not the same bits on a second run";
+    expect_reduces(t, n, offset, g, run());
   }
 }
 
