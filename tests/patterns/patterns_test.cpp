@@ -213,7 +213,7 @@ std::vector<float> every_16bit_value(dtype t) {
   return v;
 }
 
-/// The premise of the CUDA backend's fast 16-bit path for the sigmoid family (rounded_scaled_sigmoid
+/// The premise of the CUDA backend's fast 16-bit path for the sigmoid family (sigmoid_family_fast
 /// in src/patterns/cuda/elementwise.cu): on every f16 and bf16 input, the accurate f32 formula is
 /// within 2^-23 (relative) of s * sigmoid(t), t and s as the functor computes them in f32,
 /// wherever that value is at least 2^-125 (below, the fast path needs no bound: its f16 results
@@ -237,7 +237,7 @@ TEST(PatternsBounds, SigmoidFamilyWithinTwoToTheMinus23OnEvery16BitInput) {
   check("gelu_tanh", tally::ops::gelu_tanh{});
 }
 
-/// The premise of the CUDA backend's fast 16-bit gelu_erf (rounded_gelu_erf in
+/// The premise of the CUDA backend's fast 16-bit gelu_erf (gelu_erf_fast in
 /// src/patterns/cuda/elementwise.cu): its formula, ops::detail::gelu_erf_estimate, with exact
 /// 2^u and 1/v (correctly rounded) in place of the GPU's approximations, is within 6 * 2^-23
 /// (relative; 5.9 by the comment's count) of 0.5 x erfc(z), z = -x / sqrt 2 rounded to f32 as

@@ -130,6 +130,16 @@ template <map_strategy S, std::size_t Widest> struct shape_of {
   static constexpr int threads = 256;
 };
 
+/// Whether F maps a whole vector itself, f.map_vector(pack<Out, Items>&, const pack<In, Items>&...),
+/// on the packed body (the library's 16-bit activations pair their roundings so); each element
+/// must come out as f of that element alone gives it.
+template <class F, class Out, int Items, class Void, class... In> struct maps_vectors : std::false_type {};
+template <class F, class Out, int Items, class... In>
+struct maps_vectors<F, Out, Items,
+                    std::void_t<decltype(std::declval<const F&>().map_vector(
+                        std::declval<pack<Out, Items>&>(), std::declval<const pack<In, Items>&>()...))>,
+                    In...> : std::true_type {};
+
 template <class F, class Out, class... In>
 __device__ __forceinline__ void map_one(std::int64_t i, const F& f, Out* out, const In*... in) {
   out[i] = narrow<Out>(f(widen(in[i])...));
@@ -168,8 +178,12 @@ __global__ void __launch_bounds__(256) map_kernel(std::int64_t n, std::int64_t h
             const std::int64_t c = first + u * blockDim.x + threadIdx.x;
             if (c >= chunks) break;
             pack<Out, Items> o;
+            if constexpr (maps_vectors<F, Out, Items, void, In...>::value) {
+              f.map_vector(o, r.chunk[u]...);
+            } else {
 #pragma unroll
-            for (int j = 0; j < Items; ++j) o.v[j] = narrow<Out>(f(widen(r.chunk[u].v[j])...));
+              for (int j = 0; j < Items; ++j) o.v[j] = narrow<Out>(f(widen(r.chunk[u].v[j])...));
+            }
             o.store(out + head + c * Items);
           }
         }(load(in)...);

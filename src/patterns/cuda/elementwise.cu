@@ -27,31 +27,83 @@ __device__ __forceinline__ float rcp_approx(float v) {
   return y;
 }
 
-/// Rounds lo and hi to T (half or bfloat16) in one paired conversion; true when both give the
-/// same bits.
-template <class T> __device__ __forceinline__ bool same_rounding(float lo, float hi) {
+/// a and b rounded to T (half or bfloat16) in one paired conversion: the word that stores both
+/// (a in its low half).
+template <class T> __device__ __forceinline__ std::uint32_t round_pair(float a, float b) {
   std::uint32_t both;
   if constexpr (std::is_same_v<T, half>) {
-    const __half2 h = __floats2half2_rn(lo, hi);
+    const __half2 h = __floats2half2_rn(a, b);
     memcpy(&both, &h, sizeof both);
   } else {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
     memcpy(&both, &h, sizeof both);
   }
-  return (both >> 16) == (both & 0xffffu);
+  return both;
 }
 
-/// y where it surely rounds to the T that the accurate result rounds to: the caller's bound E
-/// puts that result in [y (1 - E), y (1 + E)], both ends round to the same T, and
-/// smallest <= |y| <= FLT_MAX (NaN fails); otherwise accurate().
-template <class T, class Accurate>
-__device__ __forceinline__ float rounded_or_accurate(float y, float E, float smallest, Accurate accurate) {
-  const bool sure = same_rounding<T>(y * (1.0f - E), y * (1.0f + E)) && fabsf(y) >= smallest && fabsf(y) <= FLT_MAX;
-  return sure ? y : accurate();
+/// min(a, b), NaN where either is NaN (min.NaN: one instruction where a compare and select
+/// would take two).
+__device__ __forceinline__ float min_nan(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
 }
 
-/// s * sigmoid(t) for a result rounded to T (half or bfloat16): the same T as the accurate
-/// ops::detail::scaled_sigmoid rounded to T, for every t and s, in about a third of its work.
+/// A 16-bit activation (T: half or bfloat16) from a cheap estimate y that is used where it
+/// surely rounds to the T that the accurate result rounds to: Fast's bound E puts that result in
+/// [y (1 - E), y (1 + E)], both ends round to the same T, and Fast::smallest <= |y| <= FLT_MAX
+/// (NaN fails); otherwise Fast::accurate runs. Fast gives estimate(x) and accurate(x).
+template <class T, class Fast> struct rounded_activation {
+  static __device__ __forceinline__ bool in_range(float y) {
+    if constexpr (Fast::smallest == 0.0f) return fabsf(y) <= FLT_MAX;  // NaN fails this alone
+    else return (fabsf(y) >= Fast::smallest) & (fabsf(y) <= FLT_MAX);
+  }
+  /// One element (the scalar head and tail of tally::transform).
+  __device__ float operator()(float x) const {
+    const float y = Fast::estimate(x);
+    const std::uint32_t ends = round_pair<T>(y * (1.0f - Fast::E), y * (1.0f + Fast::E));
+    return (ends >> 16) == (ends & 0xffffu) && in_range(y) ? y : Fast::accurate(x);
+  }
+  /// A vector of N elements (tally::transform's packed body), two at a time: the lower ends of
+  /// both in one paired conversion, the upper ends in another, and where all four agree and
+  /// both estimates are in range (nearly always) the lower word is the two results, rounded
+  /// as operator() gives them: no conversion of the output and one test per pair.
+  template <int N> __device__ void map_vector(map::pack<T, N>& out, const map::pack<T, N>& in) const {
+    static_assert(N % 2 == 0, "pairs of elements");
+    std::uint32_t words[N / 2];
+    memcpy(words, &in, sizeof words);
+#pragma unroll
+    for (int k = 0; k < N / 2; ++k) {
+      float x0, x1;
+      if constexpr (std::is_same_v<T, half>) {
+        __half2 h;
+        memcpy(&h, &words[k], sizeof h);
+        x0 = __low2float(h);
+        x1 = __high2float(h);
+      } else {
+        x0 = __uint_as_float(words[k] << 16);
+        x1 = __uint_as_float(words[k] & 0xffff0000u);
+      }
+      const float y0 = Fast::estimate(x0), y1 = Fast::estimate(x1);
+      const std::uint32_t lo = round_pair<T>(y0 * (1.0f - Fast::E), y1 * (1.0f - Fast::E));
+      const std::uint32_t hi = round_pair<T>(y0 * (1.0f + Fast::E), y1 * (1.0f + Fast::E));
+      std::uint32_t w = lo;
+      // One branch for the pair (&, not &&: the terms are cheaper than a branch each).
+      if (!((lo == hi) & in_range(y0) & in_range(y1))) {
+        const std::uint32_t differ = lo ^ hi;
+        if ((differ & 0xffffu) || !in_range(y0)) w = (w & 0xffff0000u) | map::narrow<T>(Fast::accurate(x0)).bits;
+        if ((differ >> 16) || !in_range(y1))
+          w = (w & 0xffffu) | static_cast<std::uint32_t>(map::narrow<T>(Fast::accurate(x1)).bits) << 16;
+      }
+      words[k] = w;
+    }
+    memcpy(&out, words, sizeof out);
+  }
+};
+
+/// The sigmoid family's estimate (Op's s * sigmoid(t)) for results rounded to T (half or
+/// bfloat16), by rounded_activation: the same T as the accurate ops::detail::scaled_sigmoid
+/// rounded to T, for every t and s, in about a third of its work.
 /// A cheap y (ex2 and rcp approximations) is within eps = 6 * 2^-23 of the exact value F:
 /// ex2 2.5 ulp and its fma correction 0.5, 1 + e 0.5, rcp 1.5, the products 0.5 each (the
 /// error of e counts once: its weight is 1 / (1 + e) for s e / (1 + e), e / (1 + e) for
@@ -65,32 +117,28 @@ __device__ __forceinline__ float rounded_or_accurate(float y, float E, float sma
 /// accurate formula runs.
 /// For f16 the flushes are harmless: a flushed e < 2^-126 leaves |y| < 65504 * 2^-126, which
 /// rounds to a zero of the sign of s, as the accurate result does.
-template <class T> __device__ __forceinline__ float rounded_scaled_sigmoid(float t, float s) {
-  constexpr float log2e = 1.44269504088896341f, log2e_lo = 1.925963033e-8f;  // log2 e - log2e
-  constexpr float ln2 = 0.693147180559945309f;
-  constexpr float E = 9.0f * 0x1p-23f;
-  const float m = fabsf(t) > 200.0f ? 200.0f : fabsf(t);  // as the accurate formula; NaN stays NaN
-  const float u_hi = -m * log2e;
-  const float u_lo = fmaf(-m, log2e_lo, fmaf(-m, log2e, -u_hi));  // -m log2 e - u_hi
-  float e = ex2_approx(u_hi);
-  e = fmaf(e, u_lo * ln2, e);  // 2^u_lo = 1 + u_lo ln 2 (|u_lo| < 2^-15: the square is below 2^-31)
-  const float y = (t < 0.0f ? s * e : s) * rcp_approx(1.0f + e);
-  constexpr float smallest = std::is_same_v<T, half> ? 0.0f : 0x1p-125f;
-  return rounded_or_accurate<T>(y, E, smallest, [&] { return ops::detail::scaled_sigmoid(t, s); });
-}
-
-/// The sigmoid family's functor Op for 16-bit results T, by rounded_scaled_sigmoid.
-template <class T, class Op> struct rounded_sigmoid_family {
-  __device__ float operator()(float x) const {
+template <class T, class Op> struct sigmoid_family_fast {
+  static constexpr float E = 9.0f * 0x1p-23f;
+  static constexpr float smallest = std::is_same_v<T, half> ? 0.0f : 0x1p-125f;
+  static __device__ __forceinline__ float estimate(float x) {
+    constexpr float log2e = 1.44269504088896341f, log2e_lo = 1.925963033e-8f;  // log2 e - log2e
+    constexpr float ln2 = 0.693147180559945309f;
     const ops::detail::sigmoid_args a = Op::args(x);
-    return rounded_scaled_sigmoid<T>(a.t, a.s);
+    const float m = min_nan(fabsf(a.t), 200.0f);  // as the accurate formula; NaN stays NaN
+    // u = -m log2 e = u_hi + u_lo exactly, carried negated: v = -u_hi, v_lo = -u_lo.
+    const float v = m * log2e;
+    const float v_lo = fmaf(m, log2e_lo, fmaf(m, log2e, -v));
+    float e = ex2_approx(-v);
+    e = fmaf(e, v_lo * -ln2, e);  // 2^u_lo = 1 + u_lo ln 2 (|u_lo| < 2^-15: the square is below 2^-31)
+    return (a.t < 0.0f ? a.s * e : a.s) * rcp_approx(1.0f + e);
   }
+  static __device__ __forceinline__ float accurate(float x) { return ops::detail::scaled_sigmoid(Op::args(x)); }
 };
 
-/// 0.5 x erfc(-x / sqrt 2) for a result rounded to T (half or bfloat16): the same T as the
-/// accurate ops::gelu_erf rounded to T, for every x, in about three quarters of its
-/// instructions. Its estimate y (ops::detail::gelu_erf_estimate, with the ex2 and rcp
-/// approximations) is within
+/// gelu_erf's estimate 0.5 x erfc(-x / sqrt 2) for results rounded to T (half or bfloat16), by
+/// rounded_activation: the same T as the accurate ops::gelu_erf rounded to T, for every x, in
+/// about three quarters of its instructions. Its estimate y (ops::detail::gelu_erf_estimate,
+/// with the ex2 and rcp approximations) is within
 /// eps = 9.5 * 2^-23 of F = 0.5 x erfc(z), z = -x / sqrt 2 rounded to f32 as the accurate
 /// formula rounds it: ex2 2.5 ulp and its fma correction 0.5; rcp 1.5 and the rounding of a + 2
 /// 0.5, weighted by at most 1.63 (r scales the result and moves t), the rounding of a - 2 and of
@@ -107,27 +155,43 @@ template <class T, class Op> struct rounded_sigmoid_family {
 /// For f16 the flushes are harmless: where ex2 flushes (a > 9.3), w = 0 gives y = x for x > 0
 /// (off by less than 2^-126 relative) and y = -0 for x < 0, where F and A lie far below 2^-25 and
 /// round to -0 too.
-template <class T> __device__ __forceinline__ float rounded_gelu_erf(float x) {
-  constexpr float E = 15.0f * 0x1p-23f;
-  const float y = ops::detail::gelu_erf_estimate(
-      x, [](float u) { return ex2_approx(u); }, [](float v) { return rcp_approx(v); });
-  constexpr float smallest = std::is_same_v<T, half> ? 0.0f : 0x1p-122f;
-  return rounded_or_accurate<T>(y, E, smallest, [&] { return ops::gelu_erf{}(x); });
-}
-
-/// gelu_erf's functor for 16-bit results T, by rounded_gelu_erf.
-template <class T> struct rounded_gelu_erf_op {
-  __device__ float operator()(float x) const { return rounded_gelu_erf<T>(x); }
+template <class T> struct gelu_erf_fast {
+  static constexpr float E = 15.0f * 0x1p-23f;
+  static constexpr float smallest = std::is_same_v<T, half> ? 0.0f : 0x1p-122f;
+  static __device__ __forceinline__ float estimate(float x) {
+    return ops::detail::gelu_erf_estimate(
+        x, [](float u) { return ex2_approx(u); }, [](float v) { return rcp_approx(v); });
+  }
+  static __device__ __forceinline__ float accurate(float x) { return ops::gelu_erf{}(x); }
 };
 
 template <class Op, class = void> struct in_sigmoid_family : std::false_type {};
 template <class Op>
 struct in_sigmoid_family<Op, std::void_t<decltype(Op::args(0.0f))>> : std::true_type {};
 
-/// Quotient and remainder, in 32 bits where both fit (several times cheaper on the GPU).
-__device__ __forceinline__ std::int64_t divide(std::int64_t a, std::int64_t b, std::int64_t& remainder) {
+/// Division by a fixed divisor d >= 1 as a multiplication (round-up method, 33-bit multiplier):
+/// with l = ceil(log2 d) and M = ceil(2^(32 + l) / d) = 2^32 + mul, a / d = (a M) >> (32 + l)
+/// = (umulhi(a, mul) + a) >> l for every a < 2^32 (M d - 2^(32 + l) < d <= 2^l). The sum stays
+/// below 2^32 for a < 2^31, the only dividends it gets. Several times cheaper than a 32-bit `/`.
+struct divisor {
+  std::uint32_t mul = 0, shift = 0;
+};
+divisor divisor_of(std::int64_t d) {
+  divisor r;
+  if (d <= 0 || d >= (std::int64_t{1} << 31)) return r;  // never used: divide() takes 64 bits
+  while ((std::int64_t{1} << r.shift) < d) ++r.shift;
+  const std::uint64_t m = ((std::uint64_t{1} << (32 + r.shift)) + static_cast<std::uint64_t>(d) - 1) /
+                          static_cast<std::uint64_t>(d);
+  r.mul = static_cast<std::uint32_t>(m - (std::uint64_t{1} << 32));
+  return r;
+}
+
+/// Quotient and remainder of a by b (fast: b's divisor), by multiplication where both are below
+/// 2^31, else in 64 bits.
+__device__ __forceinline__ std::int64_t divide(std::int64_t a, std::int64_t b, divisor fast, std::int64_t& remainder) {
   if (((a | b) >> 31) == 0) {
-    const auto q = static_cast<std::uint32_t>(a) / static_cast<std::uint32_t>(b);
+    const auto a32 = static_cast<std::uint32_t>(a);
+    const std::uint32_t q = (__umulhi(a32, fast.mul) + a32) >> fast.shift;
     remainder = a - static_cast<std::int64_t>(q) * b;
     return q;
   }
@@ -140,6 +204,7 @@ struct binary_layout {
   int rank;
   std::int64_t shape[max_dims];
   std::int64_t a[max_dims], b[max_dims], out[max_dims];  // strides in elements
+  divisor fast[max_dims];                                   // shape's
 };
 
 __device__ __forceinline__ float apply(binary_op op, float a, float b) {
@@ -192,14 +257,14 @@ __global__ void __launch_bounds__(256) binary_kernel(binary_op op, binary_layout
       const std::int64_t u = first + k * blockDim.x + threadIdx.x;
       if (u >= units) break;
       std::int64_t col;
-      const std::int64_t r = divide(u * V, cols, col);
+      const std::int64_t r = divide(u * V, cols, l.fast[last], col);
       if (r != row) {
         row = r;
         oa = ob = oo = 0;
         std::int64_t rest = r;
         for (int d = last - 1; d >= 0; --d) {
-          std::int64_t i;
-          rest = divide(rest, l.shape[d], i);
+          std::int64_t i = rest;  // the outermost index is what is left (r < the rows)
+          if (d > 0) rest = divide(rest, l.shape[d], l.fast[d], i);
           oa += i * l.a[d];
           ob += i * l.b[d];
           oo += i * l.out[d];
@@ -243,9 +308,9 @@ void launch_unary(const unary_job& job) {
       auto* y = static_cast<T*>(job.y);
       const auto* x = static_cast<const T*>(job.x);
       if constexpr (!std::is_same_v<T, float> && in_sigmoid_family<Op>::value)
-        tally::transform(stream_of(job.run), job.n, y, rounded_sigmoid_family<T, Op>{}, x);
+        tally::transform(stream_of(job.run), job.n, y, rounded_activation<T, sigmoid_family_fast<T, Op>>{}, x);
       else if constexpr (!std::is_same_v<T, float> && std::is_same_v<Op, ops::gelu_erf>)
-        tally::transform(stream_of(job.run), job.n, y, rounded_gelu_erf_op<T>{}, x);
+        tally::transform(stream_of(job.run), job.n, y, rounded_activation<T, gelu_erf_fast<T>>{}, x);
       else
         tally::transform(stream_of(job.run), job.n, y, f, x);
     });
@@ -260,6 +325,7 @@ void launch_binary(const binary_job& job) {
     l.a[d] = job.a_strides[d];
     l.b[d] = job.b_strides[d];
     l.out[d] = job.out_strides[d];
+    l.fast[d] = divisor_of(job.shape[d]);
   }
   const int last = job.rank - 1;
   constexpr int kVector = 4;
