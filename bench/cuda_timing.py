@@ -3,17 +3,20 @@ import statistics
 
 
 def median_ms(torch, fn, repeats=15):
-    """Median milliseconds of fn() between CUDA events on the current stream, after two warm-up
-    calls and a device synchronisation."""
-    for _ in range(2):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
+    """Median milliseconds of fn() between CUDA events on the current stream, after warm-up calls
+    until at least two of them and 20 ms have passed (the GPU's clocks take a few ms to rise after
+    a pause; bench/timing.cuh does the same)."""
+    def timed():
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+        return start.elapsed_time(end)
+
+    torch.cuda.synchronize()
+    warm, done = 0.0, 0
+    while done < 2 or warm < 20:
+        warm += timed()
+        done += 1
+    return statistics.median(timed() for _ in range(repeats))

@@ -31,28 +31,29 @@ inline bool refuses_debug_build(const char* program) {
 #endif
 }
 
-/// Median of timed runs after one warm-up (CUDA events around each run); 15 runs, or 3 where
-/// one run takes over 20 ms (the slow rungs of the ladder on hot data).
+/// Median of timed runs after warm-up: runs until at least two of them and 20 ms have passed
+/// (the GPU's clocks take a few ms to rise after a pause, an allocation's say: a block's first row
+/// measured up to 12% slow after two warm-up runs, bench/PERFORMANCE.md entry 75); then 15 timed
+/// runs, or 3 where one run takes over 20 ms (the slow rungs of the ladder on hot data).
 inline double median_ms(const std::function<void()>& run) {
   cudaEvent_t a, b;
   CHECK(cudaEventCreate(&a));
   CHECK(cudaEventCreate(&b));
-  float first = 0;
-  CHECK(cudaEventRecord(a));
-  run();
-  CHECK(cudaEventRecord(b));
-  CHECK(cudaEventSynchronize(b));
-  CHECK(cudaEventElapsedTime(&first, a, b));
-  const int runs = first > 20 ? 3 : 15;
-  if (runs == 15) run();  // a second warm-up where it is cheap
-  std::vector<float> ms(static_cast<std::size_t>(runs));
-  for (auto& m : ms) {
+  const auto timed = [&] {
+    float m = 0;
     CHECK(cudaEventRecord(a));
     run();
     CHECK(cudaEventRecord(b));
     CHECK(cudaEventSynchronize(b));
     CHECK(cudaEventElapsedTime(&m, a, b));
-  }
+    return m;
+  };
+  const float first = timed();
+  const int runs = first > 20 ? 3 : 15;
+  float warm = first;
+  for (int done = 1; runs == 15 && (done < 2 || warm < 20); ++done) warm += timed();
+  std::vector<float> ms(static_cast<std::size_t>(runs));
+  for (auto& m : ms) m = timed();
   std::sort(ms.begin(), ms.end());
   CHECK(cudaEventDestroy(a));
   CHECK(cudaEventDestroy(b));
