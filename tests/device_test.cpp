@@ -801,6 +801,33 @@ TEST_F(Device, SynchronousU32CountsNearTheirLimitAreCheckedAtTheFill) {
   expect_unchanged(h, before);
   h.fill(slice(d.view(), 0, 3));
   EXPECT_EQ(h.counts()[3], 0xFFFFFFFFu);
+
+  // Counts assigned beyond samples(): the largest cell, not samples(), bounds what may gather.
+  tally::histogram big(a.make(), o);
+  big.assign(given, {}, 0);
+  big.fill(slice(d.view(), 0, 4));  // 2^32 - 5 in cell 3
+  const snapshot was(big);
+  expect_error([&] { big.fill(d.view()); }, "overflow");
+  expect_unchanged(big, was);
+  big.fill(slice(d.view(), 0, 4));
+  EXPECT_EQ(big.counts()[3], 0xFFFFFFFFu);
+}
+
+TEST_F(Device, SynchronousMergesCheckPendingFlowCounters) {
+  // A merge's overflow checks see the fills still on the device.
+  const axis_spec a = integer_spec(0, 16);
+  const column below = make_column(dtype::i32, std::vector<double>(5, -1.0));
+  const device_column d(below.view());
+  tally::histogram h(a.make(), sync_options()), twin(a.make(), sync_options()), other(a.make(), sync_options());
+  for (tally::histogram* x : {&h, &twin}) {
+    x->assign(std::vector<std::uint64_t>(16, 0), {~std::uint64_t{0} - 9, 0, 0}, 0);
+    x->fill(d.view());  // 2^64 - 5 underflows, 5 of them pending
+  }
+  other.fill(below.view());  // host samples: 5 underflows on the CPU
+  const snapshot was(twin);  // read from the twin: h keeps its fill pending until the merge
+  EXPECT_EQ(was.flow.underflow, ~std::uint64_t{0} - 4);
+  expect_error([&] { h += other; }, "overflow");
+  expect_unchanged(h, was);
 }
 
 TEST_F(Device, SynchronousReadersTakePendingFillsOnce) {

@@ -82,13 +82,17 @@ struct flow_counts {
   std::uint64_t total() const { return underflow + overflow + nan; }
 };
 
-/// Fills on the CUDA backend keep what they add in device memory, and the storage takes it at
-/// its first read (counts(), counts_u64(), sums(), flow(), ==, +=, serialize, a copy, a CPU fill,
-/// ...): a loop of fills of device-resident samples brings nothing back to the host until the
-/// result is read. A fill still returns only once the device has counted (the samples may then
-/// be reused), and its errors surface there. Pointers from counts_u64(), counts_u32() and
-/// sums_data() show the storage as of that call: ask again after a later fill. Const members may
-/// be called from several threads at once.
+/// Fills of samples (and weights) in one device's memory keep what they add in a copy of the
+/// cells on that device, and the storage takes it at its first read (counts(), counts_u64(),
+/// sums(), flow(), ==, +=, serialize, a copy, a CPU fill, fill_channels, ...): a loop of such
+/// fills brings nothing back to the host until the result is read. Exceptions, which bring each
+/// fill back as before: plain f64 sums over a storage that is no longer all zero (after a read, a
+/// CPU fill, a merge or assign) gather one fill at a time, since the host adds fills in order;
+/// u32 counts whose largest cell could pass 2^32 - 1; fill_channels. The copy holds the cells'
+/// size in device memory until reset() or destruction. A fill still returns only once the device
+/// has counted (the samples may then be reused), and its errors surface there. Pointers from
+/// counts_u64(), counts_u32() and sums_data() show the storage as of that call: ask again after
+/// a later fill. Const members may be called from several threads at once.
 class histogram {
  public:
   /// A 1-D histogram.
@@ -167,8 +171,8 @@ class histogram {
   const std::uint32_t* counts_u32() const;
   /// Sums of weights, a copy (throws for an unweighted histogram); exact sums correctly rounded.
   std::vector<double> sums() const;
-  /// The sums in place: the storage (exact sums: their rounded values, kept up to date by every
-  /// fill and merge), or nullptr for an unweighted histogram.
+  /// The sums in place: the storage (exact sums: their rounded values, brought up to date by every
+  /// read), or nullptr for an unweighted histogram.
   const double* sums_data() const;
   /// Counts or sums as doubles.
   std::vector<double> values() const;

@@ -82,10 +82,8 @@ class pending_cells {
   virtual bool fill(const fill_job& job) = 0;
   /// Adds what was gathered into the storage and flow counters `into` names (one of counts64 /
   /// counts32 / sums / exact, and flow; the caller guarantees that no count overflows) and
-  /// zeroes this copy.
+  /// zeroes this copy. Where it throws, neither the storage nor this copy has changed.
   virtual void settle(const fill_job& into) = 0;
-  /// Zeroes this copy (the host storage was overwritten).
-  virtual void discard() = 0;
 };
 
 struct backend_ops {

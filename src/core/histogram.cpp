@@ -21,6 +21,7 @@ struct pending_slot {
   std::unique_ptr<pending_cells> cells;
   bool holds = false;      // cells hold fills the storage has not taken
   bool host_zero = true;   // the host's sums are still all zero (plain f64 sums may then gather)
+  std::uint64_t most = 0;  // while holds, u32 counts: the largest host cell plus the samples gathered
 };
 
 std::int64_t cell_count(const std::vector<axis>& axes) {
@@ -249,12 +250,16 @@ void histogram::fill_impl(const std::vector<view>& columns, const view* weights)
 
 bool histogram::fill_pending(const detail::fill_job& job, const detail::backend_ops& backend) {
   if (!backend.pending || !pending_) return false;
-  // u32 counts gather only while no cell can pass 2^32 - 1 (a cell counts at most samples()):
-  // beyond, each fill is checked on the host before it changes anything.
+  detail::pending_slot& slot = *pending_;
+  // u32 counts gather only while no cell can pass 2^32 - 1: the largest host cell (found once a
+  // gathering) plus every sample gathered. Beyond, each fill is checked on the host before it
+  // changes anything.
   constexpr std::uint64_t u32_max = 0xFFFFFFFFu;
   const auto n = static_cast<std::uint64_t>(job.n);
-  if (job.counts32 && (n > u32_max || samples_ > u32_max - n)) return false;
-  detail::pending_slot& slot = *pending_;
+  if (job.counts32) {
+    if (!slot.holds) slot.most = counts32_.empty() ? 0 : *std::max_element(counts32_.begin(), counts32_.end());
+    if (n > u32_max - slot.most) return false;
+  }
   // Plain f64 sums: fl(fl(h + a) + b) is the host's order, and a pending fl(a + b) keeps it only
   // over h = 0; so over other sums the copy takes one fill at a time.
   if (job.sums && slot.holds && !slot.host_zero) settle();
@@ -264,6 +269,7 @@ bool histogram::fill_pending(const detail::fill_job& job, const detail::backend_
     if (!slot.cells || !slot.cells->fill(job)) return false;
   }
   slot.holds = true;
+  slot.most += n;
   return true;
 }
 
@@ -288,10 +294,11 @@ void histogram::before_host_change() {
 
 namespace {
 
-/// The storage was overwritten or zeroed: the pending copy's fills are dropped.
+/// The storage was overwritten or zeroed: the pending copy and its fills are dropped (its device
+/// memory freed; a later fill makes a new one).
 void drop_pending(detail::pending_slot* slot, bool host_zero) {
   if (!slot) return;
-  if (slot->holds) slot->cells->discard();
+  slot->cells.reset();
   slot->holds = false;
   slot->host_zero = host_zero;
 }
@@ -314,8 +321,8 @@ void histogram::round_exact() const {
 }
 
 void histogram::reset() {
-  drop_pending(pending_.get(), true);
   allocate();  // fresh zeros, not a sweep that would write every cell (and cost its memory)
+  drop_pending(pending_.get(), true);
   flow_ = {};
   samples_ = 0;
 }
@@ -355,7 +362,9 @@ std::string histogram::layout_difference(const histogram& other) const {
 histogram& histogram::operator+=(const histogram& other) {
   if (const std::string why = layout_difference(other); !why.empty())
     throw error("merge: the histograms differ: " + why);
-  // Every overflow check comes before the first change.
+  // Both histograms' pending fills taken, then every overflow check before the first change.
+  other.settle();
+  before_host_change();
   constexpr auto u64_max = std::numeric_limits<std::uint64_t>::max();
   const auto check = [&](std::uint64_t a, std::uint64_t b, const char* what) {
     if (b > u64_max - a)
@@ -366,8 +375,6 @@ histogram& histogram::operator+=(const histogram& other) {
   check(flow_.underflow, other.flow_.underflow, "the underflow count");
   check(flow_.overflow, other.flow_.overflow, "the overflow count");
   check(flow_.nan, other.flow_.nan, "the NaN count");
-  other.settle();
-  before_host_change();
   const auto n = static_cast<std::size_t>(cells_);
   if (opts_.exact_sums) {
     for (std::size_t i = 0; i < n; ++i) {

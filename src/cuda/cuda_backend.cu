@@ -368,6 +368,10 @@ class device_pending final : public pending_cells {
       TALLY_CUDA_CHECK(cudaMemcpyAsync(host + cell_bytes, h_.flow_data(), 3 * sizeof(std::uint64_t),
                                        cudaMemcpyDeviceToHost, nullptr));
     TALLY_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+    // What can throw comes before any change: the counts' check, then the copy's reset; the
+    // additions that follow cannot fail.
+    if (!into.sums && !into.exact) check_counts(into, reinterpret_cast<const std::uint64_t*>(host));
+    h_.reset(nullptr);
     if (into.exact) {
       const auto* added = reinterpret_cast<const std::uint64_t*>(host);
       for (std::size_t c = 0; c < cells; ++c)
@@ -381,17 +385,15 @@ class device_pending final : public pending_cells {
     std::uint64_t dropped[3];
     std::memcpy(dropped, host + cell_bytes, sizeof dropped);
     add_flow(into, dropped);
-    h_.reset(nullptr);
   }
-
-  void discard() override { h_.reset(nullptr); }
 
  private:
   device_histogram h_;
 };
 
 /// A pending copy on the device of the job's samples; none where they are in host memory (or on
-/// several devices), or where the device has no memory for it (the fill then runs as before).
+/// several devices), or where it cannot be made (no memory for it, say): the fill then runs as
+/// before, and reports any error of the device itself.
 std::unique_ptr<pending_cells> cuda_pending(const fill_job& job, const options& opts) {
   const int device = device_of_job(job);
   if (device < 0) return nullptr;
@@ -401,7 +403,7 @@ std::unique_ptr<pending_cells> cuda_pending(const fill_job& job, const options& 
   o.counts = count_type::u64;
   try {
     return std::make_unique<device_pending>(*job.axes, o);
-  } catch (const memory_error&) {
+  } catch (const error&) {
     return nullptr;
   }
 }
