@@ -156,6 +156,18 @@ TEST_F(Device, WeightedSumsHaveTheBitsOfTheSynchronousFill) {
   }
 }
 
+/// n f32 samples over `a` (the distribution chosen by seed) and spread weights of type wt
+/// (infinities and a NaN for an even seed), on the host and copied to the device.
+struct spread_weighted {
+  column x, w;
+  device_column dx, dw;
+  spread_weighted(const axis_spec& a, dtype wt, std::int64_t n, std::uint64_t seed)
+      : x(random_column_for(a, dtype::f32, all_dists[seed % 5], n, seed)),
+        w(make_column(wt, spread_weights(n, seed + 1, seed % 2 == 0))),
+        dx(x.view()),
+        dw(w.view()) {}
+};
+
 TEST_F(Device, ExactSumsInPartsEqualOneCpuFillBitForBit) {
   // options::exact_sums keeps the words on the device: fills of uneven parts (f32 weights through
   // the exact kernel, partitioned above ~4100 cells; f64 through the wide atomics; infinities and
@@ -170,16 +182,15 @@ TEST_F(Device, ExactSumsInPartsEqualOneCpuFillBitForBit) {
       ++seed;
       SCOPED_TRACE(a.name() + " weights " + std::string(tally::name_of(wt)));
       const std::int64_t n = 400003;
-      const column host = random_column_for(a, dtype::f32, all_dists[seed % 5], n, seed);
-      const column w = make_column(wt, spread_weights(n, seed + 1, seed % 2 == 0));
-      const device_column dev(host.view()), dw(w.view());
+      const spread_weighted d(a, wt, n, seed);
+      const tally::view host = d.x.view(), w = d.w.view(), dev = d.dx.view(), dw = d.dw.view();
 
       tally::options exact = device_options(true);
       exact.exact_sums = true;
       exact.backend = tally::backend::cpu;
       tally::histogram want(a.make(), exact);
-      want.fill(host.view(), w.view());
-      want.fill(host.view());
+      want.fill(host, w);
+      want.fill(host);
 
       exact.backend = tally::backend::automatic;
       device_histogram h(a.make(), exact, s.get());
@@ -187,15 +198,15 @@ TEST_F(Device, ExactSumsInPartsEqualOneCpuFillBitForBit) {
       for (int i = 0; i < 3; ++i) cuts.push_back(std::uniform_int_distribution<std::int64_t>(0, n)(gen));
       std::sort(cuts.begin(), cuts.end());
       for (std::size_t i = 0; i + 1 < cuts.size(); ++i)
-        h.fill(slice(dev.view(), cuts[i], cuts[i + 1]), slice(dw.view(), cuts[i], cuts[i + 1]), s.get());
-      h.fill(dev.view(), s.get());
+        h.fill(slice(dev, cuts[i], cuts[i + 1]), slice(dw, cuts[i], cuts[i + 1]), s.get());
+      h.fill(dev, s.get());
       EXPECT_TRUE(same_elements(h.sums(s.get()), want.sums()));
       EXPECT_TRUE(same_flow(h.flow(s.get()), want.flow()));
 
       h.reset(s.get());
-      h.fill(dev.view(), dw.view(), s.get());
+      h.fill(dev, dw, s.get());
       tally::histogram once(a.make(), exact);
-      once.fill(host.view(), w.view());
+      once.fill(host, w);
       EXPECT_TRUE(same_elements(h.sums(s.get()), once.sums()));
     }
   }
@@ -759,21 +770,20 @@ TEST_F(Device, SynchronousExactSumsGatherOnTheDevice) {
       ++seed;
       SCOPED_TRACE(a.name() + " weights " + std::string(tally::name_of(wt)));
       const std::int64_t n = 300003;
-      const column x = random_column_for(a, dtype::f32, all_dists[seed % 5], n, seed);
-      const column w = make_column(wt, spread_weights(n, seed + 1, seed % 2 == 0));
-      const device_column dx(x.view()), dw(w.view());
+      const spread_weighted d(a, wt, n, seed);
+      const tally::view x = d.x.view(), w = d.w.view(), dx = d.dx.view(), dw = d.dw.view();
       tally::options exact = sync_options(true);
       exact.exact_sums = true;
       tally::histogram want(a.make(), exact);  // host samples: the CPU
-      want.fill(x.view(), w.view());
-      want.fill(x.view(), w.view());
-      want.fill(x.view());
+      want.fill(x, w);
+      want.fill(x, w);
+      want.fill(x);
 
       tally::histogram h(a.make(), exact);
-      h.fill(slice(dx.view(), 0, n / 2), slice(dw.view(), 0, n / 2));
-      h.fill(slice(dx.view(), n / 2, n), slice(dw.view(), n / 2, n));
-      h.fill(x.view(), w.view());  // host samples: the CPU, after the pending fills are taken
-      h.fill(dx.view());
+      h.fill(slice(dx, 0, n / 2), slice(dw, 0, n / 2));
+      h.fill(slice(dx, n / 2, n), slice(dw, n / 2, n));
+      h.fill(x, w);  // host samples: the CPU, after the pending fills are taken
+      h.fill(dx);
       EXPECT_TRUE(h == want);
       EXPECT_TRUE(same_elements(h.sums(), want.sums()));
       EXPECT_EQ(h.exact_digits(), want.exact_digits());

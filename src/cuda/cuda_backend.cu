@@ -191,6 +191,24 @@ void add_flow(const fill_job& job, const std::uint64_t* dropped) {
   job.flow->nan += dropped[2];
 }
 
+/// Adds a fill's result, back in host memory, to the job's storage: `cells` holds each cell's
+/// wide words and flags, f64 sum or u64 count (as the job's storage is exact, sums or counts), and
+/// `dropped` the three flow counters (read only where the job counts flow).
+void add_result(const fill_job& job, const char* cells, const std::uint64_t* dropped) {
+  const auto n = static_cast<std::size_t>(job.cells);
+  if (job.exact) {
+    const auto* added = reinterpret_cast<const std::uint64_t*>(cells);
+    for (std::size_t c = 0; c < n; ++c)
+      add_wide_cell(job.exact + c * kWideCellWords, added + c * kWideCellWords, plain_fetch_add{});
+  } else if (job.sums) {
+    const auto* added = reinterpret_cast<const double*>(cells);
+    for (std::size_t c = 0; c < n; ++c) job.sums[c] += added[c];
+  } else {
+    add_counts(job, reinterpret_cast<const std::uint64_t*>(cells));
+  }
+  add_flow(job, dropped);
+}
+
 /// The synchronous fill: the samples on the device (the caller's or a copy), the fill enqueued
 /// into the scratch (destination, tables, temporary memory), and the result added on the host
 /// (with the overflow check of 32-bit counts).
@@ -247,22 +265,9 @@ void cuda_fill(const fill_job& job) {
     cuda::enqueue_counts(in, reinterpret_cast<unsigned long long*>(base + counts_at), base + temp_at, nullptr);
   TALLY_CUDA_CHECK(cudaMemcpyAsync(host, base, tables_at, cudaMemcpyDeviceToHost, nullptr));
   TALLY_CUDA_CHECK(cudaStreamSynchronize(nullptr));
-  std::uint64_t dropped[3];
-  if (exact) {
-    std::memcpy(dropped, host + flow_at, sizeof dropped);
-    const auto* added = reinterpret_cast<const std::uint64_t*>(host + wide_at);
-    for (std::size_t c = 0; c < cells; ++c)
-      add_wide_cell(job.exact + c * kWideCellWords, added + c * kWideCellWords, plain_fetch_add{});
-  } else if (sums) {
-    std::memcpy(dropped, host + flow_at, sizeof dropped);
-    const auto* added = reinterpret_cast<const double*>(host + sums_at);
-    for (std::size_t c = 0; c < cells; ++c) job.sums[c] += added[c];
-  } else {
-    const auto* added = reinterpret_cast<const std::uint64_t*>(host + counts_at);
-    std::memcpy(dropped, added + cells, sizeof dropped);
-    add_counts(job, added);
-  }
-  add_flow(job, dropped);
+  const std::size_t result_at = exact ? wide_at : sums ? sums_at : counts_at;
+  const std::size_t dropped_at = sums ? flow_at : counts_at + cells * sizeof(std::uint64_t);
+  add_result(job, host + result_at, reinterpret_cast<const std::uint64_t*>(host + dropped_at));
 }
 
 /// Interleaved 8-bit channels in one pass, where the planner chooses it: the samples once on the
@@ -372,19 +377,7 @@ class device_pending final : public pending_cells {
     // additions that follow cannot fail.
     if (!into.sums && !into.exact) check_counts(into, reinterpret_cast<const std::uint64_t*>(host));
     h_.reset(nullptr);
-    if (into.exact) {
-      const auto* added = reinterpret_cast<const std::uint64_t*>(host);
-      for (std::size_t c = 0; c < cells; ++c)
-        add_wide_cell(into.exact + c * kWideCellWords, added + c * kWideCellWords, plain_fetch_add{});
-    } else if (into.sums) {
-      const auto* added = reinterpret_cast<const double*>(host);
-      for (std::size_t c = 0; c < cells; ++c) into.sums[c] += added[c];
-    } else {
-      add_counts(into, reinterpret_cast<const std::uint64_t*>(host));
-    }
-    std::uint64_t dropped[3];
-    std::memcpy(dropped, host + cell_bytes, sizeof dropped);
-    add_flow(into, dropped);
+    add_result(into, host, reinterpret_cast<const std::uint64_t*>(host + cell_bytes));
   }
 
  private:
