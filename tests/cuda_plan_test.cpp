@@ -310,7 +310,7 @@ TEST(CudaPlan, F32WeightsSumExactlyInSharedOrDeviceMemory) {
 }
 
 TEST(CudaPlan, F32WeightsSumExactlyInPartitions) {
-  // 2^20 cells: 1024 buckets of 2^10 cells, whose windows (28 KiB) and tables leave room for two
+  // 2^20 cells: 512 buckets of 2^11 cells, whose windows (56 KiB) and tables leave room for two
   // summing blocks a multiprocessor; passes of 2^25 samples of 2^28.
   auto r = h100_request(1 << 20);
   r.weighted = true;
@@ -318,14 +318,22 @@ TEST(CudaPlan, F32WeightsSumExactlyInPartitions) {
   auto p = tally::plan(r);
   EXPECT_TRUE(p.exact_sums);
   EXPECT_EQ(p.chosen, tally::strategy::partitioned);
-  EXPECT_EQ(p.partition_bits, 10);
-  EXPECT_EQ(p.partition_buckets, 1024);
+  EXPECT_EQ(p.partition_bits, 11);
+  EXPECT_EQ(p.partition_buckets, 512);
   EXPECT_EQ(p.partition_chunk, std::int64_t{1} << 25);
   EXPECT_EQ(p.partition_blocks, 2 * 132);
   EXPECT_EQ(p.block_threads, 512);
-  EXPECT_EQ(p.shared_bytes, 8192 * 6 + (3 * 1024 + 5) * 4);  // a tile of pairs; counts, starts, totals; flow
-  EXPECT_NE(tally::describe(p).find("1024 buckets of 2^10 slots"), std::string::npos);
+  EXPECT_EQ(p.shared_bytes, 8192 * 6 + (3 * 512 + 5) * 4);  // a tile of pairs; counts, starts, totals; flow
+  EXPECT_NE(tally::describe(p).find("512 buckets of 2^11 slots"), std::string::npos);
   EXPECT_NE(tally::describe(p).find("summing blocks"), std::string::npos);
+  // Half of that and fewer: buckets of 2^10 cells (2^19 cells: 512 of them).
+  r.cells = 1 << 19;
+  EXPECT_EQ(tally::plan(r).partition_bits, 10);
+  EXPECT_EQ(tally::plan(r).partition_buckets, 512);
+  r.cells += 1;
+  EXPECT_EQ(tally::plan(r).partition_bits, 11);
+  EXPECT_EQ(tally::plan(r).partition_buckets, 257);
+  r.cells = 1 << 20;
   // Cells whose windows do not fit a block.
   for (std::int64_t cells : {5000, 8192, 65536}) {
     r.cells = cells;
@@ -371,6 +379,12 @@ TEST(CudaPlan, F32WeightsSumExactlyInPartitions) {
   EXPECT_EQ(tally::plan(r).chosen, tally::strategy::global_atomic);
   r.device_shared_bytes = 60 * 1024;
   EXPECT_EQ(tally::plan(r).chosen, tally::strategy::partitioned);
+  // With 62 KiB, 2^20 cells keep buckets of 2^10 (their sort takes 61460 bytes): a block cannot
+  // hold the windows of 2^11 (56 KiB) and the tables.
+  r.cells = 1 << 20;
+  r.device_shared_bytes = 62 * 1024;
+  EXPECT_EQ(tally::plan(r).partition_bits, 10);
+  EXPECT_EQ(tally::plan(r).partition_buckets, 1024);
 }
 
 TEST(CudaPlan, PartitionPassesShrinkForTests) {

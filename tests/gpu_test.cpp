@@ -473,7 +473,7 @@ TEST_F(Cuda, F32WeightsSumExactlyWhereTheirMagnitudesLeaveTheWindow) {
   }
 }
 
-/// The partitioned exact sums (pairs sorted by buckets of 2^10 cells, then summed in shared copies
+/// The partitioned exact sums (pairs sorted by buckets of 2^10 or 2^11 cells, then summed in shared copies
 /// of the buckets' words) against the words in device memory (global_atomic) and the exact
 /// reference, bit for bit: 4500, 8192, 65536 and 2^20 bins of every distribution, signed weights
 /// of many magnitudes (a third 2^100 times larger) with a subnormal, infinite and NaN ones, in

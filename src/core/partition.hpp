@@ -52,9 +52,16 @@ TALLY_HD unsigned partition_blocks_for(double portion, int blocks) {
 /// sort adds them itself). A sorted pair is the cell's low bits (2 bytes) and the f32 weight (4),
 /// in two arrays, so that a pass moves 6 bytes a sample each way instead of the 8 of a split term.
 constexpr int kPartitionExactBits = 10;
-/// Buckets at most: 2^20 cells. The sort's warp 0 scans a tile's buckets (33 a lane) while the
-/// other warps copy the previous tile out.
-constexpr int kPartitionExactMaxBuckets = 1024;
+/// Beyond half the most cells, buckets of 2^11 cells (56 KiB of windows) where a block holds them:
+/// on an even spread a tile then holds 16 pairs of a bucket, not 8, so the summing pass finds half
+/// as many ranges for its pairs (2^20 bins 64 -> 73 G samples/s, bench/PERFORMANCE.md entry 77;
+/// 65536 bins lost a fifth in 32 buckets of 2^11, entry 69).
+constexpr int kPartitionExactWideBits = 11;
+/// Cells at most. The sort's warp 0 scans a tile's buckets (up to 33 a lane) while the other warps
+/// copy the previous tile out.
+constexpr std::int64_t kPartitionExactMaxCells = std::int64_t{1} << 20;
+/// Buckets at most: 2^20 cells in buckets of 2^10.
+constexpr int kPartitionExactMaxBuckets = static_cast<int>(kPartitionExactMaxCells >> kPartitionExactBits);
 /// Samples per pass: 6 bytes each (192 MiB of temporary memory, beside the cells' words).
 constexpr std::int64_t kPartitionExactChunk = std::int64_t{1} << 25;
 /// The summing pass's blocks: the exact kernel's threads; their tables beside the words.

@@ -17,8 +17,9 @@ using detail::kPartitionChunk;
 using detail::kPartitionCountStatic;
 using detail::kPartitionCountThreads;
 using detail::kPartitionExactBits;
+using detail::kPartitionExactMaxCells;
+using detail::kPartitionExactWideBits;
 using detail::kPartitionExactChunk;
-using detail::kPartitionExactMaxBuckets;
 using detail::kPartitionSumStatic;
 using detail::kPartitionMaxBits;
 using detail::kPartitionMaxBuckets;
@@ -124,18 +125,25 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
     throw error("strategy shared: the exact sums of " + std::to_string(r.cells) + " cells need " +
                 std::to_string(shared) + " bytes of shared memory, " + std::to_string(budget) + " fit");
   // Partitioned (core/partition.hpp): buckets of 2^10 cells, whose words fit one of two blocks of a
-  // multiprocessor, for one contiguous column of samples wider than 8 bits.
-  const std::int64_t part_buckets = (r.cells + (std::int64_t{1} << kPartitionExactBits) - 1) >> kPartitionExactBits;
+  // multiprocessor, for one contiguous column of samples wider than 8 bits; of 2^11 cells beyond
+  // 2^19 cells where a block holds them.
+  const auto bucket_bytes_of = [](int bits) {
+    return detail::exact_words_bytes(std::int64_t{1} << bits) + kPartitionSumStatic;
+  };
+  const int part_bits = r.cells > kPartitionExactMaxCells / 2 && bucket_bytes_of(kPartitionExactWideBits) <= budget
+                            ? kPartitionExactWideBits
+                            : kPartitionExactBits;
+  const std::int64_t part_buckets = (r.cells + (std::int64_t{1} << part_bits) - 1) >> part_bits;
   // The summing pass holds a bucket's windows and its tables; the sort a tile of pairs and each
   // bucket's count, start and block total, and the block's flow counts. Both must fit.
-  const std::int64_t bucket_bytes = detail::exact_words_bytes(std::int64_t{1} << kPartitionExactBits) + kPartitionSumStatic;
+  const std::int64_t bucket_bytes = bucket_bytes_of(part_bits);
   const std::int64_t sort_bytes = kPartitionTile * 6 + (3 * part_buckets + 5) * 4;
   const std::int64_t pass_bytes = std::max(bucket_bytes, sort_bytes);
-  const bool partition_fits = r.contiguous && size_of(r.sample) > 1 && part_buckets <= kPartitionExactMaxBuckets &&
+  const bool partition_fits = r.contiguous && size_of(r.sample) > 1 && r.cells <= kPartitionExactMaxCells &&
                               pass_bytes <= budget;
   if (r.wanted == strategy::partitioned && !partition_fits)
     throw error("strategy partitioned sums f32 weights exactly for one contiguous column of samples wider than 8 "
-                "bits and at most " + std::to_string(kPartitionExactMaxBuckets << kPartitionExactBits) +
+                "bits and at most " + std::to_string(kPartitionExactMaxCells) +
                 " cells, where a bucket's words and a sorted tile (" + std::to_string(pass_bytes) + " bytes) fit " +
                 std::to_string(budget) + "; got " + std::to_string(r.cells) + " cells of " +
                 std::string(name_of(r.sample)) + (r.contiguous ? "" : " in a strided or N-D fill"));
@@ -148,7 +156,7 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
                       "digit of its cell's 9 fixed-point words; any order gives the same bits, correctly rounded");
   if (p.chosen == strategy::partitioned) {
     // Prediction (bench/PERFORMANCE.md entry 55): 8 bytes read, 6 written and read again a sample.
-    p.partition_bits = kPartitionExactBits;
+    p.partition_bits = part_bits;
     p.partition_buckets = static_cast<int>(part_buckets);
     p.partition_chunk = partition_chunk(r.n, kPartitionExactChunk);
     p.partition_blocks = std::max(1, r.device_sms) * 2;  // one wave of two a multiprocessor
@@ -158,7 +166,7 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
     p.unroll = static_cast<int>(kPartitionTile / p.block_threads * size_of(r.sample) / 16);
     p.merge_runs = true;
     p.reasons.push_back(std::string(r.wanted == strategy::partitioned ? "partitioned: asked for" : "partitioned: a block's copy of the words would not fit") +
-                        "; each tile of (cell, weight) pairs is sorted by bucket (2^" + std::to_string(kPartitionExactBits) +
+                        "; each tile of (cell, weight) pairs is sorted by bucket (2^" + std::to_string(part_bits) +
                         " cells) into temporary memory (6 bytes a pair), then each bucket summed in the shared copy of "
                         "its words of the blocks that own it");
     p.reasons.push_back(std::to_string(part_buckets) + " buckets; passes of " + std::to_string(p.partition_chunk) +

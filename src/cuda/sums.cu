@@ -685,37 +685,60 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_partition_sum_kernel(e
     term_of(w, bits, term);
     runs.add(cell * 16 + static_cast<int>(t >> 4), term, emit);
   };
+  // Group f of a round: its cells and weights, loaded, and which of its four pairs are the tile's
+  // (bit j for pair j).
+  struct group {
+    uint2 cells;
+    float4 weights;
+    unsigned mine = 0;
+  };
+  const auto fetch = [&](std::int64_t round, int f) {
+    // The last tile whose groups start at or before f holds it.
+    int owner = 0;
+#pragma unroll
+    for (int step = kExactThreads / 2; step; step /= 2)
+      if (tables.first_group[owner + step] <= f) owner += step;
+    const unsigned range = tables.range[owner];
+    const int owner_lo = static_cast<int>(range & 0xFFFFu), owner_hi = static_cast<int>(range >> 16);
+    const int pair = 4 * (owner_lo / 4 + (f - tables.first_group[owner]));
+    const std::int64_t at = (round + owner) * kPartitionTile + pair;
+    group g;
+    g.cells = __ldg(reinterpret_cast<const uint2*>(in.entries + at));
+    g.weights = __ldg(reinterpret_cast<const float4*>(a.weights + at));
+    g.mine = (0xFu << max(owner_lo - pair, 0)) & (0xFu >> max(4 - (owner_hi - pair), 0));
+    return g;
+  };
+  // A tile's range of the bucket, lo | hi << 16 (past the share: empty), loaded a round ahead.
+  const auto range_of = [&](std::int64_t t) {
+    return t < tile_hi ? static_cast<unsigned>(starts[t]) | static_cast<unsigned>(ends[t]) << 16 : 0u;
+  };
+  unsigned next_range = range_of(tile_lo + threadIdx.x);
   int since_drain = 0;  // the same in every thread: rounds are block-uniform
   for (std::int64_t round = tile_lo; round < tile_hi; round += blockDim.x) {
-    const std::int64_t t = round + threadIdx.x;
-    const unsigned lo = t < tile_hi ? starts[t] : 0, hi = t < tile_hi ? ends[t] : 0;
+    const unsigned range = next_range;
+    next_range = range_of(round + blockDim.x + threadIdx.x);
+    const unsigned lo = range & 0xFFFFu, hi = range >> 16;
     const int groups = hi > lo ? static_cast<int>((hi + 3) / 4 - lo / 4) : 0;
     int total = 0;
     const int first = block_exclusive_sum(groups, tables.warp_sums, total);  // also: the last round's tables read
     tables.first_group[threadIdx.x] = first;
-    tables.range[threadIdx.x] = lo | hi << 16;
+    tables.range[threadIdx.x] = range;
     __syncthreads();
+    // Each thread takes groups threadIdx.x, + blockDim.x, ...: the next one's loads are in flight
+    // while it adds this one's pairs.
+    group now;
+    if (static_cast<int>(threadIdx.x) < total) now = fetch(round, static_cast<int>(threadIdx.x));
     for (int from = 0; from < total; from += blockDim.x) {
-      const int f = from + static_cast<int>(threadIdx.x);
-      if (f < total) {
-        // Group f: the last tile whose groups start at or before it holds it.
-        int owner = 0;
+      const int f = from + static_cast<int>(blockDim.x + threadIdx.x);
+      group next;
+      if (f < total) next = fetch(round, f);
+      unsigned short cell[4];
+      memcpy(cell, &now.cells, sizeof cell);
+      const float weight[4] = {now.weights.x, now.weights.y, now.weights.z, now.weights.w};
 #pragma unroll
-        for (int step = kExactThreads / 2; step; step /= 2)
-          if (tables.first_group[owner + step] <= f) owner += step;
-        const int owner_lo = static_cast<int>(tables.range[owner] & 0xFFFFu);
-        const int owner_hi = static_cast<int>(tables.range[owner] >> 16);
-        const int group = owner_lo / 4 + (f - tables.first_group[owner]);
-        const std::int64_t at = (round + owner) * kPartitionTile + 4 * group;
-        const uint2 cells = __ldg(reinterpret_cast<const uint2*>(in.entries + at));
-        const float4 w = __ldg(reinterpret_cast<const float4*>(a.weights + at));
-        unsigned short cell[4];
-        memcpy(cell, &cells, sizeof cell);
-        const float weight[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-          if (4 * group + j >= owner_lo && 4 * group + j < owner_hi) take(cell[j], weight[j]);
-      }
+      for (int j = 0; j < 4; ++j)
+        if (now.mine >> j & 1u) take(cell[j], weight[j]);
+      now = next;
       since_drain += 4;
       if (since_drain >= kEpochSamples) {
         window.drain(width, kEpochSamples * kExactThreads, runs);
