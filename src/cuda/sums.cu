@@ -193,8 +193,10 @@ struct digit_window {
   unsigned* counters;         // shared: cells x kExactCellCounters
   std::uint64_t* words;       // the device words of the cells (counters' cell 0 first)
   exact_window_stats* stats;  // shared
+  unsigned at = 0;             // counters' shared-memory address, for emit's reductions
   int lo = 0;
-  unsigned base = 1;  // 16 lo + 1: offset()'s
+  unsigned base = 1;     // 16 lo + 1: offset()'s
+  unsigned scale = 1172;  // 1172 - 16 lo: term()'s
   int epoch = 0;  // the same in every thread: drains are block-uniform
   run out;                      // the thread's run of terms outside the window (absolute digits)
 
@@ -203,6 +205,7 @@ struct digit_window {
   /// one outlier does not move it); the window of 1.0's digit where every probed weight is zero or
   /// not finite.
   __device__ __forceinline__ void start(int cells, unsigned probe) {
+    at = static_cast<unsigned>(__cvta_generic_to_shared(counters));
     for (int k = threadIdx.x; k < cells * kExactCellCounters; k += blockDim.x) counters[k] = 0;
     if (threadIdx.x < 2) stats->epoch[threadIdx.x] = kEmptyEpoch;
     if (threadIdx.x < 16) stats->probes[threadIdx.x] = 0;
@@ -225,6 +228,7 @@ struct digit_window {
   __device__ __forceinline__ void set(int from) {
     lo = from;
     base = 16u * static_cast<unsigned>(from) + 1u;
+    scale = 1172u - 16u * static_cast<unsigned>(from);
   }
 
   /// The term scale of a weight with exponent field e (term_of's s) less 16 lo: below 64 exactly
@@ -234,12 +238,17 @@ struct digit_window {
   __device__ __forceinline__ unsigned offset(unsigned e) const { return max(e, 1u) - base; }
   static constexpr unsigned kInside = 16 * (kExactWindowDigits - 2);
 
+  /// term_of's value of a weight w whose offset t lies inside the window: its digit is lo + t / 16
+  /// (s = t + 16 lo), so its scale 2^(149 - 16 d) has the f64 exponent field 1172 - 16 lo - (t & ~15).
+  __device__ __forceinline__ double term(float w, unsigned t) const {
+    return static_cast<double>(w) * __hiloint2double(static_cast<int>((scale - (t & ~15u)) << 20), 0);
+  }
+
   /// A run's sum (|value| < 2^46) inside the window.
   __device__ __forceinline__ void emit(const run& r) const {
     const auto value = static_cast<std::int64_t>(r.value);  // exact: an integer
     const auto low = static_cast<unsigned>(value);
-    const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(counters)) +
-                        4u * static_cast<unsigned>((r.key >> 4) * kExactCellCounters + (r.key & 15));
+    const unsigned to = at + 4u * static_cast<unsigned>((r.key >> 4) * kExactCellCounters + (r.key & 15));
     // Three reductions whatever the digits: a branch around each costs more than adding 0.
     red_shared(to, low & 0xFFFFu);
     red_shared(to + 4, low >> 16);
@@ -361,9 +370,13 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_sums_kernel(Samples sa
       }
       return;
     }
-    double term;
-    const int digit = term_of(w, bits, term);
-    runs.add(static_cast<int>(s) * 16 + (InShared ? static_cast<int>(t >> 4) : digit), term, emit);
+    if constexpr (InShared) {
+      runs.add(static_cast<int>(s) * 16 + static_cast<int>(t >> 4), window.term(w, t), emit);
+    } else {
+      double term;
+      const int digit = term_of(w, bits, term);
+      runs.add(static_cast<int>(s) * 16 + digit, term, emit);
+    }
   };
 
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
@@ -681,9 +694,7 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_partition_sum_kernel(e
       if (bits << 1) window.outside(cell, w, bits);  // a zero adds nothing
       return;
     }
-    double term;
-    term_of(w, bits, term);
-    runs.add(cell * 16 + static_cast<int>(t >> 4), term, emit);
+    runs.add(cell * 16 + static_cast<int>(t >> 4), window.term(w, t), emit);
   };
   // Group f of a round: its cells and weights, loaded, and which of its four pairs are the tile's
   // (bit j for pair j).
@@ -692,7 +703,9 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_partition_sum_kernel(e
     float4 weights;
     unsigned mine = 0;
   };
-  const auto fetch = [&](std::int64_t round, int f) {
+  const unsigned short* round_entries = nullptr;  // the round's first tile's pairs
+  const float* round_weights = nullptr;
+  const auto fetch = [&](int f) {
     // The last tile whose groups start at or before f holds it.
     int owner = 0;
 #pragma unroll
@@ -701,10 +714,11 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_partition_sum_kernel(e
     const unsigned range = tables.range[owner];
     const int owner_lo = static_cast<int>(range & 0xFFFFu), owner_hi = static_cast<int>(range >> 16);
     const int pair = 4 * (owner_lo / 4 + (f - tables.first_group[owner]));
-    const std::int64_t at = (round + owner) * kPartitionTile + pair;
+    static_assert(kExactThreads * kPartitionTile <= INT32_MAX, "a round's pairs have int places");
+    const int at = owner * static_cast<int>(kPartitionTile) + pair;  // in the round's tiles
     group g;
-    g.cells = __ldg(reinterpret_cast<const uint2*>(in.entries + at));
-    g.weights = __ldg(reinterpret_cast<const float4*>(a.weights + at));
+    g.cells = __ldg(reinterpret_cast<const uint2*>(round_entries + at));
+    g.weights = __ldg(reinterpret_cast<const float4*>(round_weights + at));
     g.mine = (0xFu << max(owner_lo - pair, 0)) & (0xFu >> max(4 - (owner_hi - pair), 0));
     return g;
   };
@@ -723,15 +737,17 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_partition_sum_kernel(e
     const int first = block_exclusive_sum(groups, tables.warp_sums, total);  // also: the last round's tables read
     tables.first_group[threadIdx.x] = first;
     tables.range[threadIdx.x] = range;
+    round_entries = in.entries + round * kPartitionTile;
+    round_weights = a.weights + round * kPartitionTile;
     __syncthreads();
     // Each thread takes groups threadIdx.x, + blockDim.x, ...: the next one's loads are in flight
     // while it adds this one's pairs.
     group now;
-    if (static_cast<int>(threadIdx.x) < total) now = fetch(round, static_cast<int>(threadIdx.x));
+    if (static_cast<int>(threadIdx.x) < total) now = fetch(static_cast<int>(threadIdx.x));
     for (int from = 0; from < total; from += blockDim.x) {
       const int f = from + static_cast<int>(blockDim.x + threadIdx.x);
       group next;
-      if (f < total) next = fetch(round, f);
+      if (f < total) next = fetch(f);
       unsigned short cell[4];
       memcpy(cell, &now.cells, sizeof cell);
       const float weight[4] = {now.weights.x, now.weights.y, now.weights.z, now.weights.w};
