@@ -168,6 +168,19 @@ struct spread_weighted {
         dw(w.view()) {}
 };
 
+/// Calls body(a, d) with fresh spread_weighted data `d` of n samples for each axis a and each
+/// weight type (f32, f64), seeds from seed + 1 on.
+template <class Body>
+void each_spread_weighted(const std::vector<axis_spec>& axes, std::int64_t n, std::uint64_t seed, const Body& body) {
+  for (const axis_spec& a : axes) {
+    for (dtype wt : {dtype::f32, dtype::f64}) {
+      SCOPED_TRACE(a.name() + " weights " + std::string(tally::name_of(wt)));
+      const spread_weighted d(a, wt, n, ++seed);
+      body(a, d);
+    }
+  }
+}
+
 TEST_F(Device, ExactSumsInPartsEqualOneCpuFillBitForBit) {
   // options::exact_sums keeps the words on the device: fills of uneven parts (f32 weights through
   // the exact kernel, partitioned above ~4100 cells; f64 through the wide atomics; infinities and
@@ -175,41 +188,36 @@ TEST_F(Device, ExactSumsInPartsEqualOneCpuFillBitForBit) {
   // reset clears the words.
   const stream s;
   std::mt19937_64 gen(7300);
-  std::uint64_t seed = 7300;
-  for (const axis_spec& a : {regular_spec(256, -1.3, 2.7), integer_spec(-5, 3000), integer_spec(-5, 5000),
-                             variable_spec(23, -1.3, 2.7, 11)}) {
-    for (dtype wt : {dtype::f32, dtype::f64}) {
-      ++seed;
-      SCOPED_TRACE(a.name() + " weights " + std::string(tally::name_of(wt)));
-      const std::int64_t n = 400003;
-      const spread_weighted d(a, wt, n, seed);
-      const tally::view host = d.x.view(), w = d.w.view(), dev = d.dx.view(), dw = d.dw.view();
+  const std::int64_t n = 400003;
+  const std::vector<axis_spec> axes = {regular_spec(256, -1.3, 2.7), integer_spec(-5, 3000), integer_spec(-5, 5000),
+                                       variable_spec(23, -1.3, 2.7, 11)};
+  each_spread_weighted(axes, n, 7300, [&](const axis_spec& a, const spread_weighted& d) {
+    const tally::view host = d.x.view(), w = d.w.view(), dev = d.dx.view(), dw = d.dw.view();
 
-      tally::options exact = device_options(true);
-      exact.exact_sums = true;
-      exact.backend = tally::backend::cpu;
-      tally::histogram want(a.make(), exact);
-      want.fill(host, w);
-      want.fill(host);
+    tally::options exact = device_options(true);
+    exact.exact_sums = true;
+    exact.backend = tally::backend::cpu;
+    tally::histogram want(a.make(), exact);
+    want.fill(host, w);
+    want.fill(host);
 
-      exact.backend = tally::backend::automatic;
-      device_histogram h(a.make(), exact, s.get());
-      std::vector<std::int64_t> cuts = {0, n};
-      for (int i = 0; i < 3; ++i) cuts.push_back(std::uniform_int_distribution<std::int64_t>(0, n)(gen));
-      std::sort(cuts.begin(), cuts.end());
-      for (std::size_t i = 0; i + 1 < cuts.size(); ++i)
-        h.fill(slice(dev, cuts[i], cuts[i + 1]), slice(dw, cuts[i], cuts[i + 1]), s.get());
-      h.fill(dev, s.get());
-      EXPECT_TRUE(same_elements(h.sums(s.get()), want.sums()));
-      EXPECT_TRUE(same_flow(h.flow(s.get()), want.flow()));
+    exact.backend = tally::backend::automatic;
+    device_histogram h(a.make(), exact, s.get());
+    std::vector<std::int64_t> cuts = {0, n};
+    for (int i = 0; i < 3; ++i) cuts.push_back(std::uniform_int_distribution<std::int64_t>(0, n)(gen));
+    std::sort(cuts.begin(), cuts.end());
+    for (std::size_t i = 0; i + 1 < cuts.size(); ++i)
+      h.fill(slice(dev, cuts[i], cuts[i + 1]), slice(dw, cuts[i], cuts[i + 1]), s.get());
+    h.fill(dev, s.get());
+    EXPECT_TRUE(same_elements(h.sums(s.get()), want.sums()));
+    EXPECT_TRUE(same_flow(h.flow(s.get()), want.flow()));
 
-      h.reset(s.get());
-      h.fill(dev, dw, s.get());
-      tally::histogram once(a.make(), exact);
-      once.fill(host, w);
-      EXPECT_TRUE(same_elements(h.sums(s.get()), once.sums()));
-    }
-  }
+    h.reset(s.get());
+    h.fill(dev, dw, s.get());
+    tally::histogram once(a.make(), exact);
+    once.fill(host, w);
+    EXPECT_TRUE(same_elements(h.sums(s.get()), once.sums()));
+  });
   tally::options unweighted = device_options(false);
   unweighted.exact_sums = true;
   EXPECT_THROW(device_histogram(regular_spec(8, 0.0, 1.0).make(), unweighted), tally::error);
@@ -764,32 +772,27 @@ TEST_F(Device, SynchronousWeightedFillsKeepTheHostsOrderOfSums) {
 }
 
 TEST_F(Device, SynchronousExactSumsGatherOnTheDevice) {
-  std::uint64_t seed = 7800;
-  for (const axis_spec& a : {regular_spec(256, -1.3, 2.7), integer_spec(-5, 5000)}) {
-    for (dtype wt : {dtype::f32, dtype::f64}) {
-      ++seed;
-      SCOPED_TRACE(a.name() + " weights " + std::string(tally::name_of(wt)));
-      const std::int64_t n = 300003;
-      const spread_weighted d(a, wt, n, seed);
-      const tally::view x = d.x.view(), w = d.w.view(), dx = d.dx.view(), dw = d.dw.view();
-      tally::options exact = sync_options(true);
-      exact.exact_sums = true;
-      tally::histogram want(a.make(), exact);  // host samples: the CPU
-      want.fill(x, w);
-      want.fill(x, w);
-      want.fill(x);
+  const std::int64_t n = 300003;
+  each_spread_weighted({regular_spec(256, -1.3, 2.7), integer_spec(-5, 5000)}, n, 7800,
+                       [&](const axis_spec& a, const spread_weighted& d) {
+    const tally::view x = d.x.view(), w = d.w.view(), dx = d.dx.view(), dw = d.dw.view();
+    tally::options exact = sync_options(true);
+    exact.exact_sums = true;
+    tally::histogram want(a.make(), exact);  // host samples: the CPU
+    want.fill(x, w);
+    want.fill(x, w);
+    want.fill(x);
 
-      tally::histogram h(a.make(), exact);
-      h.fill(slice(dx, 0, n / 2), slice(dw, 0, n / 2));
-      h.fill(slice(dx, n / 2, n), slice(dw, n / 2, n));
-      h.fill(x, w);  // host samples: the CPU, after the pending fills are taken
-      h.fill(dx);
-      EXPECT_TRUE(h == want);
-      EXPECT_TRUE(same_elements(h.sums(), want.sums()));
-      EXPECT_EQ(h.exact_digits(), want.exact_digits());
-      EXPECT_EQ(tally::serialize(h), tally::serialize(want));
-    }
-  }
+    tally::histogram h(a.make(), exact);
+    h.fill(slice(dx, 0, n / 2), slice(dw, 0, n / 2));
+    h.fill(slice(dx, n / 2, n), slice(dw, n / 2, n));
+    h.fill(x, w);  // host samples: the CPU, after the pending fills are taken
+    h.fill(dx);
+    EXPECT_TRUE(h == want);
+    EXPECT_TRUE(same_elements(h.sums(), want.sums()));
+    EXPECT_EQ(h.exact_digits(), want.exact_digits());
+    EXPECT_EQ(tally::serialize(h), tally::serialize(want));
+  });
 }
 
 TEST_F(Device, SynchronousU32CountsNearTheirLimitAreCheckedAtTheFill) {

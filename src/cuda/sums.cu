@@ -73,9 +73,6 @@ __device__ __forceinline__ int term_of(float w, unsigned bits, double& value) {
   return static_cast<int>(s >> 4);
 }
 
-/// term_of's digit of a finite f32 weight, from its exponent field e alone.
-__device__ __forceinline__ int digit_of_exponent(unsigned e) { return static_cast<int>((e ? e - 1 : 0) >> 4); }
-
 /// Copies Bytes (4, 8 or 16) from global to shared memory asynchronously, in the thread's open group.
 template <int Bytes> __device__ __forceinline__ void copy_async(void* to, const void* from) {
   const auto at = static_cast<unsigned>(__cvta_generic_to_shared(to));
@@ -99,7 +96,7 @@ __device__ __forceinline__ void red_shared(unsigned at, unsigned d) {
 /// The digit of a term of a finite f32 weight (given as its bits), -1 for a zero or non-finite one.
 __device__ __forceinline__ int digit_of_weight(unsigned bits) {
   const unsigned e = (bits >> 23) & 0xFFu;
-  return e == 0xFFu || !(bits & 0x7FFFFFFFu) ? -1 : digit_of_exponent(e);
+  return e == 0xFFu || !(bits & 0x7FFFFFFFu) ? -1 : static_cast<int>((e ? e - 1 : 0) >> 4);  // term_of's
 }
 
 /// The highest window's lowest digit: its runs reach digit 13 (weights below 2^98), and a
@@ -195,8 +192,7 @@ struct digit_window {
   exact_window_stats* stats;  // shared
   unsigned at = 0;             // counters' shared-memory address, for emit's reductions
   int lo = 0;
-  unsigned base = 1;     // 16 lo + 1: offset()'s
-  unsigned scale = 1172;  // 1172 - 16 lo: term()'s
+  unsigned base = 1;  // 16 lo + 1: offset()'s
   int epoch = 0;  // the same in every thread: drains are block-uniform
   run out;                      // the thread's run of terms outside the window (absolute digits)
 
@@ -228,7 +224,6 @@ struct digit_window {
   __device__ __forceinline__ void set(int from) {
     lo = from;
     base = 16u * static_cast<unsigned>(from) + 1u;
-    scale = 1172u - 16u * static_cast<unsigned>(from);
   }
 
   /// The term scale of a weight with exponent field e (term_of's s) less 16 lo: below 64 exactly
@@ -239,9 +234,10 @@ struct digit_window {
   static constexpr unsigned kInside = 16 * (kExactWindowDigits - 2);
 
   /// term_of's value of a weight w whose offset t lies inside the window: its digit is lo + t / 16
-  /// (s = t + 16 lo), so its scale 2^(149 - 16 d) has the f64 exponent field 1172 - 16 lo - (t & ~15).
+  /// (s = t + 16 lo), so its scale 2^(149 - 16 d) has the f64 exponent field 1172 - 16 lo - (t & ~15),
+  /// which is 1173 - base - (t & ~15).
   __device__ __forceinline__ double term(float w, unsigned t) const {
-    return static_cast<double>(w) * __hiloint2double(static_cast<int>((scale - (t & ~15u)) << 20), 0);
+    return static_cast<double>(w) * __hiloint2double(static_cast<int>((1173u - base - (t & ~15u)) << 20), 0);
   }
 
   /// A run's sum (|value| < 2^46) inside the window.
