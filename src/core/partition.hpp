@@ -48,8 +48,8 @@ TALLY_HD unsigned partition_blocks_for(double portion, int blocks) {
 
 /// The partitioned exact sums of f32 weights (cuda/sums.cu). A bucket is 2^kPartitionExactBits
 /// cells, whose windows of 16-bit digits (core/exact_sum.hpp's exact_words_bytes: 28 KiB) leave
-/// room for two blocks a multiprocessor; the flow samples and non-finite weights take no bucket (the
-/// sort adds them itself). A sorted pair is the cell's low bits (2 bytes) and the f32 weight (4),
+/// room for two blocks a multiprocessor; the flow samples take no bucket (the sort counts them), and
+/// the summing pass flags non-finite weights. A sorted pair is the cell's low bits (2 bytes) and the f32 weight (4),
 /// in two arrays, so that a pass moves 6 bytes a sample each way instead of the 8 of a split term.
 constexpr int kPartitionExactBits = 10;
 /// Beyond half the most cells, buckets of 2^11 cells (56 KiB of windows) where a block holds them:

@@ -523,6 +523,9 @@ __device__ __forceinline__ void scan_buckets(unsigned* counts, unsigned* starts,
   }
 }
 
+/// sort_tiles' Extra where a vector brings nothing into registers beside its samples.
+struct no_extra {};
+
 /// The partitioned sorts' loop over a contiguous column's 16-byte body (`vectors` of them): each
 /// block sorts tiles of kPartitionTile samples (16 per thread), grid-stride, by bucket, key >> bits.
 /// A thread loads its body vectors i, each with load(i) beside it (an Extra, kept in registers),
@@ -628,10 +631,9 @@ __global__ void __launch_bounds__(kTypedThreads, 2) partition_kernel(Binner binn
   if (tid < a.n - tail) atomicAdd(&a.slots[slot(x[tail + tid])], 1ull);
 
   const int mask = (1 << out.bits) - 1;
-  struct nothing {};
-  sort_tiles<T, nothing>(
+  sort_tiles<T, no_extra>(
       reinterpret_cast<const uint4*>(x + split.head), split.vectors, out, counts, starts,
-      [](std::int64_t) { return nothing{}; }, [&](int, T v, nothing) { return slot(v); },
+      [](std::int64_t) { return no_extra{}; }, [&](int, T v, no_extra) { return slot(v); },
       [&](int k, unsigned c) { atomicAdd(&out.totals[k], c); },
       [&](std::int64_t, const unsigned* at, const int* keys) {
 #pragma unroll

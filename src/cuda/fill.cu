@@ -363,6 +363,7 @@ void enqueue_exact_partitioned(const fill_input& in, const exact_sums_args& sums
                   c.blocks = plan.partition_blocks;
                   c.cells = in.cells;
                   c.words = sums.words;
+                  c.flags = sums.flags;
                   sum_exact_partitions(c, stream);
                 });
 }

@@ -178,6 +178,7 @@ struct exact_partition_sum_args {
   int blocks = 0;
   std::int64_t cells = 0;
   std::uint64_t* words = nullptr;  // cells x kExactWords, added to
+  unsigned* flags = nullptr;       // cells: the infinities and NaN seen, or-ed in
 };
 void sum_exact_partitions(const exact_partition_sum_args& args, cudaStream_t stream);
 

@@ -512,9 +512,9 @@ template <int N> __device__ __forceinline__ void load_floats(const char* p, floa
 /// The partitioned exact sums' first pass: each block sorts tiles of (cell, weight) pairs by bucket,
 /// cell >> bits (sort_tiles), the cells' low bits into sorted.entries and the weights into
 /// a.weights at the same places. A block keeps its buckets' totals and its flow counts in shared
-/// memory and adds them to device memory once, at the end (up to 1024 buckets a tile). Samples that no cell takes are
-/// counted, non-finite weights flagged, and both sorted past every bucket; the head and tail are
-/// added to the device words directly.
+/// memory and adds them to device memory once, at the end (up to 1024 buckets a tile). Samples that
+/// no cell takes are counted and sorted past every bucket; a non-finite weight is sorted with its
+/// cell, for the summing pass to flag. The head and tail are added to the device words directly.
 template <class T, class Binner>
 __global__ void __launch_bounds__(kTypedThreads, 2) exact_sort_kernel(Binner binner, exact_sort_args a) {
   constexpr int per_vector = 16 / sizeof(T);
@@ -557,22 +557,28 @@ __global__ void __launch_bounds__(kTypedThreads, 2) exact_sort_kernel(Binner bin
     }
     return v;
   };
-  // The pair's sort key: its cell, or `past` for a sample that no cell takes (counted) or a
-  // non-finite weight (flagged).
-  const auto key_of = [&](int s, float w) {
-    const unsigned b = __float_as_uint(w);
-    if (s < cells && (b & 0x7F800000u) != 0x7F800000u) return s;
-    if (s < cells) atomicOr(e.flags + s, exact_flag_of(b));
-    else atomicAdd(flow + (s - cells), 1u);
+  // The pair's sort key, from its sample alone: its cell, or `past` for a sample that no cell
+  // takes (counted). The summing pass flags the non-finite weights.
+  const auto key_of = [&](int s) {
+    if (s < cells) return s;
+    atomicAdd(flow + (s - cells), 1u);
     return past;
   };
   // The head and the tail: straight into the device words.
   const auto add_direct = [&](std::int64_t i) {
-    const float w = weight_at(e, aligned, i);
-    const int s = key_of(slot_for<int>(binner, x[i], cells), w);
+    const int s = key_of(slot_for<int>(binner, x[i], cells));
     if (s == past) return;
-    const exact_term term = exact_term_of_finite(__float_as_uint(w));
+    const unsigned b = __float_as_uint(weight_at(e, aligned, i));
+    if ((b & 0x7F800000u) == 0x7F800000u) return static_cast<void>(atomicOr(e.flags + s, exact_flag_of(b)));
+    const exact_term term = exact_term_of_finite(b);
     add_exact_at_digit(e.words + static_cast<std::int64_t>(s) * kExactWords, term.digit, term.value, atomic_fetch_add{});
+  };
+  // A body vector's weights, asked of L2 while its tile is ranked: place() reads them, so that they
+  // take no registers across the ranks and barriers.
+  const auto prefetch_weights = [&](std::int64_t i) {
+    if (i < split.vectors && grouped)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(body_weights + i * per_vector * 4));
+    return no_extra{};
   };
   const std::int64_t tid = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   __syncthreads();  // the counts and totals zeroed
@@ -580,12 +586,11 @@ __global__ void __launch_bounds__(kTypedThreads, 2) exact_sort_kernel(Binner bin
   if (tid < e.n - tail) add_direct(tail + tid);
 
   const int mask = (1 << out.bits) - 1;
-  sort_tiles<T, vector_weights>(
-      reinterpret_cast<const uint4*>(x + split.head), split.vectors, out, counts, starts, load_weights,
-      [&](int j, T v, const vector_weights& w) { return key_of(slot_for<int>(binner, v, cells), w.w[j]); },
+  sort_tiles<T, no_extra>(
+      reinterpret_cast<const uint4*>(x + split.head), split.vectors, out, counts, starts, prefetch_weights,
+      [&](int, T v, no_extra) { return key_of(slot_for<int>(binner, v, cells)); },
       [&](int k, unsigned c) { totals[k] += c; },
-      // The weights again (from the cache: the tile's loads are recent), so that they do not stay
-      // in registers across the ranks and barriers.
+      // The weights, from L2 where they were prefetched.
       [&](std::int64_t i, const unsigned* at, const int* keys) {
         const vector_weights w = load_weights(i);
 #pragma unroll
@@ -683,11 +688,13 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_partition_sum_kernel(e
   window.start(width, probe);
   run_pair runs;
   const auto emit = [&](const run& r) { window.emit(r); };
-  const auto take = [&](int cell, float w) {  // a finite weight (the sort flagged the others)
-    const unsigned bits = __float_as_uint(w);
-    const unsigned t = window.offset((bits >> 23) & 0xFFu);
-    if (t >= digit_window::kInside) {
-      if (bits << 1) window.outside(cell, w, bits);  // a zero adds nothing
+  unsigned* const flags = a.flags + first_cell;
+  const auto take = [&](int cell, float w) {
+    const unsigned bits = __float_as_uint(w), e = (bits >> 23) & 0xFFu;
+    const unsigned t = window.offset(e);
+    if (t >= digit_window::kInside) {  // outside the window, or not finite (kHighestWindow)
+      if (e == 0xFFu) atomicOr(flags + cell, exact_flag_of(bits));
+      else if (bits << 1) window.outside(cell, w, bits);  // a zero adds nothing
       return;
     }
     runs.add(cell * 16 + static_cast<int>(t >> 4), window.term(w, t), emit);
