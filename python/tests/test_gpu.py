@@ -88,6 +88,19 @@ def test_torch_bincount_and_histc(torch, rng):
     assert np.abs(host(c) - host(torch.histc(f, bins=100))).sum() <= 0.001 * f.numel()
 
 
+def test_torch_bincount_of_bytes_in_one_pass(torch):
+    """A large bincount of 8-bit samples in CUDA memory counts into the type's 256 values in one
+    pass (the guess cut to them) and returns torch.bincount's length: after a longer call, and
+    with a maximum below 255, at 255 and of one hot value."""
+    n = 1 << 24  # the one-pass path's size in CUDA memory
+    tally.bincount(torch.randint(0, 70000, (n,), device="cuda"))  # a long guess for the next call
+    for top in (255, 200, 0):
+        x = torch.randint(0, top + 1, (n,), device="cuda", dtype=torch.uint8)
+        x[n // 3] = top
+        got = tally.bincount(x)
+        assert got.dtype == torch.int64 and torch.equal(got, torch.bincount(x))
+
+
 def test_torch_current_stream(torch):
     """Samples written on a side stream are read after that stream's work, and the result is
     ordered on the caller's current stream."""

@@ -129,6 +129,19 @@ def test_bincount_guesses_the_length_from_the_last_call(rng):
         assert_same_array(tally.bincount(x), np.bincount(x))
 
 
+def test_bincount_of_narrow_types_guesses_within_their_values(rng):
+    """8- and 16-bit samples count into at most their type's non-negative values (a guess cut to
+    256 for u8), whatever the last call's length: numpy's results at every maximum."""
+    for name in ("uint8", "int8", "uint16", "int16"):
+        top = np.iinfo(name).max
+        for last_top in (70000, 3, top):
+            tally.bincount(rng.integers(0, last_top + 1, 2 * last_top + 5002))  # sets the next guess
+            for most in (top, top - 1, 5, 0):
+                x = rng.integers(0, most + 1, 6000).astype(name)
+                x[rng.integers(0, x.size)] = most
+                assert_same_array(tally.bincount(x), np.bincount(x))
+
+
 def test_bincount_lists():
     """Python lists and small arrays, as numpy's docstring passes them."""
     x = [0, 1, 1, 2, 2, 2]

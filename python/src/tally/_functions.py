@@ -473,7 +473,9 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
     # bench/PERFORMANCE.md entry 56); on the host the guess's cells (zeroed, then searched for the
     # last nonzero) cost more than reading fewer samples than cells.
     learn = w is None and minlength == 0 and src.size >= (_BINCOUNT_ONE_PASS_CUDA if src.on_cuda else _bincount_guess[0])
-    guess = _bincount_guess[0] if learn else minlength
+    # A guess no longer than the sample type's values: 8-bit samples count into their 256 values
+    # (one table of 256 counters on the GPU), never beyond it.
+    guess = min(_bincount_guess[0], _VALUES_OF.get(src.type, _bincount_guess[0])) if learn else minlength
     if guess > 0:
         axis = _tally.Axis.integer(0, int64_arg(guess, "minlength"))
         values, (below, beyond, _) = fill([axis], [src], w, src, strategy, device, flow=True)
@@ -540,6 +542,8 @@ _BINCOUNT_GUESS_MIN, _BINCOUNT_GUESS_MAX = 1 << 12, 1 << 20
 # From this many samples in CUDA memory the pass saved (64 MiB of i32: ~22 us) outweighs the cut.
 _BINCOUNT_ONE_PASS_CUDA = 1 << 24
 _bincount_guess = [_BINCOUNT_GUESS_MIN]
+# The non-negative values of the narrow integer types: a bincount of them is never longer.
+_VALUES_OF = {"u8": 1 << 8, "i8": 1 << 7, "u16": 1 << 16, "i16": 1 << 15}
 
 
 def _remember_bincount_length(length):
