@@ -437,14 +437,16 @@ nb::object fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_a
 }
 
 /// fill_on_stream of one contiguous column given by its CUDA address, element count and sample
-/// type (what a torch tensor's data_ptr() and numel() give): the package's cached small calls,
-/// for which a DLPack export of the input costs a third of the fill. The fill checks that the
-/// address is memory of `device`.
+/// type (what a torch tensor's data_ptr() and numel() give), with contiguous weights of
+/// `weight_type` at `weights` where that is not 0: the package's repeated calls, for which a
+/// DLPack export of each input costs a third of a small fill. The fill checks that the addresses
+/// are memory of `device`.
 nb::object fill_address(std::vector<tally::axis> axes, std::uintptr_t data, std::int64_t size,
                         const std::string& type, const std::string& strategy, std::uintptr_t stream_handle,
-                        int device, bool flow) {
+                        int device, bool flow, std::uintptr_t weights, const std::string& weight_type) {
   fill_views v;
   v.columns.push_back({reinterpret_cast<const void*>(data), size, 1, tally::dtype_from_name(type)});
+  if (weights) v.weights = tally::view{reinterpret_cast<const void*>(weights), size, 1, tally::dtype_from_name(weight_type)};
   return fill_views_on_stream(std::move(axes), v, strategy, stream_handle, device, flow);
 }
 
@@ -753,7 +755,7 @@ NB_MODULE(_tally, m) {
   m.def("count_address", &count_address, "axes"_a, "data"_a, "size"_a, "type"_a, "strategy"_a, "stream"_a, "out"_a,
         "out_type"_a);
   m.def("fill_address", &fill_address, "axes"_a, "data"_a, "size"_a, "type"_a, "strategy"_a, "stream"_a,
-        "device"_a, "flow"_a = false);
+        "device"_a, "flow"_a = false, "weights"_a = 0, "weight_type"_a = "");
 
   m.def("fill_channels", [](std::vector<py_histogram*> per_channel, const any_array& samples, int channels) {
     const tally::view v = one_view(samples, false);

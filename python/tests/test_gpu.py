@@ -283,6 +283,51 @@ def test_repeated_calls_reuse_their_arguments_parts(request, rng, lib):
         assert_same_array(host(h), np.bincount(host(flags).astype(np.int64), minlength=2))
 
 
+@pytest.mark.parametrize("lib", ["torch", "cupy"])
+def test_repeated_weighted_calls_reuse_their_arguments_parts(request, rng, lib):
+    """Weighted histogram and bincount calls with equal arguments on contiguous CUDA arrays reuse
+    their parts too, the weights read by address: each repeated call equals the first one (the
+    full path) bit for bit, in numpy's dtype, and numpy's sums (exactly for integer-valued
+    weights); weights of another shape or type, samples beyond minlength and negative samples
+    behave as on the first call."""
+    mod = request.getfixturevalue(lib)
+    to_device = (lambda a: mod.from_numpy(a).cuda()) if lib == "torch" else mod.asarray
+    for distribution in ["uniform", "hot", "skewed", "sorted"]:
+        k = np.abs(samples(rng, "i32", int(rng.integers(1, 6000)), distribution)) % 64
+        x = to_device(k)
+        for wtype in (np.float32, np.float64):
+            for integral in (True, False):
+                w_host = (rng.integers(-3, 9, k.size) if integral else rng.random(k.size)).astype(wtype)
+                w = to_device(w_host)
+                (first, first_edges), (again, edges) = [tally.histogram(x, 64, (0, 64), weights=w) for _ in range(2)]
+                want, want_edges = np.histogram(k, 64, (0, 64), weights=w_host)
+                assert_same_array(host(again), host(first))
+                assert_same_array(host(edges), want_edges)
+                once, twice = [tally.bincount(x, w, minlength=64) for _ in range(2)]
+                assert_same_array(host(twice), host(once))
+                counted = np.bincount(k, weights=w_host, minlength=64)
+                if integral:
+                    assert_same_array(host(again), want)
+                    assert_same_array(host(twice), counted)
+                else:
+                    assert host(again).dtype == want.dtype
+                    np.testing.assert_allclose(host(again), want, rtol=1e-6)
+                    np.testing.assert_allclose(host(twice), counted, rtol=1e-12)
+        with pytest.raises(ValueError, match="same shape"):
+            tally.histogram(x, 64, (0, 64), weights=w[1:])
+        with pytest.raises(ValueError, match="same length"):
+            tally.bincount(x, w[1:], minlength=64)
+        w16 = to_device(w_host.astype(np.float16))
+        h16, _ = tally.histogram(x, 64, (0, 64), weights=w16)
+        assert host(h16).dtype == np.float16
+        beyond = to_device(np.append(k, 100).astype(np.int32))
+        wb_host = np.append(w_host, 0.5)
+        assert_same_array(host(tally.bincount(beyond, to_device(wb_host), minlength=64)),
+                          np.bincount(np.append(k, 100), weights=wb_host, minlength=64))
+        with pytest.raises(ValueError, match="negative"):
+            tally.bincount(to_device(np.append(k, -1).astype(np.int32)), to_device(wb_host), minlength=64)
+
+
 def test_torch_tensors_that_require_grad(torch, rng):
     """Tensors of an autograd graph are read as data, contiguous or strided, on the GPU and the
     CPU, as samples and as weights (torch's DLPack export refuses them; torch.histc reads them)."""

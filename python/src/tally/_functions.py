@@ -201,11 +201,11 @@ def _host_weight_kind(weights):
     return np.asarray(weights).dtype.kind
 
 
-def _as_sum_dtype(values, src, dtype):
+def _as_sum_dtype(values, lib, dtype):
     """Sums (float64) as numpy's result dtype for them, in the input's library."""
     if dtype == np.float64:
         return values
-    if src.lib == "torch":
+    if lib == "torch":
         return values.to(getattr(_torch(), dtype.name))
     return values.astype(dtype)
 
@@ -229,12 +229,14 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
     :func:`plan`); ``device`` is None (where the data are), 'cpu' or 'cuda'.
     """
     key = None
-    if weights is None and not density and device is None and type(bins) is int and type(range) in (tuple, list):
-        key = _kept_key("histogram", a, bins, range, strategy)
+    if not density and sum_dtype is None and device is None and type(bins) is int and type(range) in (tuple, list):
+        key = _kept_key("histogram", a, bins, range, strategy, weights)
         kept = _kept.get(key)
         if kept is not None:
-            values = kept.fill(a, strategy)
+            values = kept.fill(a, strategy, weights=weights)
             if values is not None:
+                if weights is not None:  # numpy's sums are of the weights' dtype
+                    values = _as_sum_dtype(values, kept.lib, _SUM_DTYPES[kept.weight_type])
                 return values, kept.edges_copy()
     if isinstance(a, np.ndarray) and a.dtype.kind in "Mm":
         return _histogram_of_times(a, bins, range, weights, density, strategy, device)
@@ -257,25 +259,36 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
     if key is not None:
         kept = src.kept_edges(edges, out_dtype)
         if kept is not None:
-            _kept.keep(key, _kept.KeptCall(src.lib, src.index, src.type, [axis], edges=kept))
+            _kept.keep(key, _kept.KeptCall(src.lib, src.index, src.type, [axis], edges=kept,
+                                           weight_type=None if w is None else w.type))
     if density:
         widths = src.result(np.array(np.diff(edges), float))
         return values / widths / values.sum(), edges_out
     if w is not None:
-        values = _as_sum_dtype(values, src, np.dtype(sum_dtype) if sum_dtype is not None else w.given_dtype)
+        values = _as_sum_dtype(values, src.lib, np.dtype(sum_dtype) if sum_dtype is not None else w.given_dtype)
     return values, edges_out
 
 
-def _kept_key(function, a, bins, range, strategy):
+# numpy's dtype of sums of the weights a kept call reads (_kept.weights_key).
+_SUM_DTYPES = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
+
+
+def _kept_key(function, a, bins, range, strategy, weights=None):
     """The key of a call's kept parts (_kept): None unless `a` is a contiguous CUDA array of
-    torch or cupy and `range` two plain Python numbers."""
+    torch or cupy, `range` two plain Python numbers, and `weights` None or float32 or float64
+    of a's library, device and shape, contiguous (_kept.weights_key)."""
     if len(range) != 2 or type(strategy) is not str:
         return None
     first, last = _kept.number_key(range[0]), _kept.number_key(range[1])
     if first is None or last is None:
         return None
     array = _kept.tensor_key(a)
-    return None if array is None else (function, bins, first, last, strategy, array)
+    if array is None:
+        return None
+    if weights is None:
+        return function, bins, first, last, strategy, array
+    w = _kept.weights_key(array, a, weights)
+    return None if w is None else (function, bins, first, last, strategy, array, w)
 
 
 def _histogram_of_times(a, bins, range, weights, density, strategy, device):
@@ -431,19 +444,24 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
     value 0 .. max(x) of a 1-D array of non-negative integers, at least ``minlength`` bins.
     Keywords as :func:`histogram`."""
     key = None
-    if weights is None and device is None and type(minlength) is int and minlength >= 0 and type(strategy) is str:
+    if device is None and type(minlength) is int and minlength >= 0 and type(strategy) is str:
         array = _kept.tensor_key(x)
         key = None if array is None or array[3] != 1 else ("bincount", minlength, strategy, array)
+        if key is not None and weights is not None:  # sums: kept with minlength only (no maximum to find)
+            wkey = _kept.weights_key(array, x, weights) if minlength > 0 else None
+            key = None if wkey is None else key + (wkey,)
         kept = _kept.get(key)
         if kept is not None and minlength > 0:
-            out = kept.fill(x, strategy, flow=True)
+            out = kept.fill(x, strategy, flow=True, weights=weights)
             if out is not None:
                 values, (below, beyond, _) = out
                 if below:
                     raise ValueError(_NEGATIVE)
                 if not beyond:
                     return values
-                return _bincount_by_max(Source(x, "x"), None, minlength, strategy, device, False)
+                if weights is None:
+                    return _bincount_by_max(Source(x, "x"), None, minlength, strategy, device, False)
+                kept = None  # weighted samples beyond minlength: the full path
         elif kept is not None and 0 < _kept.size(kept.lib, x) < _BINCOUNT_ONE_PASS_CUDA:
             values = _bincount_kept_by_max(kept, x, strategy)
             if values is not None:
@@ -480,7 +498,8 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
         axis = _tally.Axis.integer(0, int64_arg(guess, "minlength"))
         values, (below, beyond, _) = fill([axis], [src], w, src, strategy, device, flow=True)
         if key is not None and not learn:
-            _kept.keep(key, _kept.KeptCall(src.lib, src.index, src.type, [axis]))
+            _kept.keep(key, _kept.KeptCall(src.lib, src.index, src.type, [axis],
+                                           weight_type=None if w is None else w.type))
         if below:
             raise ValueError(_NEGATIVE)
         if not beyond:

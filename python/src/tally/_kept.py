@@ -51,6 +51,20 @@ def tensor_key(a):
     return None
 
 
+def weights_key(array, a, w):
+    """The key of weights `w` beside samples `a` whose tensor_key is `array`: that of a
+    C-contiguous float32 or float64 array of a's library, device and shape, else None (such
+    weights take the full path)."""
+    key = tensor_key(w)
+    if key is None or key[0] != array[0] or key[2] != array[2] or WEIGHT_TYPES.get(str(key[1])) is None:
+        return None
+    return key if w.shape == a.shape else None
+
+
+# The weights a kept call reads as they are, by their dtype's name (torch's and cupy's).
+WEIGHT_TYPES = {"torch.float32": "f32", "torch.float64": "f64", "float32": "f32", "float64": "f64"}
+
+
 def raw_stream(torch):
     """Whether torch has the raw current-stream handle KeptCall.fill reads."""
     return hasattr(torch._C, "_cuda_getCurrentRawStream")
@@ -123,10 +137,12 @@ def address(lib, a):
     return a.data_ptr() if lib == "torch" else a.data.ptr
 
 
-def fill_address(lib, a, axes, sample_type, index, stream, strategy, flow):
-    """The extension's one-shot fill of contiguous `a` on `stream` of device `index` (current),
-    the result as an array of `lib` in place (with flow: and the flow counts)."""
-    out = _tally.fill_address(axes, address(lib, a), size(lib, a), sample_type, strategy, stream, index, flow)
+def fill_address(lib, a, axes, sample_type, index, stream, strategy, flow, weights=None, weight_type=""):
+    """The extension's one-shot fill of contiguous `a` (and contiguous `weights` of `weight_type`,
+    float64 sums) on `stream` of device `index` (current), the result as an array of `lib` in
+    place (with flow: and the flow counts)."""
+    out = _tally.fill_address(axes, address(lib, a), size(lib, a), sample_type, strategy, stream, index, flow,
+                              0 if weights is None else address(lib, weights), weight_type)
     from_dlpack = _torch().from_dlpack if lib == "torch" else _cupy().from_dlpack
     return (from_dlpack(out[0]), out[1]) if flow else from_dlpack(out)
 
@@ -157,22 +173,28 @@ def min_max(lib, a):
 
 class KeptCall:
     """One call's argument-derived parts: the array's library, device and sample type, the axes
-    (None where each call's axis depends on the data), and the edges' kept device copy where the
-    call returns edges (never written: returned as a copy)."""
+    (None where each call's axis depends on the data), the edges' kept device copy where the
+    call returns edges (never written: returned as a copy), and the weights' type name where the
+    call is weighted."""
 
-    __slots__ = ("lib", "index", "type", "axes", "edges")
+    __slots__ = ("lib", "index", "type", "axes", "edges", "weight_type")
 
-    def __init__(self, lib, index, sample_type, axes, edges=None):
+    def __init__(self, lib, index, sample_type, axes, edges=None, weight_type=None):
         self.lib, self.index, self.type, self.axes, self.edges = lib, index, sample_type, axes, edges
+        self.weight_type = weight_type
 
-    def fill(self, a, strategy, flow=False, axes=None, out_type="i64"):
+    def fill(self, a, strategy, flow=False, axes=None, out_type="i64", weights=None):
         """The counts of `a` on the current stream (over `axes` instead of the kept ones where
         given), as `out_type` (count_address; with flow: int64 counts and the flow counts), or
+        the float64 sums of `weights` (of the kept weight type, checked by weights_key), or
         None where its device is not the current one (the full path switches devices)."""
         stream = current_stream(self.lib, self.index)
         if stream is None:
             return None
         axes = axes or self.axes
+        if weights is not None:
+            return fill_address(self.lib, a, axes, self.type, self.index, stream, strategy, flow, weights,
+                                self.weight_type)
         one_launch = (strategy == "automatic" and size(self.lib, a) <= _tally.write_once_max_samples and
                       axes[0].bins <= _tally.write_once_max_cells)  # the planner's write_once limits
         if flow or (out_type == "i64" and not one_launch):
