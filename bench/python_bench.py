@@ -114,42 +114,53 @@ def quadratic_edges(bins):
     return k / b * (np.float32(0.5) + np.float32(0.5) * k / b)
 
 
+# The calls whose bins come from the data form workloads of their own, named so, with the peers'
+# calls that also find them (torch.histc with min == max, bincount without minlength).
+FROM_DATA = {"range": ", range from the data", "length": ", length from the data"}
+
+
 def calls(torch, cupy, kind, bins, x, w):
-    """(library, fn, given) for one workload's samples x (and weights w) on a torch CUDA tensor,
-    tally's calls first; `given`: the call is told its bins (a C++ row does the same work)."""
+    """(group, library, fn, given) for one workload's samples x (and weights w) on a torch CUDA
+    tensor, tally's calls first; `group`: "" or a FROM_DATA key, where the bins come from the
+    data; `given`: the call is told its bins (a C++ row does the same work)."""
     xc = cupy.asarray(x) if cupy is not None else None  # zero-copy over the same memory
     wc = cupy.asarray(w) if cupy is not None and w is not None else None
     out = []
     if kind in ("u8", "i32"):
-        out += [("tally.histogram", lambda: tally.histogram(x, bins, (0, bins)), True),
-                ("tally.bincount", lambda: tally.bincount(x, minlength=bins), True),
-                ("tally.bincount minlength=0", lambda: tally.bincount(x), False),
-                ("torch.bincount", lambda: torch.bincount(x, minlength=bins), False)]
+        out += [("", "tally.histogram", lambda: tally.histogram(x, bins, (0, bins)), True),
+                ("", "tally.bincount", lambda: tally.bincount(x, minlength=bins), True),
+                ("length", "tally.bincount", lambda: tally.bincount(x), False),
+                ("", "torch.bincount", lambda: torch.bincount(x, minlength=bins), False),
+                ("length", "torch.bincount", lambda: torch.bincount(x), False)]
         if cupy is not None:
-            out.append(("cupy.bincount", lambda: cupy.bincount(xc, minlength=bins), False))
+            out += [("", "cupy.bincount", lambda: cupy.bincount(xc, minlength=bins), False),
+                    ("length", "cupy.bincount", lambda: cupy.bincount(xc), False)]
     elif kind == "f32":
-        out += [("tally.histogram", lambda: tally.histogram(x, bins, (0, 1)), True),
-                ("tally.histc", lambda: tally.histc(x, bins, 0, 1), True),
-                ("tally.histogram range=None", lambda: tally.histogram(x, bins), False),
-                ("torch.histc", lambda: torch.histc(x, bins, 0, 1), False)]
+        out += [("", "tally.histogram", lambda: tally.histogram(x, bins, (0, 1)), True),
+                ("", "tally.histc", lambda: tally.histc(x, bins, 0, 1), True),
+                ("range", "tally.histogram", lambda: tally.histogram(x, bins), False),
+                ("range", "tally.histc", lambda: tally.histc(x, bins), False),
+                ("", "torch.histc", lambda: torch.histc(x, bins, 0, 1), False),
+                ("range", "torch.histc", lambda: torch.histc(x, bins), False)]
         if cupy is not None:
-            out.append(("cupy.histogram", lambda: cupy.histogram(xc, bins, (0, 1)), False))
+            out += [("", "cupy.histogram", lambda: cupy.histogram(xc, bins, (0, 1)), False),
+                    ("range", "cupy.histogram", lambda: cupy.histogram(xc, bins), False)]
     elif kind == "edges":
         edges = quadratic_edges(bins).astype(np.float64)
         et = torch.from_numpy(edges).to(device="cuda", dtype=torch.float32)
         # torch has no histogram on CUDA: a torch user buckets, then counts.
-        out += [("tally.histogram", lambda: tally.histogram(x, edges), True),
-                ("torch.bucketize + bincount",
+        out += [("", "tally.histogram", lambda: tally.histogram(x, edges), True),
+                ("", "torch.bucketize + bincount",
                  lambda: torch.bincount(torch.bucketize(x, et, right=True), minlength=bins + 2), False)]
         if cupy is not None:
             ec = cupy.asarray(edges)
-            out.append(("cupy.histogram", lambda: cupy.histogram(xc, ec), False))
+            out.append(("", "cupy.histogram", lambda: cupy.histogram(xc, ec), False))
     else:
-        out += [("tally.histogram", lambda: tally.histogram(x, bins, (0, bins), weights=w), True),
-                ("tally.bincount", lambda: tally.bincount(x, w, minlength=bins), True),
-                ("torch.bincount", lambda: torch.bincount(x, weights=w, minlength=bins), False)]
+        out += [("", "tally.histogram", lambda: tally.histogram(x, bins, (0, bins), weights=w), True),
+                ("", "tally.bincount", lambda: tally.bincount(x, w, minlength=bins), True),
+                ("", "torch.bincount", lambda: torch.bincount(x, weights=w, minlength=bins), False)]
         if cupy is not None:
-            out.append(("cupy.bincount", lambda: cupy.bincount(xc, weights=wc, minlength=bins), False))
+            out.append(("", "cupy.bincount", lambda: cupy.bincount(xc, weights=wc, minlength=bins), False))
     return out
 
 
@@ -179,9 +190,10 @@ def gpu_rows(torch, cupy, n, repeats):
     for spread in SPREADS:
         for workload, kind, bins, count in workloads(n):
             x, w = samples_of(torch, gen, kind, bins, count, spread)
-            for library, fn, given in calls(torch, cupy, kind, bins, x, w):
+            for group, library, fn, given in calls(torch, cupy, kind, bins, x, w):
                 ms = median_ms(torch, fn, repeats, budget_ms=BUDGET_MS)
-                rows.append(row(workload, spread, library, "cuda", bins, count, ms, kind=kind, given=given))
+                rows.append(row(workload + FROM_DATA.get(group, ""), spread, library, "cuda", bins, count, ms,
+                                kind=kind, given=given))
             del x, w
             torch.cuda.empty_cache()
     # 2-D: histogramdd of n/2 (x, y) f32 pairs over (0, 1)^2, sqrt(bins) x sqrt(bins) bins, against
