@@ -229,14 +229,15 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
     :func:`plan`); ``device`` is None (where the data are), 'cpu' or 'cuda'.
     """
     key = None
-    if not density and sum_dtype is None and device is None and type(bins) is int and type(range) in (tuple, list):
+    if (not density and (weights is None or sum_dtype is None) and device is None and type(bins) is int
+            and type(range) in (tuple, list)):
         key = _kept_key("histogram", a, bins, range, strategy, weights)
         kept = _kept.get(key)
         if kept is not None:
             values = kept.fill(a, strategy, weights=weights)
             if values is not None:
                 if weights is not None:  # numpy's sums are of the weights' dtype
-                    values = _as_sum_dtype(values, kept.lib, _SUM_DTYPES[kept.weight_type])
+                    values = _as_sum_dtype(values, kept.lib, np.dtype(NUMPY_NAMES[kept.weight_type]))
                 return values, kept.edges_copy()
     if isinstance(a, np.ndarray) and a.dtype.kind in "Mm":
         return _histogram_of_times(a, bins, range, weights, density, strategy, device)
@@ -267,10 +268,6 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
     if w is not None:
         values = _as_sum_dtype(values, src.lib, np.dtype(sum_dtype) if sum_dtype is not None else w.given_dtype)
     return values, edges_out
-
-
-# numpy's dtype of sums of the weights a kept call reads (_kept.weights_key).
-_SUM_DTYPES = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
 
 
 def _kept_key(function, a, bins, range, strategy, weights=None):
@@ -461,7 +458,7 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
                     return values
                 if weights is None:
                     return _bincount_by_max(Source(x, "x"), None, minlength, strategy, device, False)
-                kept = None  # weighted samples beyond minlength: the full path
+                # Weighted samples beyond minlength: the full path below.
         elif kept is not None and 0 < _kept.size(kept.lib, x) < _BINCOUNT_ONE_PASS_CUDA:
             values = _bincount_kept_by_max(kept, x, strategy)
             if values is not None:

@@ -18,7 +18,7 @@ min/max read back once.
 import sys
 
 from . import _edges, _tally
-from ._types import NUMPY_NAMES
+from ._types import NUMPY_NAMES, type_of_dtype
 
 _calls = {}
 _CALLS_MAX = 1024  # distinct kept calls; beyond, the table starts again
@@ -56,13 +56,9 @@ def weights_key(array, a, w):
     C-contiguous float32 or float64 array of a's library, device and shape, else None (such
     weights take the full path)."""
     key = tensor_key(w)
-    if key is None or key[0] != array[0] or key[2] != array[2] or WEIGHT_TYPES.get(str(key[1])) is None:
+    if key is None or key[0] != array[0] or key[2] != array[2] or type_of_dtype(key[1]) not in ("f32", "f64"):
         return None
     return key if w.shape == a.shape else None
-
-
-# The weights a kept call reads as they are, by their dtype's name (torch's and cupy's).
-WEIGHT_TYPES = {"torch.float32": "f32", "torch.float64": "f64", "float32": "f32", "float64": "f64"}
 
 
 def raw_stream(torch):
