@@ -7,11 +7,13 @@ def median_ms(torch, fn, repeats=15, budget_ms=None):
     until at least two of them and 20 ms have passed (the GPU's clocks take a few ms to rise after
     a pause; bench/timing.cuh does the same). With budget_ms, a call slow enough that `repeats` of
     them would pass it is timed fewer times, at least 3."""
+    stream = torch.cuda.current_stream()  # once: Event.record() would make a Stream object a call
+
     def timed():
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
+        start.record(stream)
         fn()
-        end.record()
+        end.record(stream)
         end.synchronize()
         return start.elapsed_time(end)
 

@@ -396,26 +396,39 @@ std::vector<py_histogram*> copy_all(const std::vector<py_histogram*>& hs) {
   return out;
 }
 
+/// The flow counts of a one-shot fill (fill_views_on_stream), read when the caller asks: read()
+/// waits for the fill on its stream and returns (underflow, overflow, nan).
+struct flow_reader {
+  std::shared_ptr<tally::device_histogram> h;
+  void* stream;
+  nb::tuple read() const {
+    tally::flow_counts dropped;
+    {
+      nb::gil_scoped_release release;
+      dropped = h->flow(stream);
+    }
+    return nb::make_tuple(dropped.underflow, dropped.overflow, dropped.nan);
+  }
+};
+
 /// A one-shot fill of samples in CUDA memory, enqueued on the caller's stream with no host wait:
 /// a tally::device_histogram on the current device, whose cells are handed to Python in place as
 /// a DLPack array that owns the histogram (its memory is freed with the array). Counts come as
 /// int64 (the u64 counts' bits; no bin reaches 2^63), sums as float64.
-/// With `flow`, returns (values, (underflow, overflow, nan)): the flow counts are read back
-/// after the fill, the one wait of such a call.
+/// With `flow`, returns (values, a flow_reader): its read() is the one wait of such a call, left
+/// to the caller so that it wraps the values while the fill runs.
 nb::object fill_views_on_stream(std::vector<tally::axis> axes, const fill_views& v, const std::string& strategy,
                                 std::uintptr_t stream_handle, int device, bool flow) {
   auto* stream = reinterpret_cast<void*>(stream_handle);
-  auto h = std::make_unique<tally::device_histogram>(
+  auto h = std::make_shared<tally::device_histogram>(
       std::move(axes), make_options(v.weights.has_value(), strategy, tally::backend::cuda, flow), stream);
   if (h->device() != device)
     throw tally::error("tally: the current CUDA device is " + std::to_string(h->device()) +
                        ", the samples are on device " + std::to_string(device));
-  tally::flow_counts dropped;
   {
     nb::gil_scoped_release release;
     if (v.weights) h->fill(v.columns, *v.weights, stream);
     else h->fill(v.columns, stream);
-    if (flow) dropped = h->flow(stream);
   }
   std::vector<std::size_t> dims;
   for (auto s : h->shape()) dims.push_back(static_cast<std::size_t>(s));
@@ -424,10 +437,11 @@ nb::object fill_views_on_stream(std::vector<tally::axis> axes, const fill_views&
   const auto type = h->weighted() ? nb::dtype<double>() : nb::dtype<std::int64_t>();
   const int at = h->device();
   h->release_on_default_stream();  // the array may outlive the caller's stream
-  nb::capsule owner(h.release(), [](void* p) noexcept { delete static_cast<tally::device_histogram*>(p); });
+  using shared = std::shared_ptr<tally::device_histogram>;
+  nb::capsule owner(new shared(h), [](void* p) noexcept { delete static_cast<shared*>(p); });
   nb::ndarray<> values(cells, dims.size(), dims.data(), owner, nullptr, type, nb::device::cuda::value, at);
   if (!flow) return nb::cast(values);
-  return nb::make_tuple(values, nb::make_tuple(dropped.underflow, dropped.overflow, dropped.nan));
+  return nb::make_tuple(values, flow_reader{std::move(h), stream});
 }
 
 nb::object fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_array>& columns,
@@ -713,6 +727,7 @@ NB_MODULE(_tally, m) {
         return bins.attr("__iter__")();
       });
 
+  nb::class_<flow_reader>(m, "FlowReader").def("read", &flow_reader::read);
   nb::class_<axis_traits>(m, "AxisTraits")
       .def_ro("circular", &axis_traits::circular)
       .def_ro("discrete", &axis_traits::discrete)

@@ -57,7 +57,7 @@ TEST(CudaPlan, ReplicatedWhereCopiesFitSharedUpToTheLimitWarpAggregatedBeyond) {
   EXPECT_EQ(tally::plan(strided).chosen, tally::strategy::warp_aggregated);
 }
 
-TEST(CudaPlan, CountIntoWritesOnceFromOneBlockOnlyForSmallAutomaticFills) {
+TEST(CudaPlan, CountIntoWritesOnceFromOneBlockOrAddsFromBlocksOnlyForSmallAutomaticFills) {
   auto r = h100_request(16);
   r.n = 16;
   EXPECT_FALSE(tally::plan(r).write_once) << "a fill into a histogram's cells adds; only count_into asks";
@@ -74,26 +74,58 @@ TEST(CudaPlan, CountIntoWritesOnceFromOneBlockOnlyForSmallAutomaticFills) {
   r.n = 4096;
   r.cells = 16384;
   EXPECT_TRUE(tally::plan(r).write_once);
+  EXPECT_FALSE(tally::plan(r).add_once);
+  // Past one block's 4096 samples: blocks of 4096 add into the zeroed output, up to 2^20 samples
+  // and into types whose adds are exact in any order.
   auto more = r;
   more.n = 4097;
-  EXPECT_FALSE(tally::plan(more).write_once);
+  auto added = tally::plan(more);
+  EXPECT_FALSE(added.write_once);
+  EXPECT_TRUE(added.add_once);
+  EXPECT_EQ(added.grid_blocks, 2);
+  EXPECT_EQ(added.shared_bytes, (16384 + 3) * 4);
+  EXPECT_NE(tally::describe(added).find("zeroed output"), std::string::npos);
+  more.n = std::int64_t{1} << 20;
+  for (auto t : {tally::dtype::u64, tally::dtype::i64, tally::dtype::f64, tally::dtype::f32}) {
+    more.write_type = t;
+    added = tally::plan(more);
+    EXPECT_TRUE(added.add_once) << tally::name_of(t);
+    EXPECT_EQ(added.grid_blocks, 256);
+  }
+  for (auto t : {tally::dtype::f16, tally::dtype::bf16}) {
+    more.write_type = t;
+    EXPECT_FALSE(tally::plan(more).add_once) << tally::name_of(t) << " would round at every add";
+    auto small = r;
+    small.write_type = t;
+    EXPECT_TRUE(tally::plan(small).write_once) << "one block rounds each count once";
+  }
   more = r;
-  more.cells = 16385;
-  EXPECT_FALSE(tally::plan(more).write_once);
-  more = r;
-  more.wanted = tally::strategy::shared;
-  EXPECT_FALSE(tally::plan(more).write_once) << "a named strategy runs as named";
-  more = r;
-  more.weighted = true;
-  more.weight_type = tally::dtype::f32;
-  EXPECT_FALSE(tally::plan(more).write_once);
-  more = r;
-  more.channels = 3;
-  more.sample = tally::dtype::u8;
-  EXPECT_FALSE(tally::plan(more).write_once);
-  more = r;
-  more.device_shared_bytes = 48 * 1024;  // (16384 + 3) x 4 bytes exceed it
-  EXPECT_FALSE(tally::plan(more).write_once);
+  more.n = (std::int64_t{1} << 20) + 1;
+  EXPECT_FALSE(tally::plan(more).write_once || tally::plan(more).add_once);
+  for (std::int64_t n : {std::int64_t{16}, std::int64_t{5000}}) {
+    more = r;
+    more.n = n;
+    more.cells = 16385;
+    EXPECT_FALSE(tally::plan(more).write_once || tally::plan(more).add_once);
+    more = r;
+    more.n = n;
+    more.wanted = tally::strategy::shared;
+    EXPECT_FALSE(tally::plan(more).write_once || tally::plan(more).add_once) << "a named strategy runs as named";
+    more = r;
+    more.n = n;
+    more.weighted = true;
+    more.weight_type = tally::dtype::f32;
+    EXPECT_FALSE(tally::plan(more).write_once || tally::plan(more).add_once);
+    more = r;
+    more.n = n;
+    more.channels = 3;
+    more.sample = tally::dtype::u8;
+    EXPECT_FALSE(tally::plan(more).write_once || tally::plan(more).add_once);
+    more = r;
+    more.n = n;
+    more.device_shared_bytes = 48 * 1024;  // (16384 + 3) x 4 bytes exceed it
+    EXPECT_FALSE(tally::plan(more).write_once || tally::plan(more).add_once);
+  }
 }
 
 TEST(CudaPlan, RegisterCountsAtMostTwentyNineBinsOfOneColumn) {

@@ -81,13 +81,17 @@ struct plan_request {
   /// Bytes of the first axis' edge tables (regular: edges; variable: edges and buckets).
   std::int64_t table_bytes = 0;
   /// CUDA: the counts go to the caller's memory, replacing it (tally::count_into), so a fill
-  /// that one block counts may write each cell once instead of adding into zeroed cells.
+  /// that one block counts may write each cell once instead of adding into zeroed cells, and a
+  /// somewhat larger one may add into the zeroed output itself. write_type: the output's type.
   bool write_once = false;
+  dtype write_type = dtype::u64;
 };
 
 /// The largest fill the planner's write_once plan (tally::count_into's one launch) takes.
 inline constexpr std::int64_t write_once_max_samples = 4096;
 inline constexpr std::int64_t write_once_max_cells = 16384;
+/// The largest fill the planner's add_once plan (count_into's zeroing and one launch) takes.
+inline constexpr std::int64_t add_once_max_samples = std::int64_t{1} << 20;
 
 /// The planner's answer.
 struct policy {
@@ -115,6 +119,7 @@ struct policy {
   std::int64_t partition_chunk = 0; // CUDA partitioned: samples sorted per pass (temporary memory)
   int partition_blocks = 0;         // CUDA partitioned: counting blocks shared out among the buckets
   bool write_once = false;          // CUDA count_into: one block counts all samples, writes each cell once
+  bool add_once = false;            // CUDA count_into: blocks count in shared memory, add into the zeroed output
   std::vector<std::string> reasons; // the measured reason behind each choice
 };
 

@@ -328,6 +328,45 @@ def test_repeated_weighted_calls_reuse_their_arguments_parts(request, rng, lib):
             tally.bincount(to_device(np.append(k, -1).astype(np.int32)), to_device(wb_host), minlength=64)
 
 
+@pytest.mark.parametrize("lib", ["torch", "cupy"])
+def test_repeated_calls_with_an_array_of_edges_reuse_their_parts(request, rng, lib):
+    """histogram calls whose bins are a numpy array of edges keep their parts by the edges'
+    dtype and bytes: repeated calls, an equal copy of the array, the array changed in place, edges
+    of another dtype with equal values, -0.0 against 0.0 and weights all give numpy's result;
+    the edges come back as new arrays; arrays past the kept size and decreasing ones behave as on
+    the first call."""
+    mod = request.getfixturevalue(lib)
+    to_device = (lambda a: mod.from_numpy(a).cuda()) if lib == "torch" else mod.asarray
+    for distribution in ["uniform", "hot", "skewed", "sorted"]:
+        for type_name in ["u8", "i32", "f32", "f64"]:
+            a = samples(rng, type_name, int(rng.integers(1, 6000)), distribution)
+            x = to_device(a)
+            lo, hi = float(a.min()), float(a.max())
+            edges = np.unique(rng.uniform(lo - 1, hi + 1, int(rng.integers(2, 300))))
+            edges = np.concatenate([edges[:1], edges, [-0.0, 0.0] if lo < 0 < hi else []])
+            edges.sort(kind="stable")
+            for bins in (edges, edges, edges.copy(), edges.astype(np.float32), np.round(edges).astype(np.int64)):
+                for _ in range(2):
+                    h, e = tally.histogram(x, bins)
+                    want_h, want_e = np.histogram(a, bins)
+                    assert_same_array(host(e), want_e)
+                    assert_same_array(host(h), want_h)
+                    e[0] = 123  # the next call's edges are a new array
+            edges[len(edges) // 2:] += 0.5  # in place: a new key, numpy's new result
+            assert_same_array(host(tally.histogram(x, edges)[0]), np.histogram(a, edges)[0])
+            w_host = rng.integers(-3, 9, a.size).astype(np.float32)  # integer-valued: exact sums
+            for _ in range(2):
+                h, _ = tally.histogram(x, edges, weights=to_device(w_host))
+                assert_same_array(host(h), np.histogram(a, edges, weights=w_host)[0])
+    a = samples(rng, "f32", 5000, "uniform")
+    many = np.linspace(0, 1, 5001)  # past the kept size: the full path every call
+    for _ in range(2):
+        assert_same_array(host(tally.histogram(to_device(a), many)[0]), np.histogram(a, many)[0])
+    for _ in range(2):
+        with pytest.raises(ValueError, match="monotonically"):
+            tally.histogram(to_device(a), np.array([0.0, 1.0, 0.5]))
+
+
 def test_torch_tensors_that_require_grad(torch, rng):
     """Tensors of an autograd graph are read as data, contiguous or strided, on the GPU and the
     CPU, as samples and as weights (torch's DLPack export refuses them; torch.histc reads them)."""

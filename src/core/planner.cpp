@@ -278,16 +278,30 @@ policy plan_cuda(const plan_request& r) {
   // device_histogram was 12.3 us on an H200 against the runtime's 6.4 for one memset and one
   // launch (bench/PERFORMANCE.md entry 63). Up to 4096 samples (16 a thread) and 16384 cells
   // (128 KiB of 64-bit output written by one multiprocessor).
-  if (r.write_once && r.wanted == strategy::automatic && r.channels == 1 && r.n <= write_once_max_samples &&
-      r.cells <= write_once_max_cells && (r.cells + 3) * 4 <= per_block) {
+  // add_once: a fill of up to 2^20 samples into as few cells counts 4096 samples a block in
+  // shared memory, and each block adds its nonzero counts into the output, zeroed first: one
+  // memset and one launch, no histogram's memory and no conversion. Only into types whose adds
+  // are exact in any order: 64-bit integers, and floats, whose counts stay below 2^24 here
+  // (f16 and bf16 would round at every add; they take a histogram's fill and one conversion).
+  const bool exact_adds = r.write_type != dtype::f16 && r.write_type != dtype::bf16;
+  if (r.write_once && r.wanted == strategy::automatic && r.channels == 1 && r.cells <= write_once_max_cells &&
+      (r.cells + 3) * 4 <= per_block && (r.n <= write_once_max_samples || (r.n <= add_once_max_samples && exact_adds))) {
     p.chosen = strategy::shared;
-    p.write_once = true;
-    p.grid_blocks = 1;
     p.block_threads = 256;
     p.shared_bytes = (r.cells + 3) * 4;
-    p.reasons.push_back("write_once: " + std::to_string(r.n) + " samples counted by one block of 256 threads in "
-                        "shared memory, each cell written once into the output (one launch; no zeroing, no atomics "
-                        "in device memory)");
+    if (r.n <= write_once_max_samples) {
+      p.write_once = true;
+      p.grid_blocks = 1;
+      p.reasons.push_back("write_once: " + std::to_string(r.n) + " samples counted by one block of 256 threads in "
+                          "shared memory, each cell written once into the output (one launch; no zeroing, no "
+                          "atomics in device memory)");
+      return p;
+    }
+    p.add_once = true;
+    p.grid_blocks = (r.n + write_once_max_samples - 1) / write_once_max_samples;
+    p.reasons.push_back("add_once: " + std::to_string(r.n) + " samples counted by " + std::to_string(p.grid_blocks) +
+                        " blocks of 256 threads in shared memory, each adding its nonzero counts into the zeroed "
+                        "output (one memset and one launch; exact adds into " + std::string(name_of(r.write_type)) + ")");
     return p;
   }
 
@@ -587,6 +601,7 @@ std::string describe(const policy& p) {
       << (p.counter_bits == 16 ? ", 16-bit counters, two per word" : "") << "\n";
     if (p.cluster_blocks) s << "cluster    " << p.cluster_blocks << " blocks share one copy\n";
     if (p.write_once) s << "writes     each cell once into the output (count_into)\n";
+    if (p.add_once) s << "adds       each block's counts into the zeroed output (count_into)\n";
     if (p.value_table) s << "values     counted per 8-bit value, folded into bins\n";
     if (p.vector_bytes && !p.exact_sums && !p.partition_bits)
       s << "runs       "

@@ -571,6 +571,26 @@ std::vector<T> copy_back(const void* from, std::size_t count, int device, void* 
   return host;
 }
 
+/// Page-locked host memory, mapped into the devices' address space, for the flow counts'
+/// read-back: one buffer a thread (no lock shared by threads that wait for different streams).
+std::uint64_t* pinned_flow_words() {
+  struct buffer {
+    void* p = nullptr;
+    ~buffer() {
+      if (p) cudaFreeHost(p);  // at exit the runtime may be gone already; nothing to report
+    }
+  };
+  thread_local buffer b;
+  if (!b.p) TALLY_CUDA_CHECK(cudaHostAlloc(&b.p, 3 * sizeof(std::uint64_t), cudaHostAllocPortable | cudaHostAllocMapped));
+  return static_cast<std::uint64_t*>(b.p);
+}
+
+/// The flow counts written into mapped host memory by the stream itself: a kernel follows the
+/// fill's kernel sooner than the copy engine's read-back would.
+__global__ void copy_flow_kernel(const std::uint64_t* from, std::uint64_t* to) {
+  if (threadIdx.x < 3) to[threadIdx.x] = from[threadIdx.x];
+}
+
 }  // namespace
 
 std::vector<std::uint64_t> device_histogram::counts(void* stream) const {
@@ -585,7 +605,13 @@ std::vector<double> device_histogram::sums(void* stream) const {
 
 flow_counts device_histogram::flow(void* stream) const {
   if (!opts_.flow) throw error("flow: flow counters are off; construct with options.flow = true");
-  const auto f = copy_back<std::uint64_t>(flow_data(), 3, device_, stream);
+  const device_guard guard(device_);
+  std::uint64_t* f = pinned_flow_words();
+  std::uint64_t* mapped = nullptr;
+  TALLY_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&mapped), f, 0));
+  copy_flow_kernel<<<1, 32, 0, as_stream(stream)>>>(flow_data(), mapped);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+  TALLY_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream)));
   return flow_counts{f[0], f[1], f[2]};
 }
 
@@ -630,9 +656,10 @@ void count_into(std::vector<axis> axes, const std::vector<view>& columns, void* 
   const std::int64_t n = columns[0].size;
   plan_request r = detail::make_request(axes, opts, backend::cuda, columns[0].type, n, &columns[0], nullptr);
   r.write_once = true;
+  r.write_type = out_type;
   detail::cuda_backend().describe(r);
   const policy p = plan(r);
-  if (p.write_once) {
+  if (p.write_once || p.add_once) {
     // Integer samples on axes that bin them without tables need none; others read the kept
     // tables (tables_for: uploaded once, with a host wait, then shared with histograms over the
     // same axes). Where the device's share of kept tables is full, a histogram fills instead.
@@ -647,7 +674,8 @@ void count_into(std::vector<axis> axes, const std::vector<view>& columns, void* 
       // Unweighted counts never read the 1.0 after the tables, so bare rules need no device words.
       const detail::cuda::fill_input in = untabled ? bare->input(columns, data, nullptr, nullptr, nullptr)
                                                    : k->rules.input(columns, data, nullptr, nullptr, k->words);
-      detail::cuda::write_counts_once(in.axes, n, cells, p, out, out_type, as_stream(stream));
+      if (p.write_once) detail::cuda::write_counts_once(in.axes, n, cells, p, out, out_type, as_stream(stream));
+      else detail::cuda::add_counts_once(in.axes, n, cells, p, out, out_type, as_stream(stream));
       return;
     }
   }

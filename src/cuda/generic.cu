@@ -74,6 +74,32 @@ __global__ void write_once_kernel(device_axes axes, std::int64_t n, std::int64_t
   for (std::int64_t c = threadIdx.x; c < cells; c += blockDim.x) store_count(out, type, c, block_slots[c]);
 }
 
+/// A block's count of cell c added into `out`, of `type` (u64, i64, f64, f32): integer adds in
+/// any order give the same integer, below 2^24 in f32 (the planner's add_once limit keeps it).
+__device__ __forceinline__ void add_count(void* out, dtype type, std::int64_t c, unsigned v) {
+  switch (type) {
+    case dtype::u64:
+    case dtype::i64: atomicAdd(static_cast<unsigned long long*>(out) + c, static_cast<unsigned long long>(v)); break;
+    case dtype::f64: atomicAdd(static_cast<double*>(out) + c, static_cast<double>(v)); break;
+    case dtype::f32: atomicAdd(static_cast<float*>(out) + c, static_cast<float>(v)); break;
+    default: break;
+  }
+}
+
+/// add_once (count_into): each block counts its grid-stride share of the samples in shared
+/// memory (the flow slots after the cells), then adds its nonzero counts into `out`, zeroed.
+__global__ void add_once_kernel(device_axes axes, std::int64_t n, std::int64_t cells, void* out, dtype type) {
+  extern __shared__ unsigned block_slots[];
+  for (std::int64_t k = threadIdx.x; k < cells + 3; k += blockDim.x) block_slots[k] = 0;
+  __syncthreads();
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride)
+    atomicAdd(&block_slots[slot_of(axes, i, cells)], 1u);
+  __syncthreads();
+  for (std::int64_t c = threadIdx.x; c < cells; c += blockDim.x)
+    if (block_slots[c]) add_count(out, type, c, block_slots[c]);
+}
+
 /// A histogram's u64 count of a cell stored into `out` as `type` (for_each_cell).
 struct convert_op {
   const unsigned long long* counts;
@@ -194,6 +220,16 @@ void write_counts_once(const device_axes& axes, std::int64_t n, std::int64_t cel
   const auto bytes = static_cast<std::size_t>(plan.shared_bytes);
   allow_shared(reinterpret_cast<const void*>(write_once_kernel), bytes);
   write_once_kernel<<<1, static_cast<unsigned>(plan.block_threads), bytes, stream>>>(axes, n, cells, out, type);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+void add_counts_once(const device_axes& axes, std::int64_t n, std::int64_t cells, const policy& plan, void* out,
+                     dtype type, cudaStream_t stream) {
+  TALLY_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(cells) * size_of(type), stream));
+  const auto bytes = static_cast<std::size_t>(plan.shared_bytes);
+  allow_shared(reinterpret_cast<const void*>(add_once_kernel), bytes);
+  add_once_kernel<<<static_cast<unsigned>(plan.grid_blocks), static_cast<unsigned>(plan.block_threads), bytes,
+                    stream>>>(axes, n, cells, out, type);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -191,24 +191,25 @@ class Source:
                 return _cupy().asarray(out)
         return out
 
-    def edges_result(self, edges, dtype=None):
+    def edges_result(self, edges, dtype=None, content=None):
         """Edges as this input's library and device, like result(), always a new array: a copy
         of kept_edges() where there is one (cloned on the current stream)."""
-        kept = self.kept_edges(edges, dtype)
+        kept = self.kept_edges(edges, dtype, content)
         if kept is None:
             return self.result(np.array(edges), dtype)
         return kept.clone() if self.lib == "torch" else kept.copy()
 
-    def kept_edges(self, edges, dtype=None):
-        """The device copy of edges that tally keeps (_edges.is_kept: its cache of regular edges,
-        read-only), or None for other edges and inputs. It is copied to a CUDA device once, on a
+    def kept_edges(self, edges, dtype=None, content=None):
+        """The device copy of edges that tally keeps, or None for other edges and inputs: edges
+        of tally's cache of regular edges (_edges.is_kept: read-only), or a user's edges whose
+        `content` key (their dtype and bytes) is given. It is copied to a CUDA device once, on a
         stream of its own, so that later calls clone it on the current stream: no pinned staging
         and host copy a call (8 MiB for 2^20 bins), and no wait for the caller's stream. The
         device copies are kept for the process's lifetime (never freed, so no clone in flight
         can outlive them), up to _DEVICE_EDGES_BYTES a device. Never to be written."""
-        if not self.on_cuda or self.lib not in ("torch", "cupy") or not _edges.is_kept(edges):
+        if not self.on_cuda or self.lib not in ("torch", "cupy") or (content is None and not _edges.is_kept(edges)):
             return None
-        key = (id(edges), self.lib, self.index, dtype)
+        key = (id(edges) if content is None else content, self.lib, self.index, dtype)
         hit = _device_edges.get(key)
         if hit is None:
             used = sum(e.nbytes for (_, lib, index, _), (e, _) in _device_edges.items()
@@ -227,7 +228,7 @@ class Source:
             with current:
                 on_device = self.result(np.array(edges), dtype)
             side.synchronize()
-            hit = _device_edges[key] = (edges, on_device)  # holds `edges`: its id stays unique
+            hit = _device_edges[key] = (edges, on_device)  # holds `edges`: an id key stays unique
         return hit[1]
 
     def from_dlpack(self, array):
@@ -241,7 +242,7 @@ class Source:
         return self.result(np.zeros(n, np.float64 if weighted else np.int64))
 
 
-# Device copies of tally's cached regular edges: (the host array's id, lib, device, dtype) ->
+# Device copies of kept edges: (the host array's id, or a content key; lib, device, dtype) ->
 # (host array, device array).
 _device_edges = {}
 _DEVICE_EDGES_BYTES = 64 << 20

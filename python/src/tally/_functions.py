@@ -43,7 +43,10 @@ def _fill_on_stream(axes, columns, weights, src, strategy, flow):
             return _kept.fill_address(c.lib, c.obj, axes, c.type, c.index, stream, strategy, flow)
         out = _in_layout(
             lambda c, w: _tally.fill_on_stream(axes, c, w, strategy, stream, src.index, flow), columns, weights)
-        return (src.from_dlpack(out[0]), out[1]) if flow else src.from_dlpack(out)
+        if not flow:
+            return src.from_dlpack(out)
+        values = src.from_dlpack(out[0])  # wrapped while the fill runs, then its one wait
+        return values, out[1].read()
 
 
 def fill_into(h, columns, weights, src):
@@ -228,10 +231,13 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
     ``strategy`` names one of tally's strategies ('automatic' lets the planner choose, see
     :func:`plan`); ``device`` is None (where the data are), 'cpu' or 'cuda'.
     """
-    key = None
-    if (not density and (weights is None or sum_dtype is None) and device is None and type(bins) is int
-            and type(range) in (tuple, list)):
-        key = _kept_key("histogram", a, bins, range, strategy, weights)
+    key = edges_key = None
+    if not density and (weights is None or sum_dtype is None) and device is None:
+        if type(bins) is int and type(range) in (tuple, list):
+            key = _kept_key("histogram", a, bins, range, strategy, weights)
+        elif type(bins) is np.ndarray and range is None:
+            edges_key = _edges_key(bins)
+            key = None if edges_key is None else _kept_key("histogram", a, edges_key, None, strategy, weights)
         kept = _kept.get(key)
         if kept is not None:
             values = kept.fill(a, strategy, weights=weights)
@@ -256,9 +262,9 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
         empty = src.zeros(0, w is not None)
         return (src.result(np.zeros(0)) if density else empty), src.edges_result(edges)
     values = fill([axis], [src], w, src, strategy, device)
-    edges_out = src.edges_result(edges, out_dtype)
+    edges_out = src.edges_result(edges, out_dtype, edges_key)
     if key is not None:
-        kept = src.kept_edges(edges, out_dtype)
+        kept = src.kept_edges(edges, out_dtype, edges_key)
         if kept is not None:
             _kept.keep(key, _kept.KeptCall(src.lib, src.index, src.type, [axis], edges=kept,
                                            weight_type=None if w is None else w.type))
@@ -272,20 +278,38 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
 
 def _kept_key(function, a, bins, range, strategy, weights=None):
     """The key of a call's kept parts (_kept): None unless `a` is a contiguous CUDA array of
-    torch or cupy, `range` two plain Python numbers, and `weights` None or float32 or float64
-    of a's library, device and shape, contiguous (_kept.weights_key)."""
-    if len(range) != 2 or type(strategy) is not str:
+    torch or cupy, `range` two plain Python numbers (or None, where `bins` is an _edges_key),
+    and `weights` None or float32 or float64 of a's library, device and shape, contiguous
+    (_kept.weights_key)."""
+    if type(strategy) is not str:
         return None
-    first, last = _kept.number_key(range[0]), _kept.number_key(range[1])
-    if first is None or last is None:
-        return None
+    if range is None:
+        ends = None
+    else:
+        if len(range) != 2:
+            return None
+        ends = _kept.number_key(range[0]), _kept.number_key(range[1])
+        if None in ends:
+            return None
     array = _kept.tensor_key(a)
     if array is None:
         return None
     if weights is None:
-        return function, bins, first, last, strategy, array
+        return function, bins, ends, strategy, array
     w = _kept.weights_key(array, a, weights)
-    return None if w is None else (function, bins, first, last, strategy, array, w)
+    return None if w is None else (function, bins, ends, strategy, array, w)
+
+
+# Edge arrays up to this many edges are kept by their bytes (the key holds them).
+_KEPT_EDGES_MAX = 4097
+
+
+def _edges_key(bins):
+    """A key for a numpy array of edges, by its dtype and bytes (equal keys: equal edges, bit for
+    bit), or None: not 1-D numbers, or more than _KEPT_EDGES_MAX of them."""
+    if bins.ndim != 1 or bins.dtype.kind not in "fiu" or bins.size > _KEPT_EDGES_MAX:
+        return None
+    return "edges", bins.dtype.str, bins.tobytes()
 
 
 def _histogram_of_times(a, bins, range, weights, density, strategy, device):

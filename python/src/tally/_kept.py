@@ -15,9 +15,10 @@ patterns' activations) live here too: the current stream, a new array, an array'
 min/max read back once.
 """
 
+import math
 import sys
 
-from . import _edges, _tally
+from . import _tally
 from ._types import NUMPY_NAMES, type_of_dtype
 
 _calls = {}
@@ -68,8 +69,14 @@ def raw_stream(torch):
 
 def number_key(value):
     """A key for a plain Python int or float (the sign of a zero kept: numpy's edges keep it),
-    else None: other numbers take the full path. The regular edges' cache key (_edges.range_key)."""
-    return _edges.range_key(value) if type(value) in (int, float) else None
+    else None: other numbers take the full path. _edges.range_key's key of such a number, made
+    without its checks for numpy scalars."""
+    kind = type(value)
+    if kind is int:
+        return "int", value, False
+    if kind is float:
+        return "float", value, value == 0 and math.copysign(1.0, value) < 0
+    return None
 
 
 def get(key):
@@ -136,11 +143,14 @@ def address(lib, a):
 def fill_address(lib, a, axes, sample_type, index, stream, strategy, flow, weights=None, weight_type=""):
     """The extension's one-shot fill of contiguous `a` (and contiguous `weights` of `weight_type`,
     float64 sums) on `stream` of device `index` (current), the result as an array of `lib` in
-    place (with flow: and the flow counts)."""
+    place (with flow: and the flow counts, read back once the result is wrapped)."""
     out = _tally.fill_address(axes, address(lib, a), size(lib, a), sample_type, strategy, stream, index, flow,
                               0 if weights is None else address(lib, weights), weight_type)
     from_dlpack = _torch().from_dlpack if lib == "torch" else _cupy().from_dlpack
-    return (from_dlpack(out[0]), out[1]) if flow else from_dlpack(out)
+    if not flow:
+        return from_dlpack(out)
+    values = from_dlpack(out[0])
+    return values, out[1].read()
 
 
 def count_address(lib, a, axes, sample_type, index, stream, strategy, out_type):
