@@ -23,6 +23,8 @@ from ._types import NUMPY_NAMES, type_of_dtype
 
 _calls = {}
 _CALLS_MAX = 1024  # distinct kept calls; beyond, the table starts again
+# The planner's write_once limits: count_into's one launch.
+_WRITE_ONCE_SAMPLES, _WRITE_ONCE_CELLS = _tally.write_once_max_samples, _tally.write_once_max_cells
 
 
 def _torch():
@@ -103,18 +105,19 @@ def current_stream(lib, index):
     return cuda.get_current_stream().ptr
 
 
-_torch_kinds = {}  # (device index, dtype name) -> torch.empty's keywords, made once
+_torch_kinds = {}  # (device index, dtype name) -> an empty tensor of that kind, made once
 
 
 def new_array(lib, index, shape, name):
     """A new array of `lib` (torch or cupy) on CUDA device `index`, from its library's memory
     pool on that device's current stream; `name` numpy's name of its dtype (or 'bfloat16')."""
     if lib == "torch":
-        torch = _torch()
         kind = _torch_kinds.get((index, name))
-        if kind is None:  # a device string is parsed on every call; the objects are not
-            kind = _torch_kinds[index, name] = {"dtype": getattr(torch, name), "device": torch.device("cuda", index)}
-        return torch.empty(shape, **kind)
+        if kind is None:  # new_empty of a tensor of the kind parses no dtype or device keywords
+            torch = _torch()
+            kind = _torch_kinds[index, name] = torch.empty(0, dtype=getattr(torch, name),
+                                                           device=torch.device("cuda", index))
+        return kind.new_empty(shape)
     cupy = _cupy()
     with cupy.cuda.Device(index):  # cupy allocates on the current device
         return cupy.empty(shape, name)
@@ -153,14 +156,13 @@ def fill_address(lib, a, axes, sample_type, index, stream, strategy, flow, weigh
     return values, out[1].read()
 
 
-def count_address(lib, a, axes, sample_type, index, stream, strategy, out_type):
-    """The counts of contiguous `a` over the 1-D `axes` on `stream` of device `index` (current),
-    written by the extension's count_into as `out_type` (tally's name: 'i64' for counts, or
-    histc's float types) into a new array of `lib` from its library's memory pool: a small
-    fill is one launch, nothing allocated by tally."""
-    out = new_array(lib, index, (axes[0].bins,), NUMPY_NAMES[out_type])
-    _tally.count_address(axes, address(lib, a), size(lib, a), sample_type, strategy, stream, address(lib, out),
-                         out_type)
+def count_address(lib, a, n, axes, bins, sample_type, index, stream, strategy, out_type):
+    """The counts of contiguous `a` (n samples) over the 1-D `axes` of `bins` bins on `stream` of
+    device `index` (current), written by the extension's count_into as `out_type` (tally's name:
+    'i64' for counts, or histc's float types) into a new array of `lib` from its library's
+    memory pool: a small fill is one launch (or a memset and one), nothing allocated by tally."""
+    out = new_array(lib, index, (bins,), NUMPY_NAMES[out_type])
+    _tally.count_address(axes, address(lib, a), n, sample_type, strategy, stream, address(lib, out), out_type)
     return out
 
 
@@ -183,10 +185,11 @@ class KeptCall:
     call returns edges (never written: returned as a copy), and the weights' type name where the
     call is weighted."""
 
-    __slots__ = ("lib", "index", "type", "axes", "edges", "weight_type")
+    __slots__ = ("lib", "index", "type", "axes", "bins", "edges", "weight_type")
 
     def __init__(self, lib, index, sample_type, axes, edges=None, weight_type=None):
         self.lib, self.index, self.type, self.axes, self.edges = lib, index, sample_type, axes, edges
+        self.bins = None if axes is None else axes[0].bins
         self.weight_type = weight_type
 
     def fill(self, a, strategy, flow=False, axes=None, out_type="i64", weights=None):
@@ -197,17 +200,17 @@ class KeptCall:
         stream = current_stream(self.lib, self.index)
         if stream is None:
             return None
-        axes = axes or self.axes
+        axes, bins = (self.axes, self.bins) if axes is None else (axes, axes[0].bins)
         if weights is not None:
             return fill_address(self.lib, a, axes, self.type, self.index, stream, strategy, flow, weights,
                                 self.weight_type)
-        one_launch = (strategy == "automatic" and size(self.lib, a) <= _tally.write_once_max_samples and
-                      axes[0].bins <= _tally.write_once_max_cells)  # the planner's write_once limits
-        if flow or (out_type == "i64" and not one_launch):
+        n = size(self.lib, a)
+        if flow or (out_type == "i64" and not (strategy == "automatic" and n <= _WRITE_ONCE_SAMPLES and
+                                               bins <= _WRITE_ONCE_CELLS)):
             # int64 counts that count_into would not write in one launch are the histogram's own
             # cells, handed over with no second buffer and no conversion.
             return fill_address(self.lib, a, axes, self.type, self.index, stream, strategy, flow)
-        return count_address(self.lib, a, axes, self.type, self.index, stream, strategy, out_type)
+        return count_address(self.lib, a, n, axes, bins, self.type, self.index, stream, strategy, out_type)
 
     def edges_copy(self):
         return self.edges.clone() if self.lib == "torch" else self.edges.copy()
