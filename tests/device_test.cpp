@@ -467,6 +467,7 @@ TEST_F(Device, CountIntoWritesTheReferenceCountsInTheCallersType) {
   for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{37}, std::int64_t{4096}, std::int64_t{4097},
                          std::int64_t{100003}, std::int64_t{1} << 20, (std::int64_t{1} << 20) + 1}) {
     for (dtype t : {dtype::u8, dtype::i32, dtype::i64, dtype::f16, dtype::f32, dtype::f64}) {
+      if (n > 100003 && t != dtype::i32 && t != dtype::f64) continue;  // add_once's limit: one integer, one float type
       for (const axis_spec& a : {regular_spec(257, -1.3, 2.7, floating(t) && t != dtype::f64 ? t : dtype::f64),
                                  variable_spec(255, -2.5, 250.5, 7599), integer_spec(-50, 256)}) {
         for (dist d : all_dists) {
