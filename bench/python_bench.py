@@ -204,8 +204,10 @@ def gpu_rows(torch, cupy, n, repeats):
                 for k, (_, _, fn, _) in enumerate(cases):
                     times[k].append(median_ms(torch, fn, repeats, budget_ms=BUDGET_MS))
             for (group, library, _, given), ms in zip(cases, times):
-                rows.append(row(workload + FROM_DATA.get(group, ""), spread, library, "cuda", bins, count, min(ms),
-                                kind=kind, given=given))
+                r = row(workload + FROM_DATA.get(group, ""), spread, library, "cuda", bins, count, min(ms),
+                        kind=kind, given=given)
+                r["rounds_ms"] = ms  # each round's median, the first one alone as a single round gives it
+                rows.append(r)
             del x, w
             torch.cuda.empty_cache()
     # 2-D: histogramdd of n/2 (x, y) f32 pairs over (0, 1)^2, sqrt(bins) x sqrt(bins) bins, against

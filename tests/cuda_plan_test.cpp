@@ -92,9 +92,9 @@ TEST(CudaPlan, CountIntoWritesOnceFromOneBlockOrAddsFromBlocksOnlyForSmallAutoma
     EXPECT_TRUE(added.add_once) << tally::name_of(t);
     EXPECT_EQ(added.grid_blocks, 256);
   }
-  for (auto t : {tally::dtype::f16, tally::dtype::bf16}) {
+  for (auto t : {tally::dtype::f16, tally::dtype::bf16, tally::dtype::i32, tally::dtype::u8}) {
     more.write_type = t;
-    EXPECT_FALSE(tally::plan(more).add_once) << tally::name_of(t) << " would round at every add";
+    EXPECT_FALSE(tally::plan(more).add_once) << tally::name_of(t) << ": adds into it are not exact (or not written)";
     auto small = r;
     small.write_type = t;
     EXPECT_TRUE(tally::plan(small).write_once) << "one block rounds each count once";

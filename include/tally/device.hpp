@@ -205,7 +205,7 @@ void fill_channels_stream(std::vector<device_histogram>& per_channel, dtype type
 /// device_histogram::fill. A small fill (the planner's write_once: at most write_once_max_samples
 /// into at most write_once_max_cells, unweighted, automatic strategy) is one launch with no
 /// allocation; one of at most add_once_max_samples into as many cells, written as u64, i64, f64
-/// or f32, is a memset of `out` and one launch (add_once). Both hold but for the first fill of
+/// or f32 (the same conditions otherwise), is a memset of `out` and one launch (add_once). Both hold but for the first fill of
 /// float samples (or of integers on variable axes) over new axes, which uploads their tables once
 /// as device_histogram does (the kept tables: an allocation and a host wait), and where the
 /// device's kept tables are full (then as below). Other fills fill a device_histogram (memory

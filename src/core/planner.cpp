@@ -281,9 +281,10 @@ policy plan_cuda(const plan_request& r) {
   // add_once: a fill of up to 2^20 samples into as few cells counts 4096 samples a block in
   // shared memory, and each block adds its nonzero counts into the output, zeroed first: one
   // memset and one launch, no histogram's memory and no conversion. Only into types whose adds
-  // are exact in any order: 64-bit integers, and floats, whose counts stay below 2^24 here
+  // are exact in any order: 64-bit integers, and f64 and f32, whose counts stay below 2^24 here
   // (f16 and bf16 would round at every add; they take a histogram's fill and one conversion).
-  const bool exact_adds = r.write_type != dtype::f16 && r.write_type != dtype::bf16;
+  const bool exact_adds = r.write_type == dtype::u64 || r.write_type == dtype::i64 || r.write_type == dtype::f64 ||
+                          r.write_type == dtype::f32;
   if (r.write_once && r.wanted == strategy::automatic && r.channels == 1 && r.cells <= write_once_max_cells &&
       (r.cells + 3) * 4 <= per_block && (r.n <= write_once_max_samples || (r.n <= add_once_max_samples && exact_adds))) {
     p.chosen = strategy::shared;

@@ -206,15 +206,16 @@ class Source:
         stream of its own, so that later calls clone it on the current stream: no pinned staging
         and host copy a call (8 MiB for 2^20 bins), and no wait for the caller's stream. The
         device copies are kept for the process's lifetime (never freed, so no clone in flight
-        can outlive them), up to _DEVICE_EDGES_BYTES a device. Never to be written."""
+        can outlive them), up to _DEVICE_EDGES_BYTES a device, and at most
+        _DEVICE_EDGES_CONTENT of them by content. Never to be written."""
         if not self.on_cuda or self.lib not in ("torch", "cupy") or (content is None and not _edges.is_kept(edges)):
             return None
         key = (id(edges) if content is None else content, self.lib, self.index, dtype)
         hit = _device_edges.get(key)
         if hit is None:
-            used = sum(e.nbytes for (_, lib, index, _), (e, _) in _device_edges.items()
-                       if (lib, index) == (self.lib, self.index))
-            if used + edges.nbytes > _DEVICE_EDGES_BYTES:
+            place = (self.lib, self.index)
+            used, by_content = _device_edges_used.get(place, (0, 0))
+            if used + edges.nbytes > _DEVICE_EDGES_BYTES or (content is not None and by_content >= _DEVICE_EDGES_CONTENT):
                 return None
             # result()'s copy, made current on a side stream and waited for there.
             if self.lib == "torch":
@@ -228,7 +229,9 @@ class Source:
             with current:
                 on_device = self.result(np.array(edges), dtype)
             side.synchronize()
-            hit = _device_edges[key] = (edges, on_device)  # holds `edges`: an id key stays unique
+            _device_edges_used[place] = used + edges.nbytes, by_content + (content is not None)
+            # An id key holds `edges`, so that the id stays unique; a content key holds its bytes.
+            hit = _device_edges[key] = (edges if content is None else None, on_device)
         return hit[1]
 
     def from_dlpack(self, array):
@@ -243,9 +246,11 @@ class Source:
 
 
 # Device copies of kept edges: (the host array's id, or a content key; lib, device, dtype) ->
-# (host array, device array).
+# (host array or None, device array); and per (lib, device) the bytes kept and how many by content.
 _device_edges = {}
+_device_edges_used = {}
 _DEVICE_EDGES_BYTES = 64 << 20
+_DEVICE_EDGES_CONTENT = 256
 
 
 def to_host(obj):

@@ -236,8 +236,11 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
         if type(bins) is int and type(range) in (tuple, list):
             key = _kept_key("histogram", a, bins, range, strategy, weights)
         elif type(bins) is np.ndarray and range is None:
-            edges_key = _edges_key(bins)
-            key = None if edges_key is None else _kept_key("histogram", a, edges_key, None, strategy, weights)
+            array = _kept.tensor_key(a)
+            edges_key = None if array is None else _edges_key(bins)
+            key = None if edges_key is None else _kept_key("histogram", a, edges_key, None, strategy, weights, array)
+            if key is None:
+                edges_key = None
         kept = _kept.get(key)
         if kept is not None:
             values = kept.fill(a, strategy, weights=weights)
@@ -262,6 +265,8 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
         empty = src.zeros(0, w is not None)
         return (src.result(np.zeros(0)) if density else empty), src.edges_result(edges)
     values = fill([axis], [src], w, src, strategy, device)
+    if edges_key is not None and not _kept.seen_before(key):
+        key = edges_key = None  # an array of edges is kept from its second call: changing edges keep nothing
     edges_out = src.edges_result(edges, out_dtype, edges_key)
     if key is not None:
         kept = src.kept_edges(edges, out_dtype, edges_key)
@@ -276,11 +281,11 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
     return values, edges_out
 
 
-def _kept_key(function, a, bins, range, strategy, weights=None):
+def _kept_key(function, a, bins, range, strategy, weights=None, array=None):
     """The key of a call's kept parts (_kept): None unless `a` is a contiguous CUDA array of
     torch or cupy, `range` two plain Python numbers (or None, where `bins` is an _edges_key),
     and `weights` None or float32 or float64 of a's library, device and shape, contiguous
-    (_kept.weights_key)."""
+    (_kept.weights_key). `array`: a's tensor_key where the caller has it."""
     if type(strategy) is not str:
         return None
     if range is None:
@@ -291,9 +296,10 @@ def _kept_key(function, a, bins, range, strategy, weights=None):
         ends = _kept.number_key(range[0]), _kept.number_key(range[1])
         if None in ends:
             return None
-    array = _kept.tensor_key(a)
     if array is None:
-        return None
+        array = _kept.tensor_key(a)
+        if array is None:
+            return None
     if weights is None:
         return function, bins, ends, strategy, array
     w = _kept.weights_key(array, a, weights)

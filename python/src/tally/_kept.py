@@ -2,7 +2,8 @@
 alone, kept, and samples passed by address.
 
 A 1-D call (histogram, histc, bincount) on a contiguous torch or cupy CUDA array whose other
-arguments are plain Python numbers derives everything but the counts from those numbers and the
+arguments are plain Python numbers (or, for histogram, a numpy array of edges, keyed by its dtype
+and bytes and kept from its second call) derives everything but the counts from them and the
 array's dtype and device: the sample type, numpy's edges, the axis, the edges' device copy. The
 full path makes them once and keeps them here by (function, arguments, dtype, device); a later
 equal call checks the array's layout and fills (KeptCall.fill). One contiguous column is handed
@@ -83,6 +84,21 @@ def number_key(value):
 
 def get(key):
     return None if key is None else _calls.get(key)
+
+
+_seen = set()  # hashes of keys asked about by seen_before
+
+
+def seen_before(key):
+    """Whether `key` was asked about before (a hash collision only answers yes early); records
+    it. The set starts again past _CALLS_MAX keys."""
+    h = hash(key)
+    if h in _seen:
+        return True
+    if len(_seen) >= _CALLS_MAX:
+        _seen.clear()
+    _seen.add(h)
+    return False
 
 
 def keep(key, call):
