@@ -674,8 +674,7 @@ void count_into(std::vector<axis> axes, const std::vector<view>& columns, void* 
       // Unweighted counts never read the 1.0 after the tables, so bare rules need no device words.
       const detail::cuda::fill_input in = untabled ? bare->input(columns, data, nullptr, nullptr, nullptr)
                                                    : k->rules.input(columns, data, nullptr, nullptr, k->words);
-      if (p.write_once) detail::cuda::write_counts_once(in.axes, n, cells, p, out, out_type, as_stream(stream));
-      else detail::cuda::add_counts_once(in.axes, n, cells, p, out, out_type, as_stream(stream));
+      detail::cuda::count_once(in.axes, n, cells, p, out, out_type, as_stream(stream));
       return;
     }
   }

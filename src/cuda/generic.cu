@@ -63,17 +63,6 @@ __device__ __forceinline__ void store_count(void* out, dtype type, std::int64_t 
   }
 }
 
-/// write_once (count_into): the one block counts every sample in shared memory (the flow slots
-/// after the cells), then writes each cell once into `out`, which needs no zeroing.
-__global__ void write_once_kernel(device_axes axes, std::int64_t n, std::int64_t cells, void* out, dtype type) {
-  extern __shared__ unsigned block_slots[];
-  for (std::int64_t k = threadIdx.x; k < cells + 3; k += blockDim.x) block_slots[k] = 0;
-  __syncthreads();
-  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) atomicAdd(&block_slots[slot_of(axes, i, cells)], 1u);
-  __syncthreads();
-  for (std::int64_t c = threadIdx.x; c < cells; c += blockDim.x) store_count(out, type, c, block_slots[c]);
-}
-
 /// A block's count of cell c added into `out`, of `type` (u64, i64, f64, f32): integer adds in
 /// any order give the same integer, below 2^24 in f32 (the planner's add_once limit keeps it).
 __device__ __forceinline__ void add_count(void* out, dtype type, std::int64_t c, unsigned v) {
@@ -86,9 +75,12 @@ __device__ __forceinline__ void add_count(void* out, dtype type, std::int64_t c,
   }
 }
 
-/// add_once (count_into): each block counts its grid-stride share of the samples in shared
-/// memory (the flow slots after the cells), then adds its nonzero counts into `out`, zeroed.
-__global__ void add_once_kernel(device_axes axes, std::int64_t n, std::int64_t cells, void* out, dtype type) {
+/// count_into's small fills: each block counts its grid-stride share of the samples in shared
+/// memory (the flow slots after the cells), then the one block of write_once writes each cell
+/// into `out`, which needs no zeroing, or each block of add_once adds its nonzero counts into
+/// `out`, zeroed before.
+template <bool Adds>
+__global__ void count_once_kernel(device_axes axes, std::int64_t n, std::int64_t cells, void* out, dtype type) {
   extern __shared__ unsigned block_slots[];
   for (std::int64_t k = threadIdx.x; k < cells + 3; k += blockDim.x) block_slots[k] = 0;
   __syncthreads();
@@ -96,8 +88,13 @@ __global__ void add_once_kernel(device_axes axes, std::int64_t n, std::int64_t c
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride)
     atomicAdd(&block_slots[slot_of(axes, i, cells)], 1u);
   __syncthreads();
-  for (std::int64_t c = threadIdx.x; c < cells; c += blockDim.x)
-    if (block_slots[c]) add_count(out, type, c, block_slots[c]);
+  for (std::int64_t c = threadIdx.x; c < cells; c += blockDim.x) {
+    if constexpr (Adds) {
+      if (block_slots[c]) add_count(out, type, c, block_slots[c]);
+    } else {
+      store_count(out, type, c, block_slots[c]);
+    }
+  }
 }
 
 /// A histogram's u64 count of a cell stored into `out` as `type` (for_each_cell).
@@ -215,21 +212,15 @@ void count_generic(const device_axes& axes, std::int64_t n, std::int64_t cells, 
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
-void write_counts_once(const device_axes& axes, std::int64_t n, std::int64_t cells, const policy& plan, void* out,
-                       dtype type, cudaStream_t stream) {
+void count_once(const device_axes& axes, std::int64_t n, std::int64_t cells, const policy& plan, void* out,
+                dtype type, cudaStream_t stream) {
   const auto bytes = static_cast<std::size_t>(plan.shared_bytes);
-  allow_shared(reinterpret_cast<const void*>(write_once_kernel), bytes);
-  write_once_kernel<<<1, static_cast<unsigned>(plan.block_threads), bytes, stream>>>(axes, n, cells, out, type);
-  TALLY_CUDA_CHECK(cudaGetLastError());
-}
-
-void add_counts_once(const device_axes& axes, std::int64_t n, std::int64_t cells, const policy& plan, void* out,
-                     dtype type, cudaStream_t stream) {
-  TALLY_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(cells) * size_of(type), stream));
-  const auto bytes = static_cast<std::size_t>(plan.shared_bytes);
-  allow_shared(reinterpret_cast<const void*>(add_once_kernel), bytes);
-  add_once_kernel<<<static_cast<unsigned>(plan.grid_blocks), static_cast<unsigned>(plan.block_threads), bytes,
-                    stream>>>(axes, n, cells, out, type);
+  const auto kernel = plan.add_once ? count_once_kernel<true> : count_once_kernel<false>;
+  if (plan.add_once)
+    TALLY_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(cells) * size_of(type), stream));
+  allow_shared(reinterpret_cast<const void*>(kernel), bytes);
+  kernel<<<static_cast<unsigned>(plan.grid_blocks), static_cast<unsigned>(plan.block_threads), bytes, stream>>>(
+      axes, n, cells, out, type);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -125,13 +125,11 @@ void count_generic(const device_axes& axes, std::int64_t n, std::int64_t cells, 
                    unsigned long long* slots, const launch_shape& shape);
 
 /// count_into's kernels: the write_once plan's one block, which counts n samples and writes each
-/// of the cells into `out` as `type` (u64, i64, f64, f32, f16, bf16); the add_once plan's blocks,
-/// which add their counts into `out` after zeroing it (u64, i64, f64, f32); and a histogram's u64
-/// counts converted into `out` as `type`.
-void write_counts_once(const device_axes& axes, std::int64_t n, std::int64_t cells, const policy& plan, void* out,
-                       dtype type, cudaStream_t stream);
-void add_counts_once(const device_axes& axes, std::int64_t n, std::int64_t cells, const policy& plan, void* out,
-                     dtype type, cudaStream_t stream);
+/// of the cells into `out` as `type` (u64, i64, f64, f32, f16, bf16), or the add_once plan's
+/// blocks, which add their counts into `out` after zeroing it (u64, i64, f64, f32); and a
+/// histogram's u64 counts converted into `out` as `type`.
+void count_once(const device_axes& axes, std::int64_t n, std::int64_t cells, const policy& plan, void* out,
+                dtype type, cudaStream_t stream);
 void convert_counts(const unsigned long long* counts, std::int64_t cells, void* out, dtype type, cudaStream_t stream);
 
 /// Exact sums of f32 weights (none: weight 1), as core/exact_sum.hpp's fixed-point words: each

@@ -61,6 +61,12 @@ struct run {
   double value = 0;
 };
 
+/// 2^(149 - 16 d), the scale of digit d's terms, given 16 d: the f64 exponent field 1023 + 149 - 16 d
+/// in the high word.
+__device__ __forceinline__ double digit_scale(unsigned sixteen_d) {
+  return __hiloint2double(static_cast<int>((1172u - sixteen_d) << 20), 0);
+}
+
 /// A finite f32 weight (w, with its bits) as a term at its 16-bit digit d = s / 16 (exact_term_of_finite's):
 /// the weight, an integer m times 2^(s - 149), times 2^(149 - 16 d) is m << (s mod 16), exact in an
 /// f64. A conversion and a multiplication by a power of two built from d: half the integer
@@ -68,8 +74,7 @@ struct run {
 __device__ __forceinline__ int term_of(float w, unsigned bits, double& value) {
   const unsigned e = (bits >> 23) & 0xFFu;
   const unsigned s = e ? e - 1 : 0;  // subnormals share the smallest normal's scale
-  // 2^(149 - 16 d): the f64 exponent field 1023 + 149 - 16 d in the high word.
-  value = static_cast<double>(w) * __hiloint2double(static_cast<int>((1172u - (s & ~15u)) << 20), 0);
+  value = static_cast<double>(w) * digit_scale(s & ~15u);
   return static_cast<int>(s >> 4);
 }
 
@@ -95,8 +100,7 @@ __device__ __forceinline__ void red_shared(unsigned at, unsigned d) {
 
 /// The digit of a term of a finite f32 weight (given as its bits), -1 for a zero or non-finite one.
 __device__ __forceinline__ int digit_of_weight(unsigned bits) {
-  const unsigned e = (bits >> 23) & 0xFFu;
-  return e == 0xFFu || !(bits & 0x7FFFFFFFu) ? -1 : static_cast<int>((e ? e - 1 : 0) >> 4);  // term_of's
+  return exact_flag_of(bits) || !(bits & 0x7FFFFFFFu) ? -1 : exact_term_of_finite(bits).digit;
 }
 
 /// The highest window's lowest digit: its runs reach digit 13 (weights below 2^98), and a
@@ -233,11 +237,10 @@ struct digit_window {
   __device__ __forceinline__ unsigned offset(unsigned e) const { return max(e, 1u) - base; }
   static constexpr unsigned kInside = 16 * (kExactWindowDigits - 2);
 
-  /// term_of's value of a weight w whose offset t lies inside the window: its digit is lo + t / 16
-  /// (s = t + 16 lo), so its scale 2^(149 - 16 d) has the f64 exponent field 1172 - 16 lo - (t & ~15),
-  /// which is 1173 - base - (t & ~15).
+  /// term_of's value of a weight w whose offset t lies inside the window: its digit d is lo + t / 16
+  /// (s = t + 16 lo), so 16 d = 16 lo + (t & ~15) = base - 1 + (t & ~15).
   __device__ __forceinline__ double term(float w, unsigned t) const {
-    return static_cast<double>(w) * __hiloint2double(static_cast<int>((1173u - base - (t & ~15u)) << 20), 0);
+    return static_cast<double>(w) * digit_scale(base - 1 + (t & ~15u));
   }
 
   /// A run's sum (|value| < 2^46) inside the window.
@@ -568,10 +571,9 @@ __global__ void __launch_bounds__(kTypedThreads, 2) exact_sort_kernel(Binner bin
   const auto add_direct = [&](std::int64_t i) {
     const int s = key_of(slot_for<int>(binner, x[i], cells));
     if (s == past) return;
-    const unsigned b = __float_as_uint(weight_at(e, aligned, i));
-    if ((b & 0x7F800000u) == 0x7F800000u) return static_cast<void>(atomicOr(e.flags + s, exact_flag_of(b)));
-    const exact_term term = exact_term_of_finite(b);
-    add_exact_at_digit(e.words + static_cast<std::int64_t>(s) * kExactWords, term.digit, term.value, atomic_fetch_add{});
+    const exact_term term = exact_term_of(weight_at(e, aligned, i));
+    if (term.flag) atomicOr(e.flags + s, term.flag);
+    else add_exact_at_digit(e.words + static_cast<std::int64_t>(s) * kExactWords, term.digit, term.value, atomic_fetch_add{});
   };
   // A body vector's weights, asked of L2 while its tile is ranked: place() reads them, so that they
   // take no registers across the ranks and barriers.

@@ -234,13 +234,6 @@ class Source:
             hit = _device_edges[key] = (edges if content is None else None, on_device)
         return hit[1]
 
-    def from_dlpack(self, array):
-        """A result in CUDA memory (a DLPack array from the extension) as this input's library,
-        in place."""
-        if self.lib == "torch":
-            return _torch().from_dlpack(array)
-        return _cupy().from_dlpack(array)
-
     def zeros(self, n, weighted):
         return self.result(np.zeros(n, np.float64 if weighted else np.int64))
 

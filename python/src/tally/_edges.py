@@ -58,8 +58,14 @@ def regular(src, n, range):
 
 def range_key(value):
     """A hashable stand-in for a range value that keeps its numpy type (it decides the
-    arithmetic of numpy's linspace) and the sign of a zero (-0.0 == 0.0, but an edge keeps it)."""
-    kind, v = (value.dtype.str, value.item()) if isinstance(value, np.generic) else (type(value).__name__, value)
+    arithmetic of numpy's linspace) and the sign of a zero (-0.0 == 0.0, but an edge keeps it).
+    Plain ints and floats first: the kept calls key every call's range by it."""
+    kind = type(value)
+    if kind is int:
+        return "int", value, False
+    if kind is float:
+        return "float", value, value == 0 and math.copysign(1.0, value) < 0
+    kind, v = (value.dtype.str, value.item()) if isinstance(value, np.generic) else (kind.__name__, value)
     return kind, v, isinstance(v, float) and v == 0 and math.copysign(1.0, v) < 0
 
 

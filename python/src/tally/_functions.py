@@ -43,10 +43,7 @@ def _fill_on_stream(axes, columns, weights, src, strategy, flow):
             return _kept.fill_address(c.lib, c.obj, axes, c.type, c.index, stream, strategy, flow)
         out = _in_layout(
             lambda c, w: _tally.fill_on_stream(axes, c, w, strategy, stream, src.index, flow), columns, weights)
-        if not flow:
-            return src.from_dlpack(out)
-        values = src.from_dlpack(out[0])  # wrapped while the fill runs, then its one wait
-        return values, out[1].read()
+        return _kept.wrapped(src.lib, out, flow)
 
 
 def fill_into(h, columns, weights, src):
@@ -520,7 +517,9 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
     learn = w is None and minlength == 0 and src.size >= (_BINCOUNT_ONE_PASS_CUDA if src.on_cuda else _bincount_guess[0])
     # A guess no longer than the sample type's values: 8-bit samples count into their 256 values
     # (one table of 256 counters on the GPU), never beyond it.
-    guess = min(_bincount_guess[0], _VALUES_OF.get(src.type, _bincount_guess[0])) if learn else minlength
+    guess = _bincount_guess[0] if learn else minlength
+    if learn and src.type in ("u8", "i8", "u16", "i16"):
+        guess = min(guess, int(np.iinfo(NUMPY_NAMES[src.type]).max) + 1)
     if guess > 0:
         axis = _tally.Axis.integer(0, int64_arg(guess, "minlength"))
         values, (below, beyond, _) = fill([axis], [src], w, src, strategy, device, flow=True)
@@ -588,8 +587,6 @@ _BINCOUNT_GUESS_MIN, _BINCOUNT_GUESS_MAX = 1 << 12, 1 << 20
 # From this many samples in CUDA memory the pass saved (64 MiB of i32: ~22 us) outweighs the cut.
 _BINCOUNT_ONE_PASS_CUDA = 1 << 24
 _bincount_guess = [_BINCOUNT_GUESS_MIN]
-# The non-negative values of the narrow integer types: a bincount of them is never longer.
-_VALUES_OF = {"u8": 1 << 8, "i8": 1 << 7, "u16": 1 << 16, "i16": 1 << 15}
 
 
 def _remember_bincount_length(length):

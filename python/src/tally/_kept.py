@@ -16,10 +16,9 @@ patterns' activations) live here too: the current stream, a new array, an array'
 min/max read back once.
 """
 
-import math
 import sys
 
-from . import _tally
+from . import _edges, _tally
 from ._types import NUMPY_NAMES, type_of_dtype
 
 _calls = {}
@@ -72,14 +71,8 @@ def raw_stream(torch):
 
 def number_key(value):
     """A key for a plain Python int or float (the sign of a zero kept: numpy's edges keep it),
-    else None: other numbers take the full path. _edges.range_key's key of such a number, made
-    without its checks for numpy scalars."""
-    kind = type(value)
-    if kind is int:
-        return "int", value, False
-    if kind is float:
-        return "float", value, value == 0 and math.copysign(1.0, value) < 0
-    return None
+    else None: other numbers take the full path. The regular edges' cache key (_edges.range_key)."""
+    return _edges.range_key(value) if type(value) in (int, float) else None
 
 
 def get(key):
@@ -165,6 +158,13 @@ def fill_address(lib, a, axes, sample_type, index, stream, strategy, flow, weigh
     place (with flow: and the flow counts, read back once the result is wrapped)."""
     out = _tally.fill_address(axes, address(lib, a), size(lib, a), sample_type, strategy, stream, index, flow,
                               0 if weights is None else address(lib, weights), weight_type)
+    return wrapped(lib, out, flow)
+
+
+def wrapped(lib, out, flow):
+    """The extension's one-shot fill result `out` as an array of `lib` (torch or cupy) in place;
+    with flow, (values, flow counts): the values are wrapped while the fill runs, then its one
+    wait reads the counts."""
     from_dlpack = _torch().from_dlpack if lib == "torch" else _cupy().from_dlpack
     if not flow:
         return from_dlpack(out)
