@@ -343,6 +343,100 @@ TEST(VariableAxis, FloatRuleAgreesWithTheDoubleRule) {
   }
 }
 
+/// Many edges near a line take the line rule (variable_line): numpy's float32 linspace over
+/// ranges such as data give, and edges strayed by up to a fifth of a bin; a quarter bin or more,
+/// or fewer than kLineMinBins bins, keep the bucket search. Every edge, its f64 and f32
+/// neighbours and random values land where the edges say, by both the f64 and the f32 rule.
+TEST(VariableAxis, EdgesNearALineTakeTheLineRule) {
+  using tally::detail::kLineMinBins;
+  struct near_line { axis_spec spec; bool line; };
+  const std::vector<near_line> cases = {
+      {float32_linspace_spec(std::int64_t{1} << 20, -4.8130383f, 5.0404344f), true},
+      {float32_linspace_spec(std::int64_t{1} << 20, 1.2628321e-06f, 0.9999968f), true},
+      {float32_linspace_spec(kLineMinBins + 3, -1000.25f, 3.5e6f), true},
+      {near_line_spec(kLineMinBins, -2.5, 250.5, 0.2, 31), true},
+      {near_line_spec(kLineMinBins, -2.5, 250.5, 0.3, 32), false},
+      {near_line_spec(kLineMinBins - 1, -2.5, 250.5, 0.0, 33), false},
+  };
+  std::mt19937_64 gen(81);
+  std::uniform_real_distribution<double> unit(-0.05, 1.05);
+  for (const near_line& c : cases) {
+    SCOPED_TRACE(c.spec.name() + " from " + std::to_string(c.spec.edges.front()));
+    const tally::axis made = c.spec.make();
+    const std::vector<std::int64_t> buckets = tally::detail::variable_buckets(made);
+    std::vector<float> edges32;
+    std::vector<tally::detail::bucket32> buckets32;
+    const auto exact = tally::detail::make_variable_rule(made, &buckets);
+    const auto fast = tally::detail::make_variable_rule32(made, edges32, buckets32);
+    ASSERT_EQ(exact.line.bins != 0, c.line);
+    ASSERT_EQ(fast.line.bins != 0, c.line);
+    if (c.line) {
+      EXPECT_LT(exact.line.guard, 0.25);
+    }
+    std::vector<double> values;
+    for (double e : c.spec.edges) {
+      const auto f = static_cast<float>(e);
+      values.insert(values.end(), {e, std::nextafter(e, HUGE_VAL), std::nextafter(e, -HUGE_VAL), f,
+                                   std::nextafter(f, HUGE_VALF), std::nextafter(f, -HUGE_VALF)});
+    }
+    const double lo = c.spec.edges.front(), hi = c.spec.edges.back();
+    for (int i = 0; i < 20000; ++i) values.push_back(lo + (hi - lo) * unit(gen));
+    values.insert(values.end(), {HUGE_VAL, -HUGE_VAL, std::nan("")});
+    tally::histogram h(made, cpu_options());
+    ASSERT_GT(binned(fill_both(h, c.spec, make_column(dtype::f64, values).view())), 0u);
+    tally::histogram h32(made, cpu_options());
+    ASSERT_GT(binned(fill_both(h32, c.spec, make_column(dtype::f32, values).view())), 0u);
+    // The f32 rule (the CUDA kernels') against the f64 rule, sample by sample.
+    for (double v : values) {
+      const auto x = static_cast<float>(v);
+      ASSERT_EQ(fast.index(x), exact.index(static_cast<double>(x))) << "x = " << x;
+    }
+  }
+}
+
+/// A regular axis measures its edges' distance from its line where it has them as a table
+/// (tighten_guard): f32 edges at 2^20 bins, whose rounding alone allowed no shortcut, then look
+/// at an edge for few samples. The tightened rule bins every edge, its f64 and f32 neighbours
+/// and random values as the rule that always looks at the edges.
+TEST(RegularAxis, MeasuredGuardAgreesWithTheEdges) {
+  std::mt19937_64 gen(82);
+  std::uniform_real_distribution<double> unit(-0.05, 1.05);
+  struct range { std::int64_t bins; double lo, hi; dtype edge_type; };
+  for (const range r : {range{1 << 20, 1.2628321e-06, 0.9999968, dtype::f32}, range{1 << 20, -4.8130383, 5.0404344, dtype::f32},
+                        range{1 << 18, -1000.25, 3.5e6, dtype::f32}, range{1000, -1.3, 2.7, dtype::f16}}) {
+    const tally::axis made = tally::axis::regular(r.bins, r.lo, r.hi, r.edge_type);
+    SCOPED_TRACE(std::to_string(r.bins) + " bins over [" + std::to_string(r.lo) + ", " + std::to_string(r.hi) + "]");
+    const std::vector<double> edges = made.edges();
+    const auto loose = tally::detail::make_regular_rule(made, nullptr);
+    auto always = tally::detail::make_regular_rule(made, edges.data());
+    const auto tight = always;
+    always.guard = 1.0;  // every estimate checked against the edges
+    always.fast32 = false;
+    if (r.lo > 0) {
+      EXPECT_EQ(loose.guard, 1.0);  // the rounding's bound at the range's magnitude: none
+    }
+    EXPECT_LE(tight.guard, loose.guard);
+    if (r.edge_type == dtype::f32) {
+      EXPECT_LT(tight.guard, 0.25);  // f16 edges at 1000 bins stray further: the shortcut stays off
+    }
+    std::vector<double> values;
+    for (double e : edges) {
+      const auto f = static_cast<float>(e);
+      values.insert(values.end(), {e, std::nextafter(e, HUGE_VAL), std::nextafter(e, -HUGE_VAL), f,
+                                   std::nextafter(f, HUGE_VALF), std::nextafter(f, -HUGE_VALF)});
+    }
+    for (int i = 0; i < 20000; ++i) values.push_back(r.lo + (r.hi - r.lo) * unit(gen));
+    std::int64_t inside = 0;
+    for (double v : values) {
+      ASSERT_EQ(tight.index(v), always.index(v)) << "x = " << v;
+      const auto x = static_cast<float>(v);
+      ASSERT_EQ(tight.index(x), always.index(static_cast<double>(x))) << "x = " << x;
+      inside += always.index(v) >= 0;
+    }
+    EXPECT_GT(inside, static_cast<std::int64_t>(edges.size()));
+  }
+}
+
 // ---- integer axes ----
 
 TEST(IntegerAxis, SixtyFourBitSamplesCompareExactly) {

@@ -270,6 +270,32 @@ TEST_F(Cuda, BinCountsFromOneToSixteenMillion) {
   }
 }
 
+/// 2^20 bins whose edges lie near a line but not on tally's regular one: numpy's float32 linspace
+/// (a variable axis' line rule) and f32 regular edges over a range as data give (the regular
+/// rule's guard measured from its table), for f32 and f64 samples of each spread and on every
+/// edge, by every count strategy that applies.
+TEST_F(Cuda, EdgesNearALineAtTwoToTheTwentyBins) {
+  std::uint64_t seed = 2100;
+  const std::int64_t bins = std::int64_t{1} << 20;
+  for (const axis_spec& a : {float32_linspace_spec(bins, -4.8130383f, 5.0404344f),
+                             regular_spec(bins, 1.2628321e-06, 0.9999968, dtype::f32)}) {
+    for (dtype t : {dtype::f32, dtype::f64}) {
+      for (dist d : {dist::uniform, dist::normal, dist::one_bin}) {
+        SCOPED_TRACE(a.name() + " " + std::string(tally::name_of(t)) + " " + name_of(d));
+        const offset_column data = offset_samples(a, t, d, (1 << 20) + 3, ++seed);
+        ASSERT_GT(binned(every_strategy_matches(a, data.view())), 0u);
+      }
+      std::vector<double> on;
+      for (double e : a.model().edges) {
+        const auto f = static_cast<float>(e);
+        on.insert(on.end(), {e, f, std::nextafter(f, HUGE_VALF), std::nextafter(f, -HUGE_VALF)});
+      }
+      SCOPED_TRACE(a.name() + " " + std::string(tally::name_of(t)) + " on the edges");
+      ASSERT_GT(binned(every_strategy_matches(a, make_column(t, on).view())), 0u);
+    }
+  }
+}
+
 TEST_F(Cuda, SmallSizesAndRepeatedFillsAccumulate) {
   const axis_spec a = integer_spec(0, 256);
   for (std::int64_t n : {0, 1, 31, 33}) {

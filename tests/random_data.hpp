@@ -330,6 +330,20 @@ inline axis_spec variable_spec(std::int64_t bins, double lo, double hi, std::uin
   return s;
 }
 
+/// `bins` bins over [lo, hi] whose interior edges stray from their even places by up to
+/// `stray` of a bin (uniformly, either way; strictly increasing where stray < 1/2).
+inline axis_spec near_line_spec(std::int64_t bins, double lo, double hi, double stray, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> jitter(-stray, stray);
+  axis_spec s = variable_spec(1, lo, hi, seed);
+  s.bins = bins;
+  s.edges.resize(static_cast<std::size_t>(bins) + 1);
+  s.edges.back() = hi;
+  for (std::int64_t k = 1; k < bins; ++k)
+    s.edges[static_cast<std::size_t>(k)] = lo + (hi - lo) * ((static_cast<double>(k) + jitter(gen)) / bins);
+  return s;
+}
+
 /// The given edges (non-decreasing; the outer ones may be infinite).
 inline axis_spec variable_spec_of(std::vector<double> edges) {
   axis_spec s;
@@ -337,6 +351,22 @@ inline axis_spec variable_spec_of(std::vector<double> edges) {
   s.bins = static_cast<std::int64_t>(edges.size()) - 1;
   s.edges = std::move(edges);
   return s;
+}
+
+/// numpy.linspace(lo, hi, bins + 1) of float32 lo and hi, computed as numpy computes it in
+/// float32 arithmetic (step = (hi - lo) / bins; edge k = k * step + lo, each step rounded to
+/// float32; the last edge hi): the edges numpy.histogram gives float32 data whose range it
+/// takes from the data.
+inline axis_spec float32_linspace_spec(std::int64_t bins, float lo, float hi) {
+  std::vector<double> edges(static_cast<std::size_t>(bins) + 1);
+  const float width = hi - lo;
+  const float step = width / static_cast<float>(bins);
+  for (std::int64_t k = 0; k < bins; ++k) {
+    const float y = static_cast<float>(k) * step;
+    edges[static_cast<std::size_t>(k)] = y + lo;
+  }
+  edges.back() = hi;
+  return variable_spec_of(std::move(edges));
 }
 
 /// `bins` equal bins over the integers [lo, hi], kept exactly (axis::regular_exact).

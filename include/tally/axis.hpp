@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -90,7 +91,7 @@ class axis {
   /// The stored parameters, read by the backends.
   double regular_lo() const { return lo_; }
   double regular_hi() const { return hi_; }
-  const std::vector<double>& variable_edges() const { return edges_; }
+  const std::vector<double>& variable_edges() const;
   std::int64_t integer_lo() const { return int_lo_; }
   /// variable_integers' edges as given (their bits, for unsigned ones; empty for other axes).
   const std::vector<std::int64_t>& integer_edges() const { return int_edges_; }
@@ -116,7 +117,8 @@ class axis {
   std::int64_t bins_ = 0;
   double lo_ = 0, hi_ = 0;        // regular
   bool unit_integers_ = false;    // regular: edges lo, lo + 1, ..., hi
-  std::vector<double> edges_;     // variable
+  // variable: shared by the axis' copies (a call copies its axes; 2^20 edges are 8 MiB)
+  std::shared_ptr<const std::vector<double>> edges_;
   std::int64_t int_lo_ = 0;       // integer
   std::vector<std::int64_t> int_edges_;  // variable_integers
   bool int_edges_unsigned_ = false;

@@ -56,6 +56,18 @@ double guard_of(const regular_rule& r) {
   return guard < 0.125 ? guard : 1.0;
 }
 
+/// How far, in bins, the edges e[0 .. bins] stray from the line first + k / scale, plus the
+/// roundings of measuring that and of the rule's estimate (each within 2^-52 of a value at most
+/// bins + 1: far under the (bins + 2) 2^-48 added). Returns 1, the shortcut off, where that
+/// reaches a quarter bin.
+double measured_guard(const line_rule& r, const double* e) {
+  double stray = 0;
+  for (std::int64_t k = 0; k <= r.bins; ++k)
+    stray = std::max(stray, std::fabs((e[k] - r.first) * r.scale - static_cast<double>(k)));
+  const double guard = stray + static_cast<double>(r.bins + 2) * std::ldexp(1.0, -48);
+  return guard < 0.25 ? guard : 1.0;
+}
+
 /// regular_rule::fast32, where the f32 estimate t32 = fl(fl(x - first32) * scale32) of an f32
 /// x in [first32, last32] has a bounded error. With t = (x - first) * scale, first32 - first
 /// = d >= 0, and three roundings of relative error 2^-24 each (a subnormal difference is
@@ -168,6 +180,12 @@ template <class I> kept_range<I> exact_bounds(integer_value lo, integer_value hi
 
 }  // namespace
 
+void tighten_guard(regular_rule& r, const double* edges) {
+  if (r.step_is_zero || !std::isfinite(r.scale) || r.guard < 0x1p-20) return;
+  r.guard = std::min(r.guard, measured_guard(r, edges));
+  set_fast32(r);
+}
+
 regular_rule make_regular_rule(const axis& a, const double* table) {
   regular_rule r;
   r.lo = a.regular_lo();
@@ -181,6 +199,7 @@ regular_rule make_regular_rule(const axis& a, const double* table) {
   r.scale = static_cast<double>(r.bins) / (r.last - r.first);
   r.table = table;
   r.guard = guard_of(r);
+  if (table) tighten_guard(r, table);
   set_fast32(r);
   set_dyadic32(r);
   integer_keep& k = r.keep;
@@ -205,6 +224,19 @@ bool bucketed(const axis& a) {
 
 }  // namespace
 
+line_rule variable_line(const axis& a) {
+  if (a.bins() < kLineMinBins || !bucketed(a)) return {};
+  const std::vector<double>& e = a.variable_edges();
+  line_rule r;
+  r.first = e.front();
+  r.last = e.back();
+  r.bins = a.bins();
+  r.scale = static_cast<double>(r.bins) / (r.last - r.first);
+  if (!std::isfinite(r.scale)) return {};
+  r.guard = measured_guard(r, e.data());
+  return r.guard < 1.0 ? r : line_rule{};
+}
+
 variable_rule make_variable_rule(const axis& a, const std::vector<std::int64_t>* buckets) {
   variable_rule r;
   r.edges = a.variable_edges().data();
@@ -217,6 +249,7 @@ variable_rule make_variable_rule(const axis& a, const std::vector<std::int64_t>*
     r.buckets = buckets->data();
     r.bucket_count = static_cast<std::int64_t>(buckets->size()) - 1;
     r.bucket_scale = static_cast<double>(r.bucket_count) / (r.edges[r.bins] - r.edges[0]);
+    r.line = variable_line(a);
   }
   return r;
 }
@@ -315,6 +348,7 @@ variable_rule32 make_variable_rule32(const axis& a, std::vector<float>& edges, s
     if (hi > b.lo + 1) b.split = std::numeric_limits<float>::quiet_NaN();
   }
   r.buckets = buckets.data();
+  r.line = variable_line(a);
   return r;
 }
 
@@ -449,8 +483,13 @@ axis axis::variable(std::vector<double> edges) {
   axis a;
   a.kind_ = axis_kind::variable;
   a.bins_ = static_cast<std::int64_t>(edges.size()) - 1;
-  a.edges_ = std::move(edges);
+  a.edges_ = std::make_shared<const std::vector<double>>(std::move(edges));
   return a;
+}
+
+const std::vector<double>& axis::variable_edges() const {
+  static const std::vector<double> none;
+  return edges_ ? *edges_ : none;
 }
 
 template <class I> axis axis::integer_edged(const std::vector<I>& edges) {
@@ -488,7 +527,7 @@ double axis::edge(std::int64_t k) const {
     throw error("axis edge index " + std::to_string(k) + " out of [0, " + std::to_string(bins_) + "]");
   switch (kind_) {
     case axis_kind::regular: return detail::make_regular_rule(*this).edge(k);
-    case axis_kind::variable: return edges_[static_cast<std::size_t>(k)];
+    case axis_kind::variable: return (*edges_)[static_cast<std::size_t>(k)];
     default: return static_cast<double>(int_lo_ + k);
   }
 }
@@ -497,7 +536,7 @@ double axis::lo() const { return edge(0); }
 double axis::hi() const { return edge(bins_); }
 
 std::vector<double> axis::edges() const {
-  if (kind_ == axis_kind::variable) return edges_;
+  if (kind_ == axis_kind::variable) return *edges_;
   std::vector<double> out(static_cast<std::size_t>(bins_) + 1);
   if (kind_ == axis_kind::regular) {
     const auto rule = detail::make_regular_rule(*this);
@@ -525,12 +564,17 @@ bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; 
 bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](double x, double y) { return same_bits(x, y); });
 }
+/// Copies of one axis share their edges: equal without a comparison of each.
+bool same_edges(const std::shared_ptr<const std::vector<double>>& a, const std::shared_ptr<const std::vector<double>>& b) {
+  if (a == b) return true;
+  return a && b && same_bits(*a, *b);
+}
 
 }  // namespace
 
 bool operator==(const axis& a, const axis& b) {
   return a.kind_ == b.kind_ && a.bins_ == b.bins_ && a.edge_type_ == b.edge_type_ && same_bits(a.lo_, b.lo_) &&
-         same_bits(a.hi_, b.hi_) && same_bits(a.edges_, b.edges_) && a.int_lo_ == b.int_lo_ && a.int_edges_ == b.int_edges_ &&
+         same_bits(a.hi_, b.hi_) && same_edges(a.edges_, b.edges_) && a.int_lo_ == b.int_lo_ && a.int_edges_ == b.int_edges_ &&
          a.int_edges_unsigned_ == b.int_edges_unsigned_ && a.exact_range_ == b.exact_range_ &&
          a.exact_lo_ == b.exact_lo_ && a.exact_hi_ == b.exact_hi_;
 }

@@ -51,51 +51,21 @@ struct integer_keep {
 
 template <class T> constexpr bool is_wide_integer = std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::uint64_t>;
 
-/// numpy.linspace(lo, hi, bins + 1) rounded to the edge type, and the index rule over it.
-/// The index is first estimated arithmetically and then corrected against the edges, so the
-/// answer is exactly "the bin whose edges hold x", as numpy.histogram's correction step.
-struct regular_rule {
-  double lo = 0, hi = 0;       // the range as given (linspace's start and stop)
-  double step = 0;             // (hi - lo) / bins, as linspace computes it
-  double first = 0, last = 0;  // e_0 and e_B after rounding
+/// Edges e_0 < ... < e_B that lie near the line e_0 + k / scale, and the index rule over them:
+/// the bin is first estimated arithmetically and then corrected against the edges, so the answer
+/// is exactly "the bin whose edges hold x", as numpy.histogram's correction step. The regular
+/// rule's edges are linspace's; a variable axis' may be (numpy's float32 linspace, a user's
+/// array), where make_variable_rule measures how far they stray from the line.
+struct line_rule {
+  double first = 0, last = 0;  // e_0 and e_B
   double scale = 0;            // bins / (last - first): the estimate only
   std::int64_t bins = 0;
-  edge_rounding rounding = edge_rounding::f64;
-  bool step_is_zero = false;      // linspace's fallback for a step that underflows
-  const double* table = nullptr;  // optional precomputed edges (bins + 1), same values
-  /// How far, in bins, every edge may lie from its ideal position first + k / scale, plus the
-  /// estimate's own rounding (make_regular_rule bounds it). An estimate whose fraction is
-  /// further than this from both bin boundaries is the bin, with no edge looked at. 1 turns
-  /// the shortcut off.
+  /// How far, in bins, every edge may lie from its place on the line first + k / scale, plus the
+  /// estimate's own rounding. An estimate whose fraction is further than this from both bin
+  /// boundaries is the bin, with no edge looked at. 1 turns the shortcut off.
   double guard = 1.0;
-  /// f32 samples: the estimate in f32 arithmetic, where make_regular_rule can bound its error
-  /// (fast32). first32 is `first` rounded up and last32 `last` rounded down to f32, so for an
-  /// f32 x the comparisons are exact; an estimate whose fraction lies in (guard32, upper32) is
-  /// the bin, anything else takes the f64 rule.
-  bool fast32 = false;
-  float first32 = 0, last32 = 0, scale32 = 0, guard32 = 1, upper32 = 0;
-  /// Nonzero where lo = 0 and every edge k is exactly k / dyadic_scale32, a power of two (what
-  /// linspace gives for a power-of-two step and bins <= 2^24): an f32 x in [0, last32] then
-  /// lies in bin floor(x * dyadic_scale32), a product that is exact (locate_dyadic32).
-  float dyadic_scale32 = 0;
-  integer_keep keep;  // 64-bit integer samples: kept exactly, then binned as doubles
 
-  /// The bin of a 64-bit integer sample: the exact range test, then the f64 rule.
-  template <class T, class Edges> TALLY_HD std::int64_t locate_wide(T v, const Edges& edge_at) const {
-    const std::int64_t dropped = keep.drop(v);
-    return dropped ? dropped : locate(static_cast<double>(v), edge_at);
-  }
-
-  TALLY_HD double computed_edge(std::int64_t k) const {
-    if (k == bins) return last;
-    const double kd = static_cast<double>(k);
-    // Two separate roundings, as numpy: y = arange * step; y += start. Never contracted.
-    const double y = step_is_zero ? (kd / static_cast<double>(bins)) * (hi - lo) : kd * step;
-    return round_edge(y + lo, rounding);
-  }
-  TALLY_HD_HOT double edge(std::int64_t k) const { return table ? table[k] : computed_edge(k); }
-
-  /// The bin of x, given an accessor for the edges (a table lookup or computed_edge).
+  /// The bin of x, given an accessor for edges 0 .. bins - 1 (a table lookup or computed).
   template <class Edges> TALLY_HD_HOT std::int64_t locate(double x, const Edges& edge_at) const {
     if (!(x >= first)) return x != x ? bin_nan : bin_underflow;
     if (x > last) return bin_overflow;
@@ -128,6 +98,42 @@ struct regular_rule {
     }
     return a;
   }
+};
+
+/// numpy.linspace(lo, hi, bins + 1) rounded to the edge type, and the line rule over it.
+struct regular_rule : line_rule {
+  double lo = 0, hi = 0;  // the range as given (linspace's start and stop)
+  double step = 0;        // (hi - lo) / bins, as linspace computes it
+  edge_rounding rounding = edge_rounding::f64;
+  bool step_is_zero = false;      // linspace's fallback for a step that underflows
+  const double* table = nullptr;  // optional precomputed edges (bins + 1), same values
+  /// f32 samples: the estimate in f32 arithmetic, where make_regular_rule can bound its error
+  /// (fast32). first32 is `first` rounded up and last32 `last` rounded down to f32, so for an
+  /// f32 x the comparisons are exact; an estimate whose fraction lies in (guard32, upper32) is
+  /// the bin, anything else takes the f64 rule.
+  bool fast32 = false;
+  float first32 = 0, last32 = 0, scale32 = 0, guard32 = 1, upper32 = 0;
+  /// Nonzero where lo = 0 and every edge k is exactly k / dyadic_scale32, a power of two (what
+  /// linspace gives for a power-of-two step and bins <= 2^24): an f32 x in [0, last32] then
+  /// lies in bin floor(x * dyadic_scale32), a product that is exact (locate_dyadic32).
+  float dyadic_scale32 = 0;
+  integer_keep keep;  // 64-bit integer samples: kept exactly, then binned as doubles
+
+  /// The bin of a 64-bit integer sample: the exact range test, then the f64 rule.
+  template <class T, class Edges> TALLY_HD std::int64_t locate_wide(T v, const Edges& edge_at) const {
+    const std::int64_t dropped = keep.drop(v);
+    return dropped ? dropped : locate(static_cast<double>(v), edge_at);
+  }
+
+  TALLY_HD double computed_edge(std::int64_t k) const {
+    if (k == bins) return last;
+    const double kd = static_cast<double>(k);
+    // Two separate roundings, as numpy: y = arange * step; y += start. Never contracted.
+    const double y = step_is_zero ? (kd / static_cast<double>(bins)) * (hi - lo) : kd * step;
+    return round_edge(y + lo, rounding);
+  }
+  TALLY_HD_HOT double edge(std::int64_t k) const { return table ? table[k] : computed_edge(k); }
+
   TALLY_HD_HOT std::int64_t index_with_table(double x) const {
     return locate(x, [this](std::int64_t k) { return table[k]; });
   }
@@ -139,6 +145,7 @@ struct regular_rule {
     if (table) return locate_wide(v, [this](std::int64_t k) { return table[k]; });
     return locate_wide(v, [this](std::int64_t k) { return computed_edge(k); });
   }
+
   /// The bin of an f32 sample, given an accessor for the edges: the f32 rule where fast32 holds,
   /// else the f64 rule.
   template <class Edges> TALLY_HD_HOT std::int64_t locate32(float x, const Edges& edge_at) const {
@@ -208,7 +215,9 @@ template <class T> TALLY_HD std::int64_t exact_index(T x, const T* e, std::int64
 /// Arbitrary non-decreasing edges (the outer ones may be infinite): binary search, narrowed
 /// first by an optional bucket table over [e_0, e_B] where both are finite (bucket j holds the
 /// bins of values near e_0 + j / bucket_scale). Equal edges need no care: the search finds the
-/// last edge <= x, and x == e_B the last bin, which is numpy's rule for repeated edges.
+/// last edge <= x, and x == e_B the last bin, which is numpy's rule for repeated edges. Many
+/// edges near a line (line.bins set, make_variable_rule) take the line rule instead: its
+/// estimate, and an edge or two where that is not decisive.
 struct variable_rule {
   const double* edges = nullptr;  // bins + 1
   std::int64_t bins = 0;
@@ -218,6 +227,7 @@ struct variable_rule {
   /// Integer edges (variable_integers), for 64-bit integer samples of their signedness.
   const std::int64_t* int_edges = nullptr;
   bool int_unsigned = false;
+  line_rule line;  // bins 0: not in use
 
   template <class T, std::enable_if_t<is_wide_integer<T>, int> = 0> TALLY_HD std::int64_t index(T v) const {
     if (int_edges && int_unsigned == std::is_unsigned_v<T>)
@@ -226,6 +236,7 @@ struct variable_rule {
   }
 
   TALLY_HD_HOT std::int64_t index(double x) const {
+    if (line.bins) return line.locate(x, [this](std::int64_t k) { return edges[k]; });
     if (!(x >= edges[0])) return x != x ? bin_nan : bin_underflow;
     if (x >= edges[bins]) return x == edges[bins] ? bins - 1 : bin_overflow;
     std::int64_t lo = 0, hi = bins;  // invariant: edges[lo] <= x < edges[hi]
@@ -276,12 +287,16 @@ struct variable_rule32 {
   const bucket32* buckets = nullptr;
   std::int32_t bucket_count = 0;
   float bucket_scale = 0;  // finite and > 0
+  /// variable_rule's line over the f64 edges (bins 0: not in use). For an f32 x, comparing with
+  /// an edge or with its f32 rounded up is the same, so the line's bound serves both.
+  line_rule line;
 
   /// The bucket of an f32 x in [first, last] (monotone in x).
   TALLY_HD_HOT int bucket_of(float x) const {
     return static_cast<int>(fminf((x - first) * bucket_scale, static_cast<float>(bucket_count - 1)));
   }
   TALLY_HD_HOT std::int64_t index(float x) const {
+    if (line.bins) return line.locate(x, [this](std::int64_t k) { return static_cast<double>(edges[k]); });
     if (!(x >= first)) return x != x ? bin_nan : bin_underflow;
     if (x > last) return bin_overflow;
     const int j = bucket_of(x);

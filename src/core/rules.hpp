@@ -14,12 +14,24 @@ edge_rounding rounding_of(dtype edge_type);
 std::string exact_text(double v);
 /// The rule for a regular axis; `table`, if given, must hold axis.edges().
 regular_rule make_regular_rule(const axis& a, const double* table = nullptr);
-/// The rule for a variable axis; with `buckets` (from variable_buckets) it narrows its search.
+/// Narrows a regular rule's guard to what its edges (bins + 1, as axis.edges()) measure, where
+/// the bound from the edge type's rounding alone is wider (f32 edges at 2^20 bins: every sample
+/// looked at two edges).
+void tighten_guard(regular_rule& r, const double* edges);
+/// From this many bins on, a variable axis whose edges lie near a line takes the line rule:
+/// below, its bucket table (about four buckets a bin) settles a sample in one lookup.
+constexpr std::int64_t kLineMinBins = std::int64_t{1} << 16;
+/// The line rule over a variable axis' edges where every edge lies within a quarter bin of the
+/// line through the outer ones (numpy's float32 linspace), from kLineMinBins bins; else bins 0.
+line_rule variable_line(const axis& a);
+/// The rule for a variable axis; with `buckets` (from variable_buckets) it narrows its search,
+/// and takes the line rule where variable_line gives one.
 variable_rule make_variable_rule(const axis& a, const std::vector<std::int64_t>* buckets = nullptr);
 /// The bucket table of a variable axis: variable_bucket_count(bins) + 1 entries.
 std::vector<std::int64_t> variable_buckets(const axis& a);
 /// The f32 form of a variable axis' rule: fills `edges` (bins + 1, rounded up to f32) and
-/// `buckets` (variable_bucket_count(bins) + 1), at which the rule points.
+/// `buckets` (variable_bucket_count(bins) + 1), at which the rule points; its line as
+/// make_variable_rule's.
 variable_rule32 make_variable_rule32(const axis& a, std::vector<float>& edges, std::vector<bucket32>& buckets);
 /// About four buckets per bin, at least 64, at most 2^16.
 std::int64_t variable_bucket_count(std::int64_t bins);

@@ -83,7 +83,9 @@ void rules::add_tables(const std::vector<axis>& list) {
     const axis& a = list[static_cast<std::size_t>(d)];
     device_axis& da = axes.axis[d];
     if (a.kind() == axis_kind::regular) {
-      offsets.push_back(append(tables, a.edges()));
+      const std::vector<double> edges = a.edges();
+      tighten_guard(da.regular.rule, edges.data());
+      offsets.push_back(append(tables, edges));
     } else if (a.kind() == axis_kind::variable) {
       const std::vector<std::int64_t> buckets = variable_buckets(a);
       std::vector<float> edges32;
