@@ -271,14 +271,15 @@ TEST_F(Cuda, BinCountsFromOneToSixteenMillion) {
 }
 
 /// 2^20 bins whose edges lie near a line but not on tally's regular one: numpy's float32 linspace
-/// (a variable axis' line rule) and f32 regular edges over a range as data give (the regular
-/// rule's guard measured from its table), for f32 and f64 samples of each spread and on every
-/// edge, by every count strategy that applies.
+/// (a variable axis' line rule) and regular edges over ranges as data give (the regular rule's
+/// guard measured from its table; f32 samples compute the edges they check), for f32 and f64
+/// samples of each spread and on every edge, by every count strategy that applies.
 TEST_F(Cuda, EdgesNearALineAtTwoToTheTwentyBins) {
   std::uint64_t seed = 2100;
   const std::int64_t bins = std::int64_t{1} << 20;
   for (const axis_spec& a : {float32_linspace_spec(bins, -4.8130383f, 5.0404344f),
-                             regular_spec(bins, 1.2628321e-06, 0.9999968, dtype::f32)}) {
+                             regular_spec(bins, 1.2628321e-06, 0.9999968, dtype::f32),
+                             regular_spec(bins, -4.8130383, 5.0404344, dtype::f64)}) {
     for (dtype t : {dtype::f32, dtype::f64}) {
       for (dist d : {dist::uniform, dist::normal, dist::one_bin}) {
         SCOPED_TRACE(a.name() + " " + std::string(tally::name_of(t)) + " " + name_of(d));

@@ -89,6 +89,28 @@ struct fast32_binner {
   }
 };
 
+/// The regular rule for f32 samples over many bins where neither the f32 estimate nor the
+/// dyadic rule holds: the f64 rule, its edges computed as linspace computes them (f32 or f64
+/// edges) instead of looked up. From min_bins on the table (256 KiB) is never staged in shared
+/// memory, and a lookup in device memory, for a sample whose estimate is not decisive, keeps
+/// its whole warp waiting; the arithmetic is four instructions. launch_typed chooses it.
+struct computed32_binner {
+  static constexpr std::int64_t min_bins = std::int64_t{1} << 15;
+  regular_rule rule;
+  __device__ __forceinline__ std::int64_t operator()(float x) const {
+    const bool f32 = rule.rounding == edge_rounding::f32;
+    // Edges 0 .. bins - 1 (locate asks for no other): y = k * step, then y + lo, rounded.
+    return rule.locate(static_cast<double>(x), [this, f32](std::int64_t k) {
+      const double e = static_cast<double>(k) * rule.step + rule.lo;
+      return f32 ? static_cast<double>(static_cast<float>(e)) : e;
+    });
+  }
+  static bool applies(const regular_rule& r) {
+    return r.bins >= min_bins && !r.step_is_zero &&
+           (r.rounding == edge_rounding::f32 || r.rounding == edge_rounding::f64);
+  }
+};
+
 /// The regular rule for f32 samples where every edge k is exactly k / scale, scale a power of two
 /// (rule.dyadic_scale32): regular_rule::locate_dyadic32, no edge looked at.
 struct dyadic32_binner {
@@ -690,6 +712,8 @@ void launch_with(const Binner& binner, const typed_count_args& args, const launc
   constexpr bool wide = sizeof(T) > 1 && !counts_values<Binner>::value;
   if constexpr (counts_values<Binner>::value) {
     if (args.mode == count_mode::shared) return launch_plain<T, Binner, count_mode::shared>(binner, args, shape);
+  } else if constexpr (std::is_same_v<Binner, computed32_binner>) {
+    if (args.mode == count_mode::partition) return launch_resident(&partition_kernel<T, Binner>, shape, binner, args);
   } else {
     switch (args.mode) {
       case count_mode::shared: return launch_plain<T, Binner, count_mode::shared>(binner, args, shape);
@@ -730,9 +754,11 @@ void launch_with(const Binner& binner, const typed_count_args& args, const launc
 
 /// Calls f(type_tag<T>{}, binner) where `sample` is T, one of Ts, with the binner the typed
 /// kernels use for the axis: the 32-bit integer rule where the axis lies within T, the f32
-/// forms of the regular and variable rules for f32 samples, else the axis' own. Returns false,
-/// calling nothing, where `sample` is none of Ts.
-template <class... Ts, class F> bool with_typed_binner(dtype sample, const device_axis& axis, F&& f) {
+/// forms of the regular and variable rules for f32 samples (computed32_binner only where
+/// `partitioned`: the partition kernel keeps it in registers, the others at 32 or 40 spilled
+/// it), else the axis' own. Returns false, calling nothing, where `sample` is none of Ts.
+template <class... Ts, class F>
+bool with_typed_binner(dtype sample, const device_axis& axis, F&& f, bool partitioned = false) {
   const auto call_if = [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (sample != dtype_of<T>) return false;
@@ -759,6 +785,10 @@ template <class... Ts, class F> bool with_typed_binner(dtype sample, const devic
         f(tag, fast32_binner{axis.regular.rule});
         return true;
       }
+      if (partitioned && axis.kind == axis_kind::regular && computed32_binner::applies(axis.regular.rule)) {
+        f(tag, computed32_binner{axis.regular.rule});
+        return true;
+      }
       if (axis.kind == axis_kind::variable && axis.variable32.bucket_count > 0) {  // 0: not usable
         f(tag, variable32_binner{axis.variable32});
         return true;
@@ -774,9 +804,9 @@ template <class... Ts, class F> bool with_typed_binner(dtype sample, const devic
 /// instantiates its share of the sample types).
 template <class... Ts>
 void launch_typed(dtype sample, const device_axis& axis, const typed_count_args& args, const launch_shape& shape) {
-  const bool launched = with_typed_binner<Ts...>(sample, axis, [&](auto tag, const auto& binner) {
-    launch_with<typename decltype(tag)::type>(binner, args, shape);
-  });
+  const bool launched = with_typed_binner<Ts...>(
+      sample, axis, [&](auto tag, const auto& binner) { launch_with<typename decltype(tag)::type>(binner, args, shape); },
+      args.mode == count_mode::partition);
   if (!launched) throw error("count_typed: no kernel for " + std::string(name_of(sample)) + " samples in this unit");
 }
 
