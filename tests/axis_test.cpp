@@ -346,7 +346,8 @@ TEST(VariableAxis, FloatRuleAgreesWithTheDoubleRule) {
 /// Many edges near a line take the line rule (variable_line): numpy's float32 linspace over
 /// ranges such as data give, and edges strayed by up to a fifth of a bin; a quarter bin or more,
 /// or fewer than kLineMinBins bins, keep the bucket search. Every edge, its f64 and f32
-/// neighbours and random values land where the edges say, by both the f64 and the f32 rule.
+/// neighbours and random values land where the edges say: through the CPU backend, and by the
+/// line rule over the f64 edges and over their f32 copy against the variable rule's search.
 TEST(VariableAxis, EdgesNearALineTakeTheLineRule) {
   using tally::detail::kLineMinBins;
   struct near_line { axis_spec spec; bool line; };
@@ -366,13 +367,19 @@ TEST(VariableAxis, EdgesNearALineTakeTheLineRule) {
     const std::vector<std::int64_t> buckets = tally::detail::variable_buckets(made);
     std::vector<float> edges32;
     std::vector<tally::detail::bucket32> buckets32;
-    const auto exact = tally::detail::make_variable_rule(made, &buckets);
-    const auto fast = tally::detail::make_variable_rule32(made, edges32, buckets32);
-    ASSERT_EQ(exact.line.bins != 0, c.line);
-    ASSERT_EQ(fast.line.bins != 0, c.line);
+    const tally::detail::variable_binner exact{tally::detail::make_variable_rule(made, &buckets)};
+    tally::detail::make_variable_rule32(made, edges32, buckets32);
+    const tally::detail::line_rule line = tally::detail::variable_line(made);
+    ASSERT_EQ(line.bins != 0, c.line);
     if (c.line) {
-      EXPECT_LT(exact.line.guard, 0.25);
+      EXPECT_LT(line.guard, 0.25);
     }
+    // Where there is no line, the binners below take a guard of 1: the estimate checked always.
+    const tally::detail::line_rule any_line = c.line ? line : tally::detail::line_rule{
+        c.spec.edges.front(), c.spec.edges.back(),
+        static_cast<double>(c.spec.bins) / (c.spec.edges.back() - c.spec.edges.front()), c.spec.bins, 1.0};
+    const tally::detail::line_binner<double> line64{any_line, c.spec.edges.data()};
+    const tally::detail::line_binner<float> line32{any_line, edges32.data()};
     std::vector<double> values;
     for (double e : c.spec.edges) {
       const auto f = static_cast<float>(e);
@@ -386,10 +393,13 @@ TEST(VariableAxis, EdgesNearALineTakeTheLineRule) {
     ASSERT_GT(binned(fill_both(h, c.spec, make_column(dtype::f64, values).view())), 0u);
     tally::histogram h32(made, cpu_options());
     ASSERT_GT(binned(fill_both(h32, c.spec, make_column(dtype::f32, values).view())), 0u);
-    // The f32 rule (the CUDA kernels') against the f64 rule, sample by sample.
+    // The line rule over the f64 edges and over their f32 copy (the CUDA kernels', f32 samples)
+    // against the variable rule's search, sample by sample.
     for (double v : values) {
+      ASSERT_EQ(line64(v), exact(v)) << "x = " << v;
       const auto x = static_cast<float>(v);
-      ASSERT_EQ(fast.index(x), exact.index(static_cast<double>(x))) << "x = " << x;
+      ASSERT_EQ(line32(x), exact(x)) << "x = " << x;
+      ASSERT_EQ(line64(x), exact(x)) << "x = " << x;
     }
   }
 }

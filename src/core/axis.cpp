@@ -225,7 +225,7 @@ bool bucketed(const axis& a) {
 }  // namespace
 
 line_rule variable_line(const axis& a) {
-  if (a.bins() < kLineMinBins || !bucketed(a)) return {};
+  if (a.bins() < kLineMinBins || !bucketed(a) || !a.integer_edges().empty()) return {};
   const std::vector<double>& e = a.variable_edges();
   line_rule r;
   r.first = e.front();
@@ -249,7 +249,6 @@ variable_rule make_variable_rule(const axis& a, const std::vector<std::int64_t>*
     r.buckets = buckets->data();
     r.bucket_count = static_cast<std::int64_t>(buckets->size()) - 1;
     r.bucket_scale = static_cast<double>(r.bucket_count) / (r.edges[r.bins] - r.edges[0]);
-    r.line = variable_line(a);
   }
   return r;
 }
@@ -348,7 +347,6 @@ variable_rule32 make_variable_rule32(const axis& a, std::vector<float>& edges, s
     if (hi > b.lo + 1) b.split = std::numeric_limits<float>::quiet_NaN();
   }
   r.buckets = buckets.data();
-  r.line = variable_line(a);
   return r;
 }
 

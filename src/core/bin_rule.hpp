@@ -216,8 +216,7 @@ template <class T> TALLY_HD std::int64_t exact_index(T x, const T* e, std::int64
 /// first by an optional bucket table over [e_0, e_B] where both are finite (bucket j holds the
 /// bins of values near e_0 + j / bucket_scale). Equal edges need no care: the search finds the
 /// last edge <= x, and x == e_B the last bin, which is numpy's rule for repeated edges. Many
-/// edges near a line (line.bins set, make_variable_rule) take the line rule instead: its
-/// estimate, and an edge or two where that is not decisive.
+/// edges near a line take the line rule instead (line_binner).
 struct variable_rule {
   const double* edges = nullptr;  // bins + 1
   std::int64_t bins = 0;
@@ -227,7 +226,6 @@ struct variable_rule {
   /// Integer edges (variable_integers), for 64-bit integer samples of their signedness.
   const std::int64_t* int_edges = nullptr;
   bool int_unsigned = false;
-  line_rule line;  // bins 0: not in use
 
   template <class T, std::enable_if_t<is_wide_integer<T>, int> = 0> TALLY_HD std::int64_t index(T v) const {
     if (int_edges && int_unsigned == std::is_unsigned_v<T>)
@@ -236,7 +234,6 @@ struct variable_rule {
   }
 
   TALLY_HD_HOT std::int64_t index(double x) const {
-    if (line.bins) return line.locate(x, [this](std::int64_t k) { return edges[k]; });
     if (!(x >= edges[0])) return x != x ? bin_nan : bin_underflow;
     if (x >= edges[bins]) return x == edges[bins] ? bins - 1 : bin_overflow;
     std::int64_t lo = 0, hi = bins;  // invariant: edges[lo] <= x < edges[hi]
@@ -287,16 +284,12 @@ struct variable_rule32 {
   const bucket32* buckets = nullptr;
   std::int32_t bucket_count = 0;
   float bucket_scale = 0;  // finite and > 0
-  /// variable_rule's line over the f64 edges (bins 0: not in use). For an f32 x, comparing with
-  /// an edge or with its f32 rounded up is the same, so the line's bound serves both.
-  line_rule line;
 
   /// The bucket of an f32 x in [first, last] (monotone in x).
   TALLY_HD_HOT int bucket_of(float x) const {
     return static_cast<int>(fminf((x - first) * bucket_scale, static_cast<float>(bucket_count - 1)));
   }
   TALLY_HD_HOT std::int64_t index(float x) const {
-    if (line.bins) return line.locate(x, [this](std::int64_t k) { return static_cast<double>(edges[k]); });
     if (!(x >= first)) return x != x ? bin_nan : bin_underflow;
     if (x > last) return bin_overflow;
     const int j = bucket_of(x);
@@ -394,6 +387,18 @@ struct regular_table_binner {
     if constexpr (std::is_same_v<T, float>) return rule.index_with_table(v);
     else if constexpr (is_wide_integer<T>) return rule.locate_wide(v, [this](std::int64_t k) { return rule.table[k]; });
     else return rule.index_with_table(sample_traits<T>::to_value(v));
+  }
+};
+/// The line rule over a variable axis whose edges lie near a line (variable_line), as a callable
+/// over samples: edges of type E, the axis' f64 edges, or for f32 samples only their f32 copy
+/// rounded up (variable_rule32's), with which an f32 compares exactly as with the f64 edges, so
+/// the line's bound serves both. A rule of its own, not a branch in variable_rule's: the bucket
+/// search of few bins lost a tenth on the GPU to the line's code beside it.
+template <class E> struct line_binner {
+  line_rule line;
+  const E* edges = nullptr;
+  template <class T> TALLY_HD_HOT std::int64_t operator()(T v) const {
+    return line.locate(sample_traits<T>::to_value(v), [this](std::int64_t k) { return static_cast<double>(edges[k]); });
   }
 };
 struct variable_binner {

@@ -22,16 +22,15 @@ void tighten_guard(regular_rule& r, const double* edges);
 /// below, its bucket table (about four buckets a bin) settles a sample in one lookup.
 constexpr std::int64_t kLineMinBins = std::int64_t{1} << 16;
 /// The line rule over a variable axis' edges where every edge lies within a quarter bin of the
-/// line through the outer ones (numpy's float32 linspace), from kLineMinBins bins; else bins 0.
+/// line through the outer ones (numpy's float32 linspace), from kLineMinBins bins and without
+/// integer edges; else bins 0. The backends then bin by it (line_binner).
 line_rule variable_line(const axis& a);
-/// The rule for a variable axis; with `buckets` (from variable_buckets) it narrows its search,
-/// and takes the line rule where variable_line gives one.
+/// The rule for a variable axis; with `buckets` (from variable_buckets) it narrows its search.
 variable_rule make_variable_rule(const axis& a, const std::vector<std::int64_t>* buckets = nullptr);
 /// The bucket table of a variable axis: variable_bucket_count(bins) + 1 entries.
 std::vector<std::int64_t> variable_buckets(const axis& a);
 /// The f32 form of a variable axis' rule: fills `edges` (bins + 1, rounded up to f32) and
-/// `buckets` (variable_bucket_count(bins) + 1), at which the rule points; its line as
-/// make_variable_rule's.
+/// `buckets` (variable_bucket_count(bins) + 1), at which the rule points.
 variable_rule32 make_variable_rule32(const axis& a, std::vector<float>& edges, std::vector<bucket32>& buckets);
 /// About four buckets per bin, at least 64, at most 2^16.
 std::int64_t variable_bucket_count(std::int64_t bins);

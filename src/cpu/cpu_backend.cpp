@@ -181,6 +181,7 @@ struct axis_indexer {
   regular_binner regular;
   regular_table_binner regular_table;
   variable_binner variable;
+  line_binner<double> line;
   integer_binner integer;
   std::vector<double> edge_table;
   std::vector<std::int64_t> buckets;
@@ -205,6 +206,11 @@ struct axis_indexer {
         }
         break;
       case axis_kind::variable:
+        line = {variable_line(a), a.variable_edges().data()};
+        if (line.line.bins) {
+          bind(line, sample);
+          break;
+        }
         buckets = variable_buckets(a);
         variable.rule = make_variable_rule(a, &buckets);
         bind(variable, sample);

@@ -61,6 +61,7 @@ struct device_axis {
   regular_table_binner regular;
   variable_binner variable;
   variable_rule32 variable32;  // the same variable rule for f32 samples (the typed kernel's)
+  line_rule line;              // a variable axis' line (variable_line; bins 0: none), f32 samples
   integer_binner integer;
 };
 

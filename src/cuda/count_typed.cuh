@@ -754,9 +754,10 @@ void launch_with(const Binner& binner, const typed_count_args& args, const launc
 
 /// Calls f(type_tag<T>{}, binner) where `sample` is T, one of Ts, with the binner the typed
 /// kernels use for the axis: the 32-bit integer rule where the axis lies within T, the f32
-/// forms of the regular and variable rules for f32 samples (computed32_binner only where
-/// `partitioned`: the partition kernel keeps it in registers, the others at 32 or 40 spilled
-/// it), else the axis' own. Returns false, calling nothing, where `sample` is none of Ts.
+/// forms of the regular and variable rules (the line rule where the axis has one) for f32
+/// samples (computed32_binner only where `partitioned`: the partition kernel keeps it in
+/// registers, the others at 32 or 40 spilled it), else the axis' own. Returns false, calling
+/// nothing, where `sample` is none of Ts.
 template <class... Ts, class F>
 bool with_typed_binner(dtype sample, const device_axis& axis, F&& f, bool partitioned = false) {
   const auto call_if = [&](auto tag) {
@@ -787,6 +788,10 @@ bool with_typed_binner(dtype sample, const device_axis& axis, F&& f, bool partit
       }
       if (partitioned && axis.kind == axis_kind::regular && computed32_binner::applies(axis.regular.rule)) {
         f(tag, computed32_binner{axis.regular.rule});
+        return true;
+      }
+      if (axis.kind == axis_kind::variable && axis.line.bins && axis.variable32.edges) {
+        f(tag, line_binner<float>{axis.line, axis.variable32.edges});
         return true;
       }
       if (axis.kind == axis_kind::variable && axis.variable32.bucket_count > 0) {  // 0: not usable

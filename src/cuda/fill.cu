@@ -92,6 +92,7 @@ void rules::add_tables(const std::vector<axis>& list) {
       std::vector<bucket32> buckets32;
       da.variable.rule = make_variable_rule(a, &buckets);  // host pointers until point_at
       da.variable32 = make_variable_rule32(a, edges32, buckets32);
+      da.line = variable_line(a);
       offsets.push_back(append(tables, a.variable_edges()));
       offsets.push_back(append(tables, buckets));
       offsets.push_back(append(tables, edges32));
