@@ -55,7 +55,7 @@ template <class T> constexpr bool is_wide_integer = std::is_same_v<T, std::int64
 /// the bin is first estimated arithmetically and then corrected against the edges, so the answer
 /// is exactly "the bin whose edges hold x", as numpy.histogram's correction step. The regular
 /// rule's edges are linspace's; a variable axis' may be (numpy's float32 linspace, a user's
-/// array), where make_variable_rule measures how far they stray from the line.
+/// array), where variable_line measures how far they stray from the line.
 struct line_rule {
   double first = 0, last = 0;  // e_0 and e_B
   double scale = 0;            // bins / (last - first): the estimate only
@@ -392,8 +392,8 @@ struct regular_table_binner {
 /// The line rule over a variable axis whose edges lie near a line (variable_line), as a callable
 /// over samples: edges of type E, the axis' f64 edges, or for f32 samples only their f32 copy
 /// rounded up (variable_rule32's), with which an f32 compares exactly as with the f64 edges, so
-/// the line's bound serves both. A rule of its own, not a branch in variable_rule's: the bucket
-/// search of few bins lost a tenth on the GPU to the line's code beside it.
+/// the line's bound serves both. The backends choose it, rather than a branch in variable_rule:
+/// beside a bucket search of a few bins, the line's code costs the GPU kernels registers.
 template <class E> struct line_binner {
   line_rule line;
   const E* edges = nullptr;

@@ -7,7 +7,8 @@ float64 for integers. So float32 data get float32 edges, computed in float64 whe
 given as Python floats but in float32 arithmetic when it comes from the data. The edges are
 therefore computed here with numpy itself; tally's regular axis (linspace in float64 rounded to
 the edge type) is used when its edges are the same, else a variable axis over numpy's edges,
-which bins identically ("the bin whose edges hold x"), only slower on the GPU.
+which bins identically ("the bin whose edges hold x"): from 2^16 bins, edges this near a line
+take the variable axis' line rule, its estimate and an edge where that is not decisive.
 """
 
 import functools
