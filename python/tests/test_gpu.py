@@ -36,6 +36,26 @@ def test_torch_cuda_histogram(torch, rng, type_name, distribution):
             assert_same_array(host(h), counts_by_edges(a, want_e) if a.dtype == np.float16 else want_h)
 
 
+@pytest.mark.parametrize("distribution", ["uniform", "normal", "hot"])
+def test_torch_many_float32_bins_from_the_data_range(torch, rng, distribution):
+    """numpy's float32 edges of a range from the data, not tally's regular ones, at 2^16 .. 2^20
+    bins (the variable axis' line rule, over the edges' float32 copy): counts and edges as
+    numpy's, with samples on every edge and one float32 step either side."""
+    n = 1 << 20
+    base = rng.standard_normal(n).astype(np.float32) if distribution == "normal" else rng.random(n).astype(np.float32)
+    if distribution == "hot":
+        base[rng.random(n) < 0.8] = np.float32(0.37)
+    for bins in [1 << 16, 1 << 20]:
+        edges = np.histogram_bin_edges(base, bins=bins).astype(np.float32)
+        near = np.concatenate([edges, np.nextafter(edges, np.float32(-np.inf)), np.nextafter(edges, np.float32(np.inf))])
+        a = np.concatenate([base, np.clip(near, base.min(), base.max())])
+        rng.shuffle(a)
+        h, e = tally.histogram(torch.from_numpy(a).cuda(), bins=bins)
+        want_h, want_e = np.histogram(a, bins=bins)
+        assert_same_array(host(e), want_e)
+        assert_same_array(host(h), want_h)
+
+
 def test_torch_bfloat16(torch, rng):
     x = torch.from_numpy(samples(rng, "f32", 50001, "skewed")).cuda().to(torch.bfloat16)
     a = x.float().cpu().numpy()

@@ -85,6 +85,30 @@ def test_linspace_edges_take_the_regular_rule(rng, type_name):
     assert _edges.from_array(np.array([0.0, 0.5, 2.0])).kind == "variable"
 
 
+@pytest.mark.parametrize("distribution", ["uniform", "normal", "hot"])
+def test_many_float32_bins_from_the_data_range(rng, distribution):
+    """float32 data with the range from the data get numpy's float32-arithmetic edges, which are
+    not tally's regular ones: from 2^16 bins they take the variable axis' line rule. Counts and
+    edges as numpy's, with samples on every edge and one float32 step either side."""
+    from tally import _arrays, _edges
+    n = 200003
+    kinds = set()
+    if distribution == "normal":
+        base = rng.standard_normal(n).astype(np.float32)
+    else:
+        base = rng.random(n).astype(np.float32)
+        if distribution == "hot":
+            base[rng.random(n) < 0.8] = np.float32(0.37)
+    for bins in [1 << 16, (1 << 17) + 3]:
+        edges = np.histogram_bin_edges(base, bins=bins).astype(np.float32)
+        near = np.concatenate([edges, np.nextafter(edges, np.float32(-np.inf)), np.nextafter(edges, np.float32(np.inf))])
+        a = np.concatenate([base, np.clip(near, base.min(), base.max())])
+        rng.shuffle(a)
+        check_like_numpy(a, bins=bins)
+        kinds.add(_edges.regular(_arrays.Source(a), bins, None)[2].kind)
+    assert "variable" in kinds  # numpy's float32 edges, not tally's regular ones: the line rule
+
+
 @pytest.mark.parametrize("type_name", NUMPY_TYPES)
 def test_edges_array(rng, type_name):
     a = samples(rng, type_name, N, "uniform")
