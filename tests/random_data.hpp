@@ -330,20 +330,6 @@ inline axis_spec variable_spec(std::int64_t bins, double lo, double hi, std::uin
   return s;
 }
 
-/// `bins` bins over [lo, hi] whose interior edges stray from their even places by up to
-/// `stray` of a bin (uniformly, either way; strictly increasing where stray < 1/2).
-inline axis_spec near_line_spec(std::int64_t bins, double lo, double hi, double stray, std::uint64_t seed) {
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> jitter(-stray, stray);
-  axis_spec s = variable_spec(1, lo, hi, seed);
-  s.bins = bins;
-  s.edges.resize(static_cast<std::size_t>(bins) + 1);
-  s.edges.back() = hi;
-  for (std::int64_t k = 1; k < bins; ++k)
-    s.edges[static_cast<std::size_t>(k)] = lo + (hi - lo) * ((static_cast<double>(k) + jitter(gen)) / bins);
-  return s;
-}
-
 /// The given edges (non-decreasing; the outer ones may be infinite).
 inline axis_spec variable_spec_of(std::vector<double> edges) {
   axis_spec s;
@@ -351,6 +337,19 @@ inline axis_spec variable_spec_of(std::vector<double> edges) {
   s.bins = static_cast<std::int64_t>(edges.size()) - 1;
   s.edges = std::move(edges);
   return s;
+}
+
+/// `bins` bins over [lo, hi] whose interior edges stray from their even places by up to
+/// `stray` of a bin (uniformly, either way; strictly increasing where stray < 1/2).
+inline axis_spec near_line_spec(std::int64_t bins, double lo, double hi, double stray, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> jitter(-stray, stray);
+  std::vector<double> edges(static_cast<std::size_t>(bins) + 1);
+  edges.front() = lo;
+  edges.back() = hi;
+  for (std::int64_t k = 1; k < bins; ++k)
+    edges[static_cast<std::size_t>(k)] = lo + (hi - lo) * ((static_cast<double>(k) + jitter(gen)) / bins);
+  return variable_spec_of(std::move(edges));
 }
 
 /// numpy.linspace(lo, hi, bins + 1) of float32 lo and hi, computed as numpy computes it in

@@ -99,7 +99,9 @@ struct computed32_binner {
   regular_rule rule;
   __device__ __forceinline__ std::int64_t operator()(float x) const {
     const bool f32 = rule.rounding == edge_rounding::f32;
-    // Edges 0 .. bins - 1 (locate asks for no other): y = k * step, then y + lo, rounded.
+    // regular_rule::computed_edge for edges 0 .. bins - 1 (locate asks for no other) of f32 or
+    // f64 edges and a nonzero step (applies): y = k * step, then y + lo, rounded. Its own copy:
+    // computed_edge's other cases (f16/bf16 rounding, a zero step) cost this kernel registers.
     return rule.locate(static_cast<double>(x), [this, f32](std::int64_t k) {
       const double e = static_cast<double>(k) * rule.step + rule.lo;
       return f32 ? static_cast<double>(static_cast<float>(e)) : e;
