@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <sstream>
@@ -126,6 +127,33 @@ inline ref::result fill_both(tally::histogram& h, const axis_spec& axis, const t
 
 /// Samples that landed in a bin (the tests assert this is not zero, so nothing passes vacuously).
 inline std::uint64_t binned(const ref::result& r) { return r.samples - r.flow.total(); }
+
+/// The reference's weighted fill, and its fill of the same samples with the weights' magnitudes.
+struct weighted_reference {
+  ref::result want, magnitudes;
+};
+inline weighted_reference weighted_reference_of(const ref::axis_model& axis, const tally::view& samples,
+                                                const tally::view& weights) {
+  std::vector<double> magnitude(static_cast<std::size_t>(weights.size));
+  for (std::int64_t i = 0; i < weights.size; ++i) magnitude[static_cast<std::size_t>(i)] = std::fabs(ref::weight_at(weights, i));
+  const column magnitudes = make_column(dtype::f64, magnitude);
+  const tally::view mv = magnitudes.view();
+  weighted_reference r{ref::empty({axis}, true), ref::empty({axis}, true)};
+  ref::fill(r.want, axis, samples, &weights);
+  ref::fill(r.magnitudes, axis, samples, &mv);
+  return r;
+}
+
+/// |got - want| <= n u sum|w| for every cell: the bound of any order of n additions.
+inline void expect_within_summation_error(const std::vector<double>& got, const weighted_reference& r) {
+  ASSERT_EQ(got.size(), r.want.sums.size());
+  std::size_t bad = 0;
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    const double bound = static_cast<double>(r.want.samples) * 0x1p-53 * r.magnitudes.sums[k];
+    if (!(std::fabs(got[k] - r.want.sums[k]) <= bound) && bad++ < 5)
+      ADD_FAILURE() << "cell " << k << ": " << got[k] << ", reference " << r.want.sums[k] << ", bound " << bound;
+  }
+}
 
 /// The reference of `fills` fills of channel k of `interleaved` (`channels` a pixel) on `spec`'s axis.
 inline ref::result channel_reference(const axis_spec& spec, const tally::view& interleaved, int k, int channels,

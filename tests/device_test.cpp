@@ -156,6 +156,120 @@ TEST_F(Device, WeightedSumsHaveTheBitsOfTheSynchronousFill) {
   }
 }
 
+/// The bytes of column c with its elements `stride` apart (the rest zero).
+column spaced(const column& c, std::int64_t stride) {
+  const std::size_t size = tally::size_of(c.type);
+  column out = c;
+  out.stride = stride;
+  out.bytes.assign(static_cast<std::size_t>(c.n * stride) * size, 0);
+  for (std::int64_t i = 0; i < c.n; ++i)
+    std::memcpy(out.bytes.data() + static_cast<std::size_t>(i * stride) * size,
+                c.bytes.data() + static_cast<std::size_t>(i * c.stride) * size, size);
+  return out;
+}
+
+/// The CUDA backend's f64 weighted sums in their documented order, computed on the host: blocks of
+/// 256 threads, as many as n / 16384 (1 to 4096), each a contiguous range of the samples; warp v of
+/// a block takes its 32-sample groups v, v + 8, ...; the lanes of a group that share a cell pair up
+/// by their ranks in it, level by level; each warp adds its groups in order, the block its warps in
+/// order, and the blocks are summed as 32 consecutive parts, each in order, then the parts in order.
+std::vector<double> gpu_fixed_order_sums(const ref::axis_model& a, const tally::view& x, const std::vector<double>& w) {
+  const std::int64_t n = x.size, cells = a.bins;
+  const std::int64_t grid = std::clamp<std::int64_t>((n + 16383) / 16384, 1, 4096);
+  std::vector<double> partials(static_cast<std::size_t>(grid * cells));
+  for (std::int64_t b = 0; b < grid; ++b) {
+    const std::int64_t per = n / grid, extra = n % grid;
+    const std::int64_t begin = b * per + std::min(b, extra), end = begin + per + (b < extra ? 1 : 0);
+    std::vector<std::vector<double>> warp(8, std::vector<double>(static_cast<std::size_t>(cells), 0.0));
+    for (int v = 0; v < 8; ++v) {
+      for (std::int64_t base = begin + 32 * v; base < end; base += 256) {
+        std::vector<std::pair<std::int64_t, double>> lanes;  // (cell, weight) in lane order
+        for (std::int64_t i = base; i < std::min(base + 32, end); ++i) {
+          const ref::placed p = ref::place(a, ref::read(x, i));
+          if (p.f == ref::fate::in_bin) lanes.emplace_back(p.bin, w[static_cast<std::size_t>(i)]);
+        }
+        std::vector<bool> taken(lanes.size());
+        for (std::size_t j = 0; j < lanes.size(); ++j) {
+          if (taken[j]) continue;
+          std::vector<double> group;
+          for (std::size_t k = j; k < lanes.size(); ++k)
+            if (lanes[k].first == lanes[j].first) group.push_back(lanes[k].second), taken[k] = true;
+          while (group.size() > 1) {
+            std::vector<double> next;
+            for (std::size_t k = 0; k < group.size(); k += 2)
+              next.push_back(k + 1 < group.size() ? group[k] + group[k + 1] : group[k]);
+            group = next;
+          }
+          warp[static_cast<std::size_t>(v)][static_cast<std::size_t>(lanes[j].first)] += group[0];
+        }
+      }
+    }
+    for (std::int64_t c = 0; c < cells; ++c) {
+      double total = 0.0;
+      for (int v = 0; v < 8; ++v) total += warp[static_cast<std::size_t>(v)][static_cast<std::size_t>(c)];
+      partials[static_cast<std::size_t>(b * cells + c)] = total;
+    }
+  }
+  std::vector<double> sums(static_cast<std::size_t>(cells));
+  for (std::int64_t c = 0; c < cells; ++c) {
+    double total = 0.0;
+    for (std::int64_t part = 0; part < 32; ++part) {
+      double sum = 0.0;
+      for (std::int64_t b = grid * part / 32; b < grid * (part + 1) / 32; ++b)
+        sum += partials[static_cast<std::size_t>(b * cells + c)];
+      total += sum;
+    }
+    sums[static_cast<std::size_t>(c)] = 0.0 + total;
+  }
+  return sums;
+}
+
+/// f64 weights sum in their documented order whatever the layout: the typed loop (a contiguous
+/// column with a 32-bit rule, aligned weights) and the generic one (strided samples or weights, or
+/// weights off their alignment, read byte by byte) give the bits of gpu_fixed_order_sums, within
+/// the summation error of the reference. The weights span 2^-30 .. 2^30, so another order of
+/// additions would round otherwise.
+TEST_F(Device, F64WeightsSumInOneOrderWhateverTheLayout) {
+  const stream s;
+  std::uint64_t seed = 7300;
+  for (const auto& [a, t] : {std::pair{integer_spec(0, 256), dtype::i32}, std::pair{integer_spec(-5, 300), dtype::u8},
+                             std::pair{integer_spec(-50, 256), dtype::i16},
+                             std::pair{regular_spec(256, 0.0, 1.0, dtype::f32), dtype::f32},
+                             std::pair{regular_spec(256, -1.3, 2.7, dtype::f32), dtype::f32},
+                             std::pair{variable_spec(300, -2.5, 250.5, 11), dtype::f32}}) {
+    for (dist d : all_dists) {
+      ++seed;
+      SCOPED_TRACE(a.name() + " " + std::string(tally::name_of(t)) + " " + name_of(d));
+      const std::int64_t n = (1 << 18) + 5;
+      const column x = random_column_for(a, t, d, n, seed);
+      const std::vector<double> w = random_weights(n, seed + 1);
+      const column wc = make_column(dtype::f64, w);
+      const tally::view wv = wc.view();
+      const weighted_reference r = weighted_reference_of(a.model(), x.view(), wv);
+      ASSERT_GT(binned(r.want), 0u);
+
+      // Weights 4 bytes off an 8-byte boundary (the device copy keeps the address modulo 16).
+      std::vector<unsigned char> off(static_cast<std::size_t>(n) * 8 + 4);
+      std::memcpy(off.data() + 4, wc.bytes.data(), static_cast<std::size_t>(n) * 8);
+      const column x2 = spaced(x, 2), w3 = spaced(wc, 3);
+      const device_column dx(x.view()), dx2(x2.view()), dw(wv), dw3(w3.view()),
+          dwoff(tally::view{off.data() + 4, n, 1, dtype::f64});
+      const auto sums = [&](const tally::view& samples, const tally::view& weights) {
+        device_histogram h(a.make(), device_options(true), s.get());
+        h.fill(samples, weights, s.get());
+        EXPECT_TRUE(same_flow(h.flow(s.get()), r.want.flow));
+        return h.sums(s.get());
+      };
+      const std::vector<double> typed = sums(dx.view(), dw.view());
+      expect_within_summation_error(typed, r);
+      EXPECT_TRUE(same_elements(typed, gpu_fixed_order_sums(a.model(), x.view(), w))) << "the documented order";
+      EXPECT_TRUE(same_elements(sums(dx.view(), dw3.view()), typed)) << "weights at a stride of 3";
+      EXPECT_TRUE(same_elements(sums(dx2.view(), dw.view()), typed)) << "samples at a stride of 2";
+      EXPECT_TRUE(same_elements(sums(dx.view(), dwoff.view()), typed)) << "weights off their alignment";
+    }
+  }
+}
+
 /// n f32 samples over `a` (the distribution chosen by seed) and spread weights of type wt
 /// (infinities and a NaN for an even seed), on the host and copied to the device.
 struct spread_weighted {

@@ -227,8 +227,8 @@ policy plan_cuda_exact_wide(const plan_request& r, policy p) {
 
 /// Weighted sums of f64 weights on the GPU: each warp sums into its own f64 copy of a window of cells (no
 /// float atomics), warps and blocks are combined in a fixed order, and the grid is a function
-/// of n alone, so the bits are the same on every run and every device. Measured: 81-92 G
-/// samples/s for i32 + f32 weights over 256 bins (h100-gpu results at 92639ad).
+/// of n alone, so the bits are the same on every run and every device (bench/PERFORMANCE.md
+/// entry 86 for what it reads).
 policy plan_cuda_weighted(const plan_request& r, policy p, std::int64_t budget) {
   if (r.wanted != strategy::automatic && r.wanted != strategy::shared)
     throw error("strategy " + std::string(name_of(r.wanted)) +
@@ -237,8 +237,9 @@ policy plan_cuda_weighted(const plan_request& r, policy p, std::int64_t budget) 
   p.chosen = strategy::shared;
   p.block_threads = 256;
   const std::int64_t warps = p.block_threads / 32;
-  p.window_cells = std::min<std::int64_t>(r.cells, std::max<std::int64_t>(1, budget / (warps * 8)));
-  p.shared_bytes = warps * p.window_cells * 8;
+  // A warp's copy: an f64 sum and a byte (the lane that names the cell's group) a cell.
+  p.window_cells = std::min<std::int64_t>(r.cells, std::max<std::int64_t>(1, budget / (warps * 9)));
+  p.shared_bytes = warps * p.window_cells * 9;
   // At least 16384 samples per block, at most 4096 blocks: a fixed function of n.
   p.grid_blocks = std::clamp<std::int64_t>((r.n + 16383) / 16384, 1, 4096);
   const std::int64_t passes = (r.cells + p.window_cells - 1) / p.window_cells;

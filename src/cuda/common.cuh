@@ -87,7 +87,10 @@ struct device_axes {
 
 #if defined(__CUDACC__)
 
+/// The T at p, which need not be aligned: one load where it is (a view's usual case), else byte by
+/// byte.
 template <class T> __device__ __forceinline__ T load_unaligned(const char* p) {
+  if (reinterpret_cast<std::uintptr_t>(p) % alignof(T) == 0) return *reinterpret_cast<const T*>(p);
   T v;
   memcpy(&v, p, sizeof v);
   return v;

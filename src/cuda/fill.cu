@@ -459,7 +459,6 @@ void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, 
     return;
   }
   weighted_args a;
-  a.axes = in.axes;
   a.weights = in.weights ? in.weights : reinterpret_cast<const char*>(in.one);
   a.weight_type = in.weights ? in.weight_type : dtype::f64;
   a.weight_stride_bytes = in.weights ? in.weight_stride_bytes : 0;
@@ -476,8 +475,8 @@ void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, 
     a.window_lo = lo;
     a.window = std::min(plan.window_cells, in.cells - lo);
     a.count_flow = lo == 0;
-    shape.shared_bytes = static_cast<std::size_t>(plan.block_threads / 32 * a.window) * sizeof(double);
-    sum_weighted(a, shape);
+    shape.shared_bytes = static_cast<std::size_t>(plan.block_threads / 32 * a.window) * (sizeof(double) + 1);
+    sum_weighted(in.axes, a, shape);
   }
 }
 

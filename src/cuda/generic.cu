@@ -1,6 +1,6 @@
 // The generic kernels, for any sample type, stride, alignment and number of axes: one sample
 // per load, the rule chosen at run time. global_atomic and warp_aggregated (the ladder's first
-// rungs), shared / shared_replicated, and the deterministic weighted sums.
+// rungs), shared / shared_replicated, and the one-launch counts of small fills.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -105,92 +105,6 @@ struct convert_op {
   __device__ void operator()(std::int64_t c) const { store_count(out, type, c, counts[c]); }
 };
 
-/// Sums x over each group of lanes with equal keys (`peers`, from __match_any_sync) by a
-/// pairwise tree fixed by the lanes' ranks in their group: the lowest lane of each group ends
-/// with the group's sum, the same bits for the same inputs on every run.
-__device__ __forceinline__ double sum_peers(unsigned peers, double x) {
-  const unsigned lane = threadIdx.x & 31;
-  unsigned rank = __popc(peers & ((1u << lane) - 1));  // members below this lane
-  unsigned above = peers & ~((2u << lane) - 1);        // members above it (2u << 31 is 0)
-  while (__any_sync(0xffffffffu, above != 0)) {
-    const int next = __ffs(above);  // the next member still in the tree, 1-based; 0 if none
-    const double partner = __shfl_sync(0xffffffffu, x, next > 0 ? next - 1 : lane);
-    const bool done = rank & 1;  // odd ranks hand their sum to the even rank below and leave
-    if (!done && next > 0) x += partner;
-    above &= __ballot_sync(0xffffffffu, !done);
-    rank >>= 1;
-  }
-  return x;
-}
-
-template <class W> __device__ __forceinline__ double weight_at(const char* w, std::int64_t stride, std::int64_t i) {
-  return static_cast<double>(load_unaligned<W>(w + i * stride));
-}
-
-/// Weighted sums over the window [lo, lo + window) of cells. Block b takes a fixed contiguous
-/// range of samples; warp w of it takes the 32-sample groups w, w + warps, ... in order; the
-/// lanes of a group that share a cell combine by sum_peers and the lowest adds into the warp's
-/// own f64 copy. Then the warps' copies are added in warp order into partials[b].
-template <class W>
-__global__ void __launch_bounds__(256) weighted_kernel(weighted_args a) {
-  extern __shared__ double warp_sums[];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  for (std::int64_t k = threadIdx.x; k < warps * a.window; k += blockDim.x) warp_sums[k] = 0.0;
-  __syncthreads();
-  double* mine = warp_sums + warp * a.window;
-
-  const std::int64_t per = a.n / gridDim.x, extra = a.n % gridDim.x;
-  const std::int64_t begin = blockIdx.x * per + (blockIdx.x < extra ? blockIdx.x : extra);
-  const std::int64_t end = begin + per + (blockIdx.x < extra ? 1 : 0);
-  unsigned long long under = 0, over = 0, nan = 0;
-  for (std::int64_t base = begin + 32 * warp; base < end; base += 32 * warps) {
-    const std::int64_t i = base + lane;
-    unsigned key = 0xffffffffu;  // not in the window
-    double w = 0.0;
-    if (i < end) {
-      const std::int64_t s = slot_of(a.axes, i, a.cells);
-      if (s >= a.cells) {
-        under += s == a.cells;
-        over += s == a.cells + 1;
-        nan += s == a.cells + 2;
-      } else if (s >= a.window_lo && s < a.window_lo + a.window) {
-        key = static_cast<unsigned>(s - a.window_lo);
-        w = weight_at<W>(a.weights, a.weight_stride_bytes, i);
-      }
-    }
-    const unsigned peers = __match_any_sync(0xffffffffu, key);
-    const double sum = sum_peers(peers, w);
-    if (key != 0xffffffffu && lane == static_cast<unsigned>(__ffs(peers) - 1)) mine[key] += sum;
-  }
-  if (a.count_flow) add_warp_flow(under, over, nan, a.flow);
-  __syncthreads();
-  for (std::int64_t c = threadIdx.x; c < a.window; c += blockDim.x) {
-    double total = 0.0;
-    for (int v = 0; v < warps; ++v) total += warp_sums[v * a.window + c];
-    a.partials[blockIdx.x * a.window + c] = total;
-  }
-}
-
-/// sums[c] += the blocks' partials of cell c, summed in a fixed order: 32 parts of consecutive
-/// blocks, each summed in order, then the parts in order.
-__global__ void reduce_partials_kernel(const double* partials, std::int64_t blocks, std::int64_t window,
-                                       double* sums) {
-  __shared__ double parts[32][33];
-  const std::int64_t c = blockIdx.x * 32 + threadIdx.x;
-  const std::int64_t part = threadIdx.y;
-  const std::int64_t b0 = blocks * part / 32, b1 = blocks * (part + 1) / 32;
-  double sum = 0.0;
-  if (c < window)
-    for (std::int64_t b = b0; b < b1; ++b) sum += partials[b * window + c];
-  parts[threadIdx.y][threadIdx.x] = sum;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < window) {
-    double total = 0.0;
-    for (int p = 0; p < 32; ++p) total += parts[p][threadIdx.x];
-    sums[c] += total;
-  }
-}
-
 }  // namespace
 
 void count_generic(const device_axes& axes, std::int64_t n, std::int64_t cells, strategy s, int replica_shift,
@@ -226,17 +140,6 @@ void count_once(const device_axes& axes, std::int64_t n, std::int64_t cells, con
 
 void convert_counts(const unsigned long long* counts, std::int64_t cells, void* out, dtype type, cudaStream_t stream) {
   for_each_cell(cells, convert_op{counts, out, type}, stream);
-}
-
-void sum_weighted(const weighted_args& args, const launch_shape& shape) {
-  auto* kernel = args.weight_type == dtype::f32 ? &weighted_kernel<float> : &weighted_kernel<double>;
-  allow_shared(reinterpret_cast<const void*>(kernel), shape.shared_bytes);
-  kernel<<<shape.grid, shape.block, shape.shared_bytes, shape.stream>>>(args);
-  TALLY_CUDA_CHECK(cudaGetLastError());
-  const auto tiles = static_cast<unsigned>((args.window + 31) / 32);
-  reduce_partials_kernel<<<tiles, dim3(32, 32), 0, shape.stream>>>(args.partials, shape.grid, args.window,
-                                                                    args.sums + args.window_lo);
-  TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace tally::detail::cuda

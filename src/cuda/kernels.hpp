@@ -188,7 +188,6 @@ void sum_exact_partitions(const exact_partition_sum_args& args, cudaStream_t str
 /// per cell, to sums[window_lo, window_lo + window). Flow counts of dropped samples go to
 /// flow[0..3) when count_flow.
 struct weighted_args {
-  device_axes axes{};
   const char* weights = nullptr;
   std::int64_t weight_stride_bytes = 0;
   dtype weight_type = dtype::f64;
@@ -201,7 +200,7 @@ struct weighted_args {
   unsigned long long* flow = nullptr;
   bool count_flow = false;
 };
-void sum_weighted(const weighted_args& args, const launch_shape& shape);
+void sum_weighted(const device_axes& axes, const weighted_args& args, const launch_shape& shape);
 
 /// options::exact_sums: the exact kernel's words and flags (args.words, args.flags) added into the
 /// cells' wide words (core/exact_sum.hpp, cells x kWideCellWords) in device memory.
