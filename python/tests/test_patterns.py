@@ -155,6 +155,30 @@ def test_reduction_special_values():
     assert tally.min(np.array([3, -1, 2], np.float32)) == np.float32(-1)
 
 
+INTEGER_TYPES = [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64, np.int64]
+
+
+def integers(rng, shape, dtype):
+    """Integers over dtype's whole range, its two limits included."""
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+    x.flat[0], x.flat[-1] = info.min, info.max
+    return x
+
+
+@pytest.mark.parametrize("dtype", INTEGER_TYPES)
+def test_integer_extremes(rng, dtype):
+    """min and max of integers: numpy's values, in the input's type, whole and along rows."""
+    x = integers(rng, (5, 1031), dtype)
+    for op, ref in [(tally.min, np.min), (tally.max, np.max)]:
+        for axis in (None, -1):
+            got, want = op(x, axis=axis), ref(x, axis=axis)
+            assert type(got) is type(want) and got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+    one = np.full(3, np.iinfo(dtype).max, dtype)  # the fold starts from the other limit
+    assert tally.min(one) == one[0] and tally.max(one[:1] * 0) == 0
+
+
 @pytest.mark.parametrize("mnk", [(0, 3, 4), (1, 1, 1), (5, 7, 0), (17, 33, 65), (130, 129, 31)])
 def test_matmul(rng, mnk):
     m, n, k = mnk
@@ -276,6 +300,22 @@ def test_cuda_reductions_by_address_equal_the_full_path(request, rng, lib_name, 
     with pytest.raises(ValueError):
         tally.sum(g, axis=0)
     assert float(host(tally.sum(g[:0]))) == 0.0
+
+
+@pytest.mark.parametrize("lib_name", ["torch", "cupy"])
+def test_cuda_integer_extremes(request, rng, lib_name):
+    """min and max of integer CUDA arrays, by address and strided, equal numpy's."""
+    lib = request.getfixturevalue(lib_name)
+    types = [np.uint8, np.int16, np.int32, np.int64] + ([np.uint16, np.uint32, np.uint64] if lib_name == "cupy" else [])
+    for dtype in types:
+        x = integers(rng, (9, 2049), dtype)
+        g = _on_gpu(lib, x)
+        for op, ref in [(tally.min, np.min), (tally.max, np.max)]:
+            got = op(g)
+            assert type(got) is type(g) and tuple(got.shape) == ()
+            np.testing.assert_array_equal(host(got), ref(x))
+            np.testing.assert_array_equal(host(op(g, axis=-1)), ref(x, axis=-1))
+            np.testing.assert_array_equal(host(op(g[:, 1::2])), ref(x[:, 1::2]))
 
 
 def test_patterns_submodule_and_top_level_names():

@@ -61,25 +61,47 @@ struct buffer {
   explicit buffer(dtype t, std::size_t n) : type(t), words(n * tally::size_of(t) / 8 + 2) {}
   char* bytes() { return reinterpret_cast<char*>(words.data()); }
   void* at(std::int64_t i) { return bytes() + i * static_cast<std::int64_t>(tally::size_of(type)); }
+  template <class T> static void put(void* p, double v) {
+    const auto k = static_cast<T>(v);
+    std::memcpy(p, &k, sizeof k);
+  }
+  template <class T> static double take(const void* p) {
+    T k;
+    std::memcpy(&k, p, sizeof k);
+    return static_cast<double>(k);
+  }
   void set(std::int64_t i, double v) {
     void* p = at(i);
     switch (type) {
-      case dtype::f32: { const auto f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
+      case dtype::f32: return put<float>(p, v);
       case dtype::f16: { const auto h = tally::to_half(v); std::memcpy(p, &h, 2); break; }
       case dtype::bf16: { const auto h = tally::to_bfloat16(v); std::memcpy(p, &h, 2); break; }
-      case dtype::i32: { const auto k = static_cast<std::int32_t>(v); std::memcpy(p, &k, 4); break; }
+      case dtype::u8: return put<std::uint8_t>(p, v);
+      case dtype::i8: return put<std::int8_t>(p, v);
+      case dtype::u16: return put<std::uint16_t>(p, v);
+      case dtype::i16: return put<std::int16_t>(p, v);
+      case dtype::u32: return put<std::uint32_t>(p, v);
+      case dtype::i32: return put<std::int32_t>(p, v);
+      case dtype::u64: return put<std::uint64_t>(p, v);
+      case dtype::i64: return put<std::int64_t>(p, v);
       default: FAIL() << "unexpected dtype";
     }
   }
   double get(std::int64_t i) {
     const void* p = at(i);
     switch (type) {
-      case dtype::f32: { float f; std::memcpy(&f, p, 4); return f; }
+      case dtype::f32: return take<float>(p);
       case dtype::f16: { tally::half h; std::memcpy(&h, p, 2); return tally::to_double(h); }
       case dtype::bf16: { tally::bfloat16 h; std::memcpy(&h, p, 2); return tally::to_double(h); }
-      case dtype::i32: { std::int32_t k; std::memcpy(&k, p, 4); return k; }
-      case dtype::f64: { double d; std::memcpy(&d, p, 8); return d; }
-      case dtype::i64: { std::int64_t k; std::memcpy(&k, p, 8); return static_cast<double>(k); }
+      case dtype::f64: return take<double>(p);
+      case dtype::u8: return take<std::uint8_t>(p);
+      case dtype::i8: return take<std::int8_t>(p);
+      case dtype::u16: return take<std::uint16_t>(p);
+      case dtype::i16: return take<std::int16_t>(p);
+      case dtype::u32: return take<std::uint32_t>(p);
+      case dtype::i32: return take<std::int32_t>(p);
+      case dtype::u64: return take<std::uint64_t>(p);
+      case dtype::i64: return take<std::int64_t>(p);
       default: ADD_FAILURE() << "unexpected dtype"; return 0;
     }
   }
@@ -569,7 +591,7 @@ double reference(tally::reduce_op op, buffer& x, std::int64_t first, std::int64_
 /// Sums accumulate in out's type: at most n - 1 roundings of partial sums of |x| (the classic
 /// bound), plus the final division of a mean.
 double tolerance(const reduce_types& t, buffer& x, std::int64_t first, std::int64_t n) {
-  if (t.op == tally::reduce_op::min || t.op == tally::reduce_op::max || t.in == dtype::i32) return 0;
+  if (t.op == tally::reduce_op::min || t.op == tally::reduce_op::max || !floating(t.in)) return 0;
   double abs_sum = 0;
   for (std::int64_t i = 0; i < n; ++i) abs_sum += std::fabs(x.get(first + i));
   const double eps = t.out == dtype::f32 ? 0x1p-24 : 0x1p-53;
@@ -586,16 +608,32 @@ const std::vector<reduce_types>& all_reduce_types() {
     l.push_back({tally::reduce_op::sum, dtype::i32, dtype::i64});
     l.push_back({tally::reduce_op::mean, dtype::i32, dtype::f64});
     for (auto op : {tally::reduce_op::min, tally::reduce_op::max})
-      for (dtype in : {dtype::f32, dtype::f16, dtype::bf16, dtype::i32}) l.push_back({op, in, in});
+      for (dtype in : {dtype::f32, dtype::f16, dtype::bf16, dtype::u8, dtype::i8, dtype::u16, dtype::i16, dtype::u32,
+                       dtype::i32, dtype::u64, dtype::i64})
+        l.push_back({op, in, in});
     return l;
   }();
   return list;
 }
 
+/// Floats from draw; i32 large and nonzero; other integers over their type's whole range (64-bit
+/// ones in steps of 2^11, exact in the buffer's doubles).
 void fill_reduce_input(buffer& x, std::int64_t count, dtype t, std::mt19937_64& g) {
+  const int bits = static_cast<int>(8 * tally::size_of(t));
+  const bool is_signed = t == dtype::i8 || t == dtype::i16 || t == dtype::i32 || t == dtype::i64;
   for (std::int64_t i = 0; i < count; ++i) {
-    if (t == dtype::i32) x.set(i, static_cast<double>(static_cast<std::int32_t>(g() >> 33) | 1));  // large, nonzero
-    else x.set(i, draw(g, t == dtype::f16 ? 100 : 1e4, i % 2 == 0));
+    if (floating(t)) {
+      x.set(i, draw(g, t == dtype::f16 ? 100 : 1e4, i % 2 == 0));
+    } else if (t == dtype::i32) {
+      x.set(i, static_cast<double>(static_cast<std::int32_t>(g() >> 33) | 1));  // large, nonzero
+    } else if (bits == 64) {
+      const std::uint64_t r = g() >> 11;
+      x.set(i, is_signed ? std::ldexp(static_cast<double>(static_cast<std::int64_t>(r) - (std::int64_t{1} << 52)), 11)
+                         : std::ldexp(static_cast<double>(r), 11));
+    } else {
+      const auto r = static_cast<std::int64_t>(g() >> (64 - bits));
+      x.set(i, static_cast<double>(is_signed ? r - (std::int64_t{1} << (bits - 1)) : r));
+    }
   }
 }
 
@@ -670,6 +708,30 @@ TEST_P(Patterns, ReduceEdgeCases) {
   EXPECT_EQ(d, 0.0);
   tally::reduce(tally::reduce_op::mean, dtype::f32, x.data(), 0, dtype::f64, &d, o);
   EXPECT_TRUE(std::isnan(d));
+  // Integer extremes at their type's limits: the fold starts from the other limit.
+  const std::vector<std::uint64_t> u64 = {5, ~std::uint64_t{0}, std::uint64_t{1} << 63};
+  std::uint64_t u = 0;
+  tally::reduce(tally::reduce_op::min, dtype::u64, u64.data(), 3, dtype::u64, &u, o);
+  EXPECT_EQ(u, 5u);
+  tally::reduce(tally::reduce_op::max, dtype::u64, u64.data(), 3, dtype::u64, &u, o);
+  EXPECT_EQ(u, ~std::uint64_t{0});
+  const std::vector<std::int64_t> i64 = {std::numeric_limits<std::int64_t>::min() + 1, -3,
+                                         std::numeric_limits<std::int64_t>::max()};
+  std::int64_t k = 0;
+  tally::reduce(tally::reduce_op::min, dtype::i64, i64.data(), 3, dtype::i64, &k, o);
+  EXPECT_EQ(k, std::numeric_limits<std::int64_t>::min() + 1);
+  tally::reduce(tally::reduce_op::max, dtype::i64, i64.data(), 2, dtype::i64, &k, o);
+  EXPECT_EQ(k, -3);
+  const std::vector<std::uint8_t> all255(37, 255);
+  std::uint8_t b = 0;
+  tally::reduce(tally::reduce_op::min, dtype::u8, all255.data(), 37, dtype::u8, &b, o);
+  EXPECT_EQ(b, 255);
+  const std::vector<std::int8_t> i8 = {-128, 127, 0};
+  std::int8_t c = 0;
+  tally::reduce(tally::reduce_op::max, dtype::i8, i8.data(), 3, dtype::i8, &c, o);
+  EXPECT_EQ(c, 127);
+  tally::reduce(tally::reduce_op::min, dtype::i8, i8.data(), 3, dtype::i8, &c, o);
+  EXPECT_EQ(c, -128);
   std::vector<std::int32_t> big(1000, 2000000000);
   std::int64_t s = 0;
   tally::reduce(tally::reduce_op::sum, dtype::i32, big.data(), 1000, dtype::i64, &s, o);
@@ -684,6 +746,7 @@ TEST_P(Patterns, ReduceRejectsBadArguments) {
   EXPECT_THROW(tally::reduce(tally::reduce_op::min, dtype::f32, x.data(), 0, dtype::f32, &r, o), tally::error);
   EXPECT_THROW(tally::reduce(tally::reduce_op::sum, dtype::f32, x.data(), 8, dtype::i64, &r, o), tally::error);
   EXPECT_THROW(tally::reduce(tally::reduce_op::sum, dtype::u8, x.data(), 8, dtype::f64, &d, o), tally::error);
+  EXPECT_THROW(tally::reduce(tally::reduce_op::min, dtype::f64, x.data(), 4, dtype::f64, &d, o), tally::error);
   EXPECT_THROW(tally::reduce(tally::reduce_op::max, dtype::f32, x.data(), 8, dtype::f64, &d, o), tally::error);
   EXPECT_THROW(tally::reduce(tally::reduce_op::sum, dtype::f32, x.data(), -1, dtype::f32, &r, o), tally::error);
   EXPECT_THROW(tally::reduce(tally::reduce_op::sum, dtype::f32, x.data(), 8, dtype::f32, x.data() + 2, o),

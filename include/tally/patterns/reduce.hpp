@@ -16,7 +16,8 @@ std::string_view name_of(reduce_op op);
 /// The result types a reduction accepts (the result type is the accumulation type):
 ///  - sum, mean of f32, f16, bf16: f32 or f64 (accumulated in that type);
 ///  - sum of i32: i64 (exact); mean of i32: f64 (the exact i64 sum divided once);
-///  - min, max: the input type (the result is one of the elements; NaN if any is NaN).
+///  - min, max of f32, f16, bf16 or any integer type: the input type (the result is one of the
+///    elements; NaN if any is NaN).
 /// Returns whether (op, input, result) is one of these.
 bool reduce_supported(reduce_op op, dtype input, dtype result);
 

@@ -19,7 +19,7 @@ min/max read back once.
 import sys
 
 from . import _edges, _tally
-from ._types import NUMPY_NAMES, type_of_dtype
+from ._types import EXTREME_TYPES, NUMPY_NAMES, type_of_dtype
 
 _calls = {}
 _CALLS_MAX = 1024  # distinct kept calls; beyond, the table starts again
@@ -182,9 +182,26 @@ def count_address(lib, a, n, axes, bins, sample_type, index, stream, strategy, o
     return out
 
 
+_reductions_on_cuda = []  # [whether the extension's reductions run on CUDA], asked once
+
+
 def min_max(lib, a):
-    """[min, max] of a torch or cupy array (not empty) as Python numbers, read back once (torch:
-    reduced into one two-element array of its device)."""
+    """[min, max] of a torch or cupy array (not empty) as Python numbers, read back once: a
+    C-contiguous array of the current device of a type tally reduces, by two launches of tally's
+    reduction into one two-element array of its type (no library call: cupy's min, max and stack
+    cost 3 launches from Python); else reduced into one two-element array by torch, or by cupy."""
+    key = tensor_key(a)
+    if key is not None:
+        if not _reductions_on_cuda:
+            _reductions_on_cuda.append(any(name == "cuda" and usable for name, _, usable, _ in _tally.backends()))
+        type_name = type_of_dtype(key[1])
+        stream = current_stream(lib, key[2]) if _reductions_on_cuda[0] and type_name in EXTREME_TYPES else None
+        if stream is not None:
+            both = new_array(lib, key[2], (2,), NUMPY_NAMES[type_name])
+            x, n, at = address(lib, a), size(lib, a), address(lib, both)
+            _tally.reduce_address("min", type_name, x, 1, n, False, type_name, at, stream)
+            _tally.reduce_address("max", type_name, x, 1, n, False, type_name, at + both.nbytes // 2, stream)
+            return both.tolist() if lib == "torch" else both.get().tolist()
     if lib == "torch":
         torch = _torch()
         both = torch.empty(2, dtype=a.dtype, device=a.device)

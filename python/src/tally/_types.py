@@ -12,6 +12,8 @@ _NAMES = {
 # The same by native numpy dtype (a dtype hashes faster than its name is built).
 _NATIVE = {np.dtype(name): t for name, t in _NAMES.items() if name != "bfloat16"}
 FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
+# The types whose minimum and maximum tally's reduction finds (tally::reduce: all but f64).
+EXTREME_TYPES = ("u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "f16", "bf16", "f32")
 # numpy dtype names by tally sample type (the inverse of _NAMES).
 NUMPY_NAMES = {t: name for name, t in _NAMES.items()}
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from . import _kept, _tally
 from ._arrays import Source, _cupy, _torch, same_device
-from ._types import NUMPY_NAMES, type_of_dtype
+from ._types import EXTREME_TYPES, NUMPY_NAMES, type_of_dtype
 from ._functions import _cuda_usable, _device_of, _require_cuda
 from ._user_kernels import ElementwiseKernel, ReductionKernel
 
@@ -18,10 +18,12 @@ __all__ = ["ElementwiseKernel", "ReductionKernel", "add", "div", "gelu", "matmul
 _TYPES = ("f16", "bf16", "f32")
 
 
-def _operand(x, what="x"):
+def _operand(x, what="x", types=_TYPES):
     src = Source(x, what)
-    if src.type not in _TYPES:
-        raise TypeError(f"tally: {what} has dtype {src.dtype_name}; expected float16, bfloat16 or float32")
+    if src.type not in types:
+        expected = "float16, bfloat16, float32 or an integer type" if types is EXTREME_TYPES else \
+            "float16, bfloat16 or float32"
+        raise TypeError(f"tally: {what} has dtype {src.dtype_name}; expected {expected}")
     if src.lib == "other":
         raise TypeError(f"tally: {what} must be a numpy, torch or cupy array, got {type(x).__name__}")
     return src
@@ -74,7 +76,7 @@ def _unary(op, x, out):
     return _run(src, call)
 
 
-def _by_address(x):
+def _by_address(x, types=_TYPES):
     """(key, type name, stream) of a C-contiguous torch/cupy CUDA array of a pattern's type on the
     current device (the usual case), which the patterns hand to the extension by address with no
     Source and no device switch (key: _kept.tensor_key's); None otherwise: the full path then
@@ -83,7 +85,7 @@ def _by_address(x):
     if key is None:
         return None
     type_name = type_of_dtype(key[1])
-    if type_name not in _TYPES:
+    if type_name not in types:
         return None
     stream = _kept.current_stream(key[0], key[2])
     if stream is None or not _cuda_usable():
@@ -168,10 +170,12 @@ def div(a, b):
 
 
 def _reduce(op, a, axis):
-    result = _reduce_by_address(op, a, axis)
+    # min and max take integers too (numpy's: the result in the input's type).
+    types = EXTREME_TYPES if op in ("min", "max") else _TYPES
+    result = _reduce_by_address(op, a, axis, types)
     if result is not None:
         return result
-    src = _operand(a, "a").contiguous()
+    src = _operand(a, "a", types).contiguous()
     if axis is None:
         shape = ()
     elif src.ndim > 0 and axis in (-1, src.ndim - 1) and not isinstance(axis, bool):
@@ -190,10 +194,11 @@ def _reduce(op, a, axis):
     return result[()] if src.lib == "numpy" and shape == () else result
 
 
-def _reduce_by_address(op, a, axis):
-    """_reduce of `a` by address (_by_address); None where that does not hold or the axis is not
-    None or the last one as a plain int (the full path takes the call and its errors)."""
-    found = _by_address(a)
+def _reduce_by_address(op, a, axis, types):
+    """_reduce of `a` (of one of `types`) by address (_by_address); None where that does not hold
+    or the axis is not None or the last one as a plain int (the full path takes the call and its
+    errors)."""
+    found = _by_address(a, types)
     if found is None:
         return None
     (lib, _, index, ndim), type_name, stream = found
@@ -218,7 +223,8 @@ def sum(a, axis=None):
 
 
 def min(a, axis=None):
-    """numpy.min (NaN if any element is NaN; an empty reduction is a ValueError)."""
+    """numpy.min of float16, bfloat16, float32 or integer arrays (NaN if any element is NaN; an
+    empty reduction is a ValueError)."""
     return _reduce("min", a, axis)
 
 

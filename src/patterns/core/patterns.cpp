@@ -335,7 +335,7 @@ bool reduce_supported(reduce_op op, dtype input, dtype result) {
     case reduce_op::mean:
       return floating ? (result == dtype::f32 || result == dtype::f64) : input == dtype::i32 && result == dtype::f64;
     case reduce_op::min:
-    case reduce_op::max: return (floating || input == dtype::i32) && result == input;
+    case reduce_op::max: return input != dtype::f64 && result == input;
   }
   return false;
 }
@@ -350,7 +350,7 @@ void run_reduce(reduce_op op, bool whole, dtype type, const void* x, std::int64_
     throw error(what + ": unsupported dtypes " + std::string(name_of(type)) + " -> " +
                 std::string(name_of(result_type)) +
                 " (sum, mean: f32/f16/bf16 -> f32 or f64, i32 -> i64 (sum) or f64 (mean); min, max: "
-                "f32/f16/bf16/i32 -> the same type)");
+                "f32/f16/bf16 or any integer type -> the same type)");
   if (rows < 0 || cols < 0)
     throw error(what + ": rows and cols must be >= 0, got " + std::to_string(rows) + " x " + std::to_string(cols));
   if (row_stride < cols)

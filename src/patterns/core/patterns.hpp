@@ -135,8 +135,13 @@ template <class F> void with_binary_op(binary_op op, F&& f) {
 /// element type, the accumulation type, the result type and whether it is a min or max.
 template <class F> void with_reduce_types(const reduce_job& job, F&& f) {
   const bool extreme = job.op == reduce_op::min || job.op == reduce_op::max;
+  if (extreme && job.type != dtype::f32 && job.type != dtype::f16 && job.type != dtype::bf16) {
+    // The extreme of integers: found and stored in their own type.
+    return with_sample_type(job.type, [&](auto tag) {
+      if constexpr (std::is_integral_v<typename decltype(tag)::type>) f(tag, tag, tag, std::true_type{});
+    });
+  }
   if (job.type == dtype::i32) {
-    if (extreme) return f(type_tag<std::int32_t>{}, type_tag<std::int32_t>{}, type_tag<std::int32_t>{}, std::true_type{});
     if (job.result_type == dtype::i64)
       return f(type_tag<std::int32_t>{}, type_tag<std::int64_t>{}, type_tag<std::int64_t>{}, std::false_type{});
     // The mean of i32: the exact i64 sum, divided once in f64.

@@ -18,8 +18,11 @@ template <class Acc, bool Extreme> struct reducer {
   TALLY_HD_HOT Acc start() const {
     if constexpr (!Extreme) {
       return Acc{0};
-    } else if constexpr (std::is_same_v<Acc, std::int32_t>) {
-      return minimum ? INT32_MAX : INT32_MIN;
+    } else if constexpr (std::is_integral_v<Acc>) {
+      using U = std::make_unsigned_t<Acc>;
+      constexpr Acc lowest = std::is_signed_v<Acc> ? static_cast<Acc>(U{1} << (8 * sizeof(Acc) - 1)) : Acc{0};
+      constexpr Acc highest = static_cast<Acc>(~lowest);
+      return minimum ? highest : lowest;
     } else {
       return minimum ? static_cast<Acc>(INFINITY) : static_cast<Acc>(-INFINITY);
     }

@@ -72,7 +72,7 @@ void cpu_binary(const binary_job& job) {
 }
 
 template <class T> auto load_value(const T* p) {
-  if constexpr (std::is_same_v<T, std::int32_t>) return *p;
+  if constexpr (std::is_integral_v<T>) return *p;
   else return load_f32(p);
 }
 
