@@ -475,7 +475,7 @@ void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, 
     a.window_lo = lo;
     a.window = std::min(plan.window_cells, in.cells - lo);
     a.count_flow = lo == 0;
-    shape.shared_bytes = static_cast<std::size_t>(plan.block_threads / 32 * a.window) * (sizeof(double) + 1);
+    shape.shared_bytes = static_cast<std::size_t>(plan.block_threads / 32 * a.window) * (sizeof(double) + sizeof(unsigned));
     sum_weighted(in.axes, a, shape);
   }
 }

@@ -838,15 +838,16 @@ struct column_weights {
 constexpr int kWeightedGroups = 4;
 constexpr unsigned kNotInWindow = 0xffffffffu;
 
-/// The lanes whose key equals this lane's, for keys in the window: each such lane writes its lane
-/// to owner[key] (one write of a key's lanes lands), reads back which, and five ballots over that
-/// lane's bits and one over "in the window" find the lanes that read the same. A lane outside the
-/// window is a group of its own (its sum is dropped). __match_any_sync gives the same masks, at a
-/// cost that grows with the number of distinct keys (bench/PERFORMANCE.md entry 86).
-__device__ __forceinline__ unsigned peers_by_owner(unsigned key, unsigned char* owner) {
+/// The lanes whose key equals this lane's, for keys in the window: each such lane exchanges its
+/// lane into owner[key] (one of a key's lanes is left there), reads back which, and five ballots
+/// over that lane's bits and one over "in the window" find the lanes that read the same. A lane
+/// outside the window is a group of its own (its sum is dropped). __match_any_sync gives the same
+/// masks, at a cost that grows with the number of distinct keys; a ballot a bit of the key, at 8
+/// for 256 cells, cost a tenth more (bench/PERFORMANCE.md entry 86).
+__device__ __forceinline__ unsigned peers_by_owner(unsigned key, unsigned* owner) {
   const unsigned lane = threadIdx.x & 31;
   const bool in = key != kNotInWindow;
-  if (in) owner[key] = static_cast<unsigned char>(lane);
+  if (in) atomicExch(owner + key, lane);  // atomic: the lanes of one key write the same word
   __syncwarp();
   const unsigned named = in ? owner[key] : lane;
   __syncwarp();  // every lane has read before the next group writes
@@ -874,7 +875,7 @@ __global__ void __launch_bounds__(256) weighted_kernel(Samples samples, Weights 
   for (std::int64_t k = threadIdx.x; k < warps * a.window; k += blockDim.x) warp_sums[k] = 0.0;
   __syncthreads();
   double* mine = warp_sums + warp * a.window;
-  unsigned char* owner = reinterpret_cast<unsigned char*>(warp_sums + warps * a.window) + warp * a.window;
+  unsigned* owner = reinterpret_cast<unsigned*>(warp_sums + warps * a.window) + warp * a.window;
 
   const std::int64_t per = a.n / gridDim.x, extra = a.n % gridDim.x;
   const std::int64_t begin = blockIdx.x * per + (blockIdx.x < extra ? blockIdx.x : extra);
@@ -903,6 +904,7 @@ __global__ void __launch_bounds__(256) weighted_kernel(Samples samples, Weights 
     }
 #pragma unroll
     for (int g = 0; g < kWeightedGroups; ++g) {
+      __syncwarp();  // the last group's additions to the warp's copy, by other lanes, are seen
       const unsigned first = __shfl_sync(0xffffffffu, key[g], 0);
       if (__all_sync(0xffffffffu, key[g] == first)) {
         if (first == kNotInWindow) continue;
