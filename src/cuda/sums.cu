@@ -842,8 +842,8 @@ constexpr unsigned kNotInWindow = 0xffffffffu;
 /// lane into owner[key] (one of a key's lanes is left there), reads back which, and five ballots
 /// over that lane's bits and one over "in the window" find the lanes that read the same. A lane
 /// outside the window is a group of its own (its sum is dropped). __match_any_sync gives the same
-/// masks, at a cost that grows with the number of distinct keys; a ballot a bit of the key, at 8
-/// for 256 cells, cost a tenth more (bench/PERFORMANCE.md entry 86).
+/// masks, at a cost that grows with the number of distinct keys; a ballot a bit of the key, 8 for
+/// 256 cells, cost a few per cent more (bench/PERFORMANCE.md entry 86).
 __device__ __forceinline__ unsigned peers_by_owner(unsigned key, unsigned* owner) {
   const unsigned lane = threadIdx.x & 31;
   const bool in = key != kNotInWindow;
