@@ -471,11 +471,11 @@ void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, 
   shape.grid = static_cast<unsigned>(plan.grid_blocks);
   shape.block = static_cast<unsigned>(plan.block_threads);
   shape.stream = stream;
+  shape.shared_bytes = static_cast<std::size_t>(plan.shared_bytes);  // the warps' copies of the widest window
   for (std::int64_t lo = 0; lo < in.cells; lo += plan.window_cells) {
     a.window_lo = lo;
     a.window = std::min(plan.window_cells, in.cells - lo);
     a.count_flow = lo == 0;
-    shape.shared_bytes = static_cast<std::size_t>(plan.block_threads / 32 * a.window) * (sizeof(double) + sizeof(unsigned));
     sum_weighted(in.axes, a, shape);
   }
 }

@@ -70,9 +70,7 @@ def _require_cuda(src):
                          "tally has no usable CUDA backend; copy them to the host")
 
 
-@functools.lru_cache(maxsize=1)
-def _cuda_usable():
-    return any(name == "cuda" and usable for name, _, usable, _ in _tally.backends())
+_cuda_usable = _kept.cuda_usable
 
 
 class _device_of:

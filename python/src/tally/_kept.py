@@ -16,6 +16,7 @@ patterns' activations) live here too: the current stream, a new array, an array'
 min/max read back once.
 """
 
+import functools
 import sys
 
 from . import _edges, _tally
@@ -182,7 +183,10 @@ def count_address(lib, a, n, axes, bins, sample_type, index, stream, strategy, o
     return out
 
 
-_reductions_on_cuda = []  # [whether the extension's reductions run on CUDA], asked once
+@functools.lru_cache(maxsize=1)
+def cuda_usable():
+    """Whether tally's CUDA backend is usable here (asked once: it does not change within a process)."""
+    return any(name == "cuda" and usable for name, _, usable, _ in _tally.backends())
 
 
 def min_max(lib, a):
@@ -192,10 +196,8 @@ def min_max(lib, a):
     cost 3 launches from Python); else reduced into one two-element array by torch, or by cupy."""
     key = tensor_key(a)
     if key is not None:
-        if not _reductions_on_cuda:
-            _reductions_on_cuda.append(any(name == "cuda" and usable for name, _, usable, _ in _tally.backends()))
         type_name = type_of_dtype(key[1])
-        stream = current_stream(lib, key[2]) if _reductions_on_cuda[0] and type_name in EXTREME_TYPES else None
+        stream = current_stream(lib, key[2]) if type_name in EXTREME_TYPES and cuda_usable() else None
         if stream is not None:
             both = new_array(lib, key[2], (2,), NUMPY_NAMES[type_name])
             x, n, at = address(lib, a), size(lib, a), address(lib, both)
