@@ -197,6 +197,7 @@ def test_matmul(rng, mnk):
     lambda: tally.add(np.ones(3, np.float32), np.ones(3)), lambda: tally.sum(np.ones(3, np.int64)),
     lambda: tally.matmul(np.ones((2, 2), np.float16), np.ones((2, 2), np.float16)),
     lambda: tally.silu(np.ones(3, np.float32), out=np.ones(3, np.float16)),
+    lambda: tally.min(np.ones(3)), lambda: tally.max(np.ones(3, bool)),  # float64, bool: no extreme kernel
 ])
 def test_type_errors(call):
     with pytest.raises(TypeError):
