@@ -10,6 +10,11 @@ namespace tally::detail {
 
 template <class T> struct type_tag { using type = T; };
 
+// f may be host-only (a host caller's lambda) or device code: nvcc checks no execution space of
+// this template's instantiations.
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable
+#endif
 template <class F> TALLY_HD void with_sample_type(dtype t, F&& f) {
   switch (t) {
     case dtype::u8: return f(type_tag<std::uint8_t>{});
