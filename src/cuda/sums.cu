@@ -794,7 +794,7 @@ __global__ void __launch_bounds__(kExactThreads, 2) exact_partition_sum_kernel(e
   window.drain(width, kEpochSamples * kExactThreads, runs);
 }
 
-/// Sums x over each group of lanes with equal keys (`peers`, from peers_by_owner) by a pairwise
+/// Sums x over each group of lanes with equal keys (`peers`, from peers_of) by a pairwise
 /// tree fixed by the lanes' ranks in their group: the lowest lane of each group ends with the
 /// group's sum, the same bits for the same inputs on every run.
 __device__ __forceinline__ double sum_peers(unsigned peers, double x) {
@@ -838,27 +838,20 @@ struct column_weights {
 constexpr int kWeightedGroups = 4;
 constexpr unsigned kNotInWindow = 0xffffffffu;
 
-/// The lanes whose key equals this lane's, for keys in the window: each such lane exchanges its
-/// lane into owner[key] (one of a key's lanes is left there), reads back which, and five ballots
-/// over that lane's bits and one over "in the window" find the lanes that read the same. A lane
-/// outside the window is a group of its own (its sum is dropped). __match_any_sync gives the same
-/// masks, at a cost that grows with the number of distinct keys; a ballot a bit of the key, 8 for
-/// 256 cells, cost a few per cent more (bench/PERFORMANCE.md entry 86).
-__device__ __forceinline__ unsigned peers_by_owner(unsigned key, unsigned* owner) {
+/// The lanes whose key equals this lane's, for keys in the window: each such lane ORs its bit
+/// into peers[key] of the warp's table (zero between groups), and reads back the mask of its
+/// cell's lanes. A lane outside the window is a group of its own (its sum is dropped). The lowest
+/// lane of each cell zeroes the word again (clear_peers) once all have read it.
+/// __match_any_sync gives the same masks, at a cost that grows with the number of distinct keys;
+/// the table costs one shared atomic and one load a lane (bench/PERFORMANCE.md entries 86, 88).
+__device__ __forceinline__ unsigned peers_of(unsigned key, unsigned* table) {
   const unsigned lane = threadIdx.x & 31;
   const bool in = key != kNotInWindow;
-  if (in) atomicExch(owner + key, lane);  // atomic: the lanes of one key write the same word
+  if (in) atomicOr(table + key, 1u << lane);
   __syncwarp();
-  const unsigned named = in ? owner[key] : lane;
-  __syncwarp();  // every lane has read before the next group writes
-  unsigned peers = __ballot_sync(0xffffffffu, in);
-#pragma unroll
-  for (int b = 0; b < 5; ++b) {
-    const bool set = (named >> b) & 1u;
-    const unsigned with = __ballot_sync(0xffffffffu, set);
-    peers &= set ? with : ~with;
-  }
-  return in ? peers : 1u << lane;
+  const unsigned peers = in ? table[key] : 1u << lane;
+  __syncwarp();  // every lane has read before the word is cleared
+  return peers;
 }
 
 /// Weighted sums over the window [lo, lo + window) of cells. Block b takes a fixed contiguous
@@ -872,10 +865,14 @@ template <class Samples, class Weights>
 __global__ void __launch_bounds__(256) weighted_kernel(Samples samples, Weights weight, weighted_args a) {
   extern __shared__ double warp_sums[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  for (std::int64_t k = threadIdx.x; k < warps * a.window; k += blockDim.x) warp_sums[k] = 0.0;
+  auto* tables = reinterpret_cast<unsigned*>(warp_sums + warps * a.window);  // peers_of's, a warp each
+  for (std::int64_t k = threadIdx.x; k < warps * a.window; k += blockDim.x) {
+    warp_sums[k] = 0.0;
+    tables[k] = 0u;
+  }
   __syncthreads();
   double* mine = warp_sums + warp * a.window;
-  unsigned* owner = reinterpret_cast<unsigned*>(warp_sums + warps * a.window) + warp * a.window;
+  unsigned* table = tables + warp * a.window;
 
   const std::int64_t per = a.n / gridDim.x, extra = a.n % gridDim.x;
   const std::int64_t begin = blockIdx.x * per + (blockIdx.x < extra ? blockIdx.x : extra);
@@ -904,7 +901,7 @@ __global__ void __launch_bounds__(256) weighted_kernel(Samples samples, Weights 
     }
 #pragma unroll
     for (int g = 0; g < kWeightedGroups; ++g) {
-      __syncwarp();  // the last group's additions to the warp's copy, by other lanes, are seen
+      __syncwarp();  // the last group's additions to the warp's copy and its table's clears are seen
       const unsigned first = __shfl_sync(0xffffffffu, key[g], 0);
       if (__all_sync(0xffffffffu, key[g] == first)) {
         if (first == kNotInWindow) continue;
@@ -912,9 +909,12 @@ __global__ void __launch_bounds__(256) weighted_kernel(Samples samples, Weights 
         if (lane == 0) mine[first] += sum;
         continue;
       }
-      const unsigned peers = peers_by_owner(key[g], owner);
+      const unsigned peers = peers_of(key[g], table);
       const double sum = sum_peers(peers, w[g]);
-      if (key[g] != kNotInWindow && lane == static_cast<unsigned>(__ffs(peers) - 1)) mine[key[g]] += sum;
+      if (key[g] != kNotInWindow && lane == static_cast<unsigned>(__ffs(peers) - 1)) {
+        mine[key[g]] += sum;
+        table[key[g]] = 0u;  // the table is zero again for the next group
+      }
     }
   }
   if (a.count_flow) add_warp_flow(under, over, nan, a.flow);
