@@ -57,7 +57,7 @@ TEST(CudaPlan, ReplicatedWhereCopiesFitSharedUpToTheLimitWarpAggregatedBeyond) {
   EXPECT_EQ(tally::plan(strided).chosen, tally::strategy::warp_aggregated);
 }
 
-TEST(CudaPlan, CountIntoWritesOnceFromOneBlockOrAddsFromBlocksOnlyForSmallAutomaticFills) {
+TEST(CudaPlan, CountIntoWritesOnceFromOneClusterOrAddsFromBlocksOnlyForSmallAutomaticFills) {
   auto r = h100_request(16);
   r.n = 16;
   EXPECT_FALSE(tally::plan(r).write_once) << "a fill into a histogram's cells adds; only count_into asks";
@@ -75,14 +75,27 @@ TEST(CudaPlan, CountIntoWritesOnceFromOneBlockOrAddsFromBlocksOnlyForSmallAutoma
   r.cells = 16384;
   EXPECT_TRUE(tally::plan(r).write_once);
   EXPECT_FALSE(tally::plan(r).add_once);
-  // Past one block's 4096 samples: blocks of 4096 add into the zeroed output, up to 2^20 samples
-  // and into types whose adds are exact in any order.
+  // Past one block's 4096 samples: a cluster of blocks of 1024 threads, 16 samples a thread.
   auto more = r;
-  more.n = 4097;
+  for (const auto& [n, blocks] : {std::pair<std::int64_t, std::int64_t>{4097, 1}, {16384, 1}, {16385, 2},
+                                  {100003, 7}, {tally::write_once_max_samples, 8}}) {
+    more.n = n;
+    const auto p = tally::plan(more);
+    EXPECT_TRUE(p.write_once) << n;
+    EXPECT_FALSE(p.add_once) << n;
+    EXPECT_EQ(p.block_threads, 1024) << n;
+    EXPECT_EQ(p.grid_blocks, blocks) << n;
+    EXPECT_EQ(p.shared_bytes, (16384 + 3) * 4);
+  }
+  EXPECT_EQ(tally::write_once_max_samples, 8 * 1024 * 16) << "clusters of 8 blocks are portable";
+  // Past one cluster: blocks of 4096 add into the zeroed output, up to 2^20 samples and into
+  // types whose adds are exact in any order.
+  more.n = tally::write_once_max_samples + 1;
   auto added = tally::plan(more);
   EXPECT_FALSE(added.write_once);
   EXPECT_TRUE(added.add_once);
-  EXPECT_EQ(added.grid_blocks, 2);
+  EXPECT_EQ(added.grid_blocks, 33);
+  EXPECT_EQ(added.block_threads, 256);
   EXPECT_EQ(added.shared_bytes, (16384 + 3) * 4);
   EXPECT_NE(tally::describe(added).find("zeroed output"), std::string::npos);
   more.n = std::int64_t{1} << 20;
@@ -98,6 +111,8 @@ TEST(CudaPlan, CountIntoWritesOnceFromOneBlockOrAddsFromBlocksOnlyForSmallAutoma
     auto small = r;
     small.write_type = t;
     EXPECT_TRUE(tally::plan(small).write_once) << "one block rounds each count once";
+    small.n = tally::write_once_max_samples;
+    EXPECT_TRUE(tally::plan(small).write_once) << "one cluster rounds each count once";
   }
   more = r;
   more.n = (std::int64_t{1} << 20) + 1;

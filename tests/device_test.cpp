@@ -576,12 +576,14 @@ double count_as(std::uint64_t count, dtype type) {
 TEST_F(Device, CountIntoWritesTheReferenceCountsInTheCallersType) {
   const stream s;
   std::uint64_t seed = 7600;
-  // 4096 samples and fewer: the write_once plan (one block, one launch); up to 2^20 the add_once
-  // plan (blocks adding into the zeroed output) but into f16 and bf16; more: a histogram's fill.
+  // Up to 2^17 samples: the write_once plan (one block, or a cluster of up to 8; one launch); up
+  // to 2^20 the add_once plan (blocks adding into the zeroed output) but into f16 and bf16; more:
+  // a histogram's fill.
   for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{37}, std::int64_t{4096}, std::int64_t{4097},
-                         std::int64_t{100003}, std::int64_t{1} << 20, (std::int64_t{1} << 20) + 1}) {
+                         std::int64_t{16385}, std::int64_t{100003}, tally::write_once_max_samples,
+                         tally::write_once_max_samples + 1, std::int64_t{1} << 20, (std::int64_t{1} << 20) + 1}) {
     for (dtype t : {dtype::u8, dtype::i32, dtype::i64, dtype::f16, dtype::f32, dtype::f64}) {
-      if (n > 100003 && t != dtype::i32 && t != dtype::f64) continue;  // add_once's limit: one integer, one float type
+      if (n > 100003 && t != dtype::i32 && t != dtype::f64) continue;  // larger: one integer, one float type
       for (const axis_spec& a : {regular_spec(257, -1.3, 2.7, floating(t) && t != dtype::f64 ? t : dtype::f64),
                                  variable_spec(255, -2.5, 250.5, 7599), integer_spec(-50, 256)}) {
         for (dist d : all_dists) {
@@ -632,8 +634,8 @@ std::size_t captured_nodes(const std::function<void(void*)>& enqueue) {
 }
 
 TEST_F(Device, CountIntoSmallFillsAreOneLaunchOrAMemsetAndOne) {
-  // nodes: 1 for write_once (one launch), 2 for add_once (a memset and a launch), 0 for a
-  // histogram's fill and conversion (more).
+  // nodes: 1 for write_once (one launch of a block or a cluster), 2 for add_once (a memset and a
+  // launch), 0 for a histogram's fill and conversion (more).
   struct small_case {
     axis_spec a;
     dtype t;
@@ -645,8 +647,9 @@ TEST_F(Device, CountIntoSmallFillsAreOneLaunchOrAMemsetAndOne) {
       {regular_spec(257, -1.3, 2.7, dtype::f32), dtype::f32, 4096, 1},  // the kept tables
       {integer_spec(-50, 256), dtype::i64, 37, 1},                      // no tables at all
       {variable_spec(255, -2.5, 250.5, 7900), dtype::u8, 1000, 1},      // integers read the tables
-      {integer_spec(0, 16384), dtype::i32, 4097, 2},
-      {regular_spec(257, -1.3, 2.7, dtype::f64), dtype::f64, 100003, 2},
+      {integer_spec(0, 16384), dtype::i32, 4097, 1},                   // a cluster of one block of 1024
+      {regular_spec(257, -1.3, 2.7, dtype::f64), dtype::f64, 100003, 1},  // a cluster of 7
+      {integer_spec(0, 16384), dtype::i32, tally::write_once_max_samples + 1, 2},
       {integer_spec(0, 256), dtype::i32, std::int64_t{1} << 20, 2},
       {integer_spec(0, 256), dtype::i32, (std::int64_t{1} << 20) + 1, 0},
       {integer_spec(0, 16385), dtype::i32, 100, 0},

@@ -87,8 +87,9 @@ struct plan_request {
   dtype write_type = dtype::u64;
 };
 
-/// The largest fill the planner's write_once plan (tally::count_into's one launch) takes.
-inline constexpr std::int64_t write_once_max_samples = 4096;
+/// The largest fill the planner's write_once plan (tally::count_into's one launch) takes: a
+/// cluster of at most 8 blocks of 1024 threads, 16 samples a thread.
+inline constexpr std::int64_t write_once_max_samples = 8 * 1024 * 16;
 inline constexpr std::int64_t write_once_max_cells = 16384;
 /// The largest fill the planner's add_once plan (count_into's zeroing and one launch) takes.
 inline constexpr std::int64_t add_once_max_samples = std::int64_t{1} << 20;
@@ -118,7 +119,7 @@ struct policy {
   int partition_buckets = 0;        // CUDA partitioned: buckets, (cells + 2) >> bits, plus one
   std::int64_t partition_chunk = 0; // CUDA partitioned: samples sorted per pass (temporary memory)
   int partition_blocks = 0;         // CUDA partitioned: counting blocks shared out among the buckets
-  bool write_once = false;          // CUDA count_into: one block counts all samples, writes each cell once
+  bool write_once = false;          // CUDA count_into: one cluster counts all samples, writes each cell once
   bool add_once = false;            // CUDA count_into: blocks count in shared memory, add into the zeroed output
   std::vector<std::string> reasons; // the measured reason behind each choice
 };

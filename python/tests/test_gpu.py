@@ -407,11 +407,12 @@ def test_torch_tensors_that_require_grad(torch, rng):
 
 
 def test_kept_histc_counts_in_the_inputs_float_type(torch, rng):
-    """A repeated histc call writes its counts straight in the input's float type (one launch up
-    to 4096 samples, a fill and a conversion beyond): the first call's values and dtype, and the
-    int64 counts of numpy's rule against the edges in the input's type, converted by torch, for
-    float16 counts past float16's integers (2048) too."""
-    for k, n in enumerate((100, 4096, 4097, 30000)):
+    """A repeated histc call writes its counts straight in the input's float type (one launch of a
+    block up to 4096 samples, of a cluster up to 2^17; beyond, a memset and a launch, or a fill and
+    a conversion into float16 and bfloat16): the first call's values and dtype, and the int64
+    counts of numpy's rule against the edges in the input's type, converted by torch, for float16
+    counts past float16's integers (2048) too."""
+    for k, n in enumerate((100, 4096, 4097, 30000, 131072, 131073)):
         bins = 13 + k  # a first call (the full path) for every size
         a = samples(rng, "f32", n, "hot")
         for dtype, want_type in [(torch.float16, torch.float16), (torch.bfloat16, torch.bfloat16),

@@ -274,14 +274,15 @@ policy plan_cuda(const plan_request& r) {
     return r.exact_sums ? plan_cuda_exact_wide(r, p) : plan_cuda_weighted(r, p, budget);
   }
 
-  // write_once (count_into): a small fill is one block that counts every sample in shared
-  // memory and writes each cell once into the caller's output, converted to its type: one launch,
-  // no allocation, no zeroing and no atomics in device memory. A one-shot call through a
-  // device_histogram was 12.3 us on an H200 against the runtime's 6.4 for one memset and one
-  // launch (bench/PERFORMANCE.md entry 63). Up to 4096 samples (16 a thread) and 16384 cells
-  // (128 KiB of 64-bit output written by one multiprocessor).
-  // add_once: a fill of up to 2^20 samples into as few cells counts 4096 samples a block in
-  // shared memory, and each block adds its nonzero counts into the output, zeroed first: one
+  // write_once (count_into): a small fill is one cluster of blocks that count the samples in
+  // their shared memory; then each cell, summed over the cluster's copies, is written once into
+  // the caller's output, converted to its type: one launch, no allocation, no zeroing and no
+  // atomics in device memory. A one-shot call through a device_histogram was 12.3 us on an H200
+  // against the runtime's 6.4 for one memset and one launch (bench/PERFORMANCE.md entry 63).
+  // Up to 16 samples a thread: one block of 256 threads, or a cluster of up to 8 (the portable
+  // size) of 1024, and up to 16384 cells (128 KiB of 64-bit output).
+  // add_once: a larger fill of up to 2^20 samples into as few cells counts 4096 samples a block
+  // in shared memory, and each block adds its nonzero counts into the output, zeroed first: one
   // memset and one launch, no histogram's memory and no conversion. Only into types whose adds
   // are exact in any order: 64-bit integers, and f64 and f32, whose counts stay below 2^24 here
   // (f16 and bf16 would round at every add; they take a histogram's fill and one conversion).
@@ -289,19 +290,22 @@ policy plan_cuda(const plan_request& r) {
                           r.write_type == dtype::f32;
   if (r.write_once && r.wanted == strategy::automatic && r.channels == 1 && r.cells <= write_once_max_cells &&
       (r.cells + 3) * 4 <= per_block && (r.n <= write_once_max_samples || (r.n <= add_once_max_samples && exact_adds))) {
+    constexpr std::int64_t per_thread = 16, small_block = 256, block = 1024;
     p.chosen = strategy::shared;
-    p.block_threads = 256;
     p.shared_bytes = (r.cells + 3) * 4;
     if (r.n <= write_once_max_samples) {
       p.write_once = true;
-      p.grid_blocks = 1;
-      p.reasons.push_back("write_once: " + std::to_string(r.n) + " samples counted by one block of 256 threads in "
-                          "shared memory, each cell written once into the output (one launch; no zeroing, no "
-                          "atomics in device memory)");
+      p.block_threads = r.n <= small_block * per_thread ? small_block : block;
+      p.grid_blocks = std::max<std::int64_t>(1, (r.n + block * per_thread - 1) / (block * per_thread));
+      p.reasons.push_back("write_once: " + std::to_string(r.n) + " samples counted by a cluster of " +
+                          std::to_string(p.grid_blocks) + " block(s) of " + std::to_string(p.block_threads) +
+                          " threads in shared memory, each cell summed over the cluster and written once into the "
+                          "output (one launch; no zeroing, no atomics in device memory)");
       return p;
     }
     p.add_once = true;
-    p.grid_blocks = (r.n + write_once_max_samples - 1) / write_once_max_samples;
+    p.block_threads = small_block;
+    p.grid_blocks = (r.n + small_block * per_thread - 1) / (small_block * per_thread);
     p.reasons.push_back("add_once: " + std::to_string(r.n) + " samples counted by " + std::to_string(p.grid_blocks) +
                         " blocks of 256 threads in shared memory, each adding its nonzero counts into the zeroed "
                         "output (one memset and one launch; exact adds into " + std::string(name_of(r.write_type)) + ")");
@@ -603,7 +607,7 @@ std::string describe(const policy& p) {
       << "shared     " << p.shared_bytes << " bytes per block"
       << (p.counter_bits == 16 ? ", 16-bit counters, two per word" : "") << "\n";
     if (p.cluster_blocks) s << "cluster    " << p.cluster_blocks << " blocks share one copy\n";
-    if (p.write_once) s << "writes     each cell once into the output (count_into)\n";
+    if (p.write_once) s << "writes     each cell once into the output, summed over the grid's one cluster (count_into)\n";
     if (p.add_once) s << "adds       each block's counts into the zeroed output (count_into)\n";
     if (p.value_table) s << "values     counted per 8-bit value, folded into bins\n";
     if (p.vector_bytes && !p.exact_sums && !p.partition_bits)

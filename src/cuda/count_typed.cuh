@@ -731,21 +731,8 @@ void launch_with(const Binner& binner, const typed_count_args& args, const launc
         if constexpr (wide) {
           // Clusters of cluster_blocks blocks on as many multiprocessors; the planner's grid is a
           // multiple of the cluster.
-          auto* kernel = &count_typed_kernel<T, Binner, count_mode::cluster>;
-          allow_shared(reinterpret_cast<const void*>(kernel), shape.shared_bytes);
-          cudaLaunchConfig_t config{};
-          config.gridDim = dim3(shape.grid);
-          config.blockDim = dim3(shape.block);
-          config.dynamicSmemBytes = shape.shared_bytes;
-          config.stream = shape.stream;
-          cudaLaunchAttribute cluster{};
-          cluster.id = cudaLaunchAttributeClusterDimension;
-          cluster.val.clusterDim.x = static_cast<unsigned>(args.cluster_blocks);
-          cluster.val.clusterDim.y = 1;
-          cluster.val.clusterDim.z = 1;
-          config.attrs = &cluster;
-          config.numAttrs = 1;
-          TALLY_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, binner, args));
+          launch_clustered(&count_typed_kernel<T, Binner, count_mode::cluster>, shape,
+                           static_cast<unsigned>(args.cluster_blocks), binner, args);
           return;
         }
         break;

@@ -1,6 +1,7 @@
 // The generic kernels, for any sample type, stride, alignment and number of axes: one sample
 // per load, the rule chosen at run time. global_atomic and warp_aggregated (the ladder's first
 // rungs), shared / shared_replicated, and the one-launch counts of small fills.
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -76,8 +77,9 @@ __device__ __forceinline__ void add_count(void* out, dtype type, std::int64_t c,
 }
 
 /// count_into's small fills: each block counts its grid-stride share of the samples in shared
-/// memory (the flow slots after the cells), then the one block of write_once writes each cell
-/// into `out`, which needs no zeroing, or each block of add_once adds its nonzero counts into
+/// memory (the flow slots after the cells). write_once's grid is one cluster: once every block
+/// has counted, block r sums cells r, r + blocks, ... over the cluster's copies and writes each
+/// into `out`, which needs no zeroing. add_once's blocks each add their nonzero counts into
 /// `out`, zeroed before.
 template <bool Adds>
 __global__ void count_once_kernel(device_axes axes, std::int64_t n, std::int64_t cells, void* out, dtype type) {
@@ -87,13 +89,21 @@ __global__ void count_once_kernel(device_axes axes, std::int64_t n, std::int64_t
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride)
     atomicAdd(&block_slots[slot_of(axes, i, cells)], 1u);
-  __syncthreads();
-  for (std::int64_t c = threadIdx.x; c < cells; c += blockDim.x) {
-    if constexpr (Adds) {
+  if constexpr (Adds) {
+    __syncthreads();
+    for (std::int64_t c = threadIdx.x; c < cells; c += blockDim.x)
       if (block_slots[c]) add_count(out, type, c, block_slots[c]);
-    } else {
-      store_count(out, type, c, block_slots[c]);
+  } else {
+    const auto cluster = cooperative_groups::this_cluster();
+    cluster.sync();  // every block's counts are in its shared memory
+    const unsigned blocks = cluster.num_blocks();
+    for (std::int64_t c = cluster.block_rank() * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < cells;
+         c += static_cast<std::int64_t>(blocks) * blockDim.x) {
+      unsigned count = 0;
+      for (unsigned b = 0; b < blocks; ++b) count += cluster.map_shared_rank(block_slots, b)[c];
+      store_count(out, type, c, count);
     }
+    cluster.sync();  // no block leaves while another reads its shared memory
   }
 }
 
@@ -128,13 +138,15 @@ void count_generic(const device_axes& axes, std::int64_t n, std::int64_t cells, 
 
 void count_once(const device_axes& axes, std::int64_t n, std::int64_t cells, const policy& plan, void* out,
                 dtype type, cudaStream_t stream) {
-  const auto bytes = static_cast<std::size_t>(plan.shared_bytes);
-  const auto kernel = plan.add_once ? count_once_kernel<true> : count_once_kernel<false>;
-  if (plan.add_once)
-    TALLY_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(cells) * size_of(type), stream));
-  allow_shared(reinterpret_cast<const void*>(kernel), bytes);
-  kernel<<<static_cast<unsigned>(plan.grid_blocks), static_cast<unsigned>(plan.block_threads), bytes, stream>>>(
-      axes, n, cells, out, type);
+  const launch_shape shape{static_cast<unsigned>(plan.grid_blocks), static_cast<unsigned>(plan.block_threads),
+                           static_cast<std::size_t>(plan.shared_bytes), stream};
+  if (plan.write_once) {
+    launch_clustered(&count_once_kernel<false>, shape, shape.grid, axes, n, cells, out, type);
+    return;
+  }
+  TALLY_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(cells) * size_of(type), stream));
+  allow_shared(reinterpret_cast<const void*>(&count_once_kernel<true>), shape.shared_bytes);
+  count_once_kernel<true><<<shape.grid, shape.block, shape.shared_bytes, stream>>>(axes, n, cells, out, type);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -24,6 +24,28 @@ struct launch_shape {
 /// every launch (a driver call each time, in every fill's fixed cost).
 void allow_shared(const void* kernel, std::size_t bytes);
 
+/// Launches `kernel` on the shape's grid in clusters of `cluster_blocks` blocks (the grid a
+/// multiple of it), with the shape's dynamic shared memory. Every block may map the shared
+/// memory of the others in its cluster (sm_90).
+template <class... Params, class... Args>
+void launch_clustered(void (*kernel)(Params...), const launch_shape& shape, unsigned cluster_blocks,
+                      const Args&... args) {
+  allow_shared(reinterpret_cast<const void*>(kernel), shape.shared_bytes);
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(shape.grid);
+  config.blockDim = dim3(shape.block);
+  config.dynamicSmemBytes = shape.shared_bytes;
+  config.stream = shape.stream;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = cluster_blocks;
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  TALLY_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+}
+
 /// Where a typed launch counts: in 2^shift interleaved shared-memory copies per block, straight
 /// into device memory (global_atomic_vec), in one copy spread over a cluster's shared memory, in
 /// registers (lane l of each warp counting slot l, at most 32 slots), or in one shared copy of
@@ -124,7 +146,7 @@ void fold_values(dtype sample, const value_folds& folds, cudaStream_t stream);
 void count_generic(const device_axes& axes, std::int64_t n, std::int64_t cells, strategy s, int replica_shift,
                    unsigned long long* slots, const launch_shape& shape);
 
-/// count_into's kernels: the write_once plan's one block, which counts n samples and writes each
+/// count_into's kernels: the write_once plan's one cluster, which counts n samples and writes each
 /// of the cells into `out` as `type` (u64, i64, f64, f32, f16, bf16), or the add_once plan's
 /// blocks, which add their counts into `out` after zeroing it (u64, i64, f64, f32); and a
 /// histogram's u64 counts converted into `out` as `type`.
