@@ -76,6 +76,40 @@ __device__ __forceinline__ void add_count(void* out, dtype type, std::int64_t c,
   }
 }
 
+/// Samples a thread of count_once_kernel loads before it counts the first. A small fill's time is
+/// the latency of its loads, not the bandwidth: a thread's share is at most 16 samples.
+constexpr int kOnceLoads = 8;
+
+/// Counts the block's grid-stride share of the n samples into block_slots. A column aligned to
+/// its type: each thread loads kOnceLoads samples before it bins them; else one at a time.
+__device__ __forceinline__ void count_share(const device_axes& axes, std::int64_t n, std::int64_t cells,
+                                            unsigned* block_slots) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  const std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  bool counted = false;
+  if (axes.count == 1) {
+    const device_axis& a = axes.axis[0];
+    with_sample_type(a.type, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if (reinterpret_cast<std::uintptr_t>(a.data) % alignof(T) != 0 || a.stride_bytes % alignof(T) != 0) return;
+      counted = true;
+      with_binner(a, [&](const auto& binner) {
+        for (std::int64_t i = first; i < n; i += kOnceLoads * stride) {
+          T v[kOnceLoads] = {};
+#pragma unroll
+          for (int k = 0; k < kOnceLoads; ++k)
+            if (i + k * stride < n) v[k] = *reinterpret_cast<const T*>(a.data + (i + k * stride) * a.stride_bytes);
+#pragma unroll
+          for (int k = 0; k < kOnceLoads; ++k)
+            if (i + k * stride < n) atomicAdd(&block_slots[slot_of_index(binner(v[k]), cells)], 1u);
+        }
+      });
+    });
+  }
+  if (!counted)
+    for (std::int64_t i = first; i < n; i += stride) atomicAdd(&block_slots[slot_of(axes, i, cells)], 1u);
+}
+
 /// count_into's small fills: each block counts its grid-stride share of the samples in shared
 /// memory (the flow slots after the cells). write_once's grid is one cluster: once every block
 /// has counted, block r sums cells r, r + blocks, ... over the cluster's copies and writes each
@@ -86,9 +120,7 @@ __global__ void count_once_kernel(device_axes axes, std::int64_t n, std::int64_t
   extern __shared__ unsigned block_slots[];
   for (std::int64_t k = threadIdx.x; k < cells + 3; k += blockDim.x) block_slots[k] = 0;
   __syncthreads();
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride)
-    atomicAdd(&block_slots[slot_of(axes, i, cells)], 1u);
+  count_share(axes, n, cells, block_slots);
   if constexpr (Adds) {
     __syncthreads();
     for (std::int64_t c = threadIdx.x; c < cells; c += blockDim.x)
