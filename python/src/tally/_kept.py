@@ -190,11 +190,12 @@ def cuda_usable():
 
 
 def min_max(lib, a):
-    """[min, max] of a torch or cupy array (not empty) as Python numbers, read back once: a
-    C-contiguous array of the current device of a type tally reduces, by two launches of tally's
-    reduction into one two-element array of its type (no library call: cupy's min, max and stack
-    cost 3 launches from Python); else reduced into one two-element array by torch, or by cupy."""
-    key = tensor_key(a)
+    """[min, max] of a torch or cupy array (not empty) as Python numbers, read back once. torch:
+    torch.aminmax into one two-element array (one pass over the data). cupy: a C-contiguous array
+    of the current device of a type tally reduces, by two launches of tally's reduction into one
+    two-element array of its type (cupy's min, max and stack cost 3 launches from Python and as
+    many passes); else by cupy."""
+    key = tensor_key(a) if lib == "cupy" else None
     if key is not None:
         type_name = type_of_dtype(key[1])
         stream = current_stream(lib, key[2]) if type_name in EXTREME_TYPES and cuda_usable() else None
@@ -203,7 +204,7 @@ def min_max(lib, a):
             x, n, at = address(lib, a), size(lib, a), address(lib, both)
             _tally.reduce_address("min", type_name, x, 1, n, False, type_name, at, stream)
             _tally.reduce_address("max", type_name, x, 1, n, False, type_name, at + both.nbytes // 2, stream)
-            return both.tolist() if lib == "torch" else both.get().tolist()
+            return both.get().tolist()
     if lib == "torch":
         torch = _torch()
         both = torch.empty(2, dtype=a.dtype, device=a.device)
