@@ -920,6 +920,41 @@ TEST_F(Device, SynchronousExactSumsGatherOnTheDevice) {
   });
 }
 
+TEST_F(Device, ExactWideSumsOfAHotCellAddRunsAndEqualTheCpu) {
+  // options::exact_sums with f64 weights into one hot cell: a lane adds its run of terms of one
+  // limb in registers (at most kWideRunTerms), then the run into the cell's words. The weights,
+  // a quarter each: the largest doubles, +max then -max (runs at their bound, cancelling exactly);
+  // subnormals and signed zeros; spread magnitudes with infinities and a NaN; ones. One sample in
+  // 97 lands in another cell or past the axis.
+  const axis_spec a = integer_spec(0, 4);
+  const std::int64_t n = 200003;
+  const double big = std::numeric_limits<double>::max(), tiny = std::numeric_limits<double>::denorm_min();
+  const std::vector<double> spread = spread_weights(n, 7851, true);
+  std::vector<double> xs(n, 2.0), ws(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (i % 97 == 0) xs[i] = static_cast<double>(i % 6) - 1;  // -1 .. 4: both flows too
+    const std::int64_t quarter = i * 4 / n;
+    ws[i] = quarter == 0   ? (i < n / 8 ? big : -big)
+            : quarter == 1 ? (i % 5 == 0 ? (i % 2 ? -0.0 : 0.0) : tiny * static_cast<double>(i % 1000) * (i % 3 ? 1 : -1))
+            : quarter == 2 ? spread[i]
+                           : 1.0;
+  }
+  for (dtype wt : {dtype::f64, dtype::f32}) {
+    SCOPED_TRACE(std::string(tally::name_of(wt)) + " weights");
+    const column x = make_column(dtype::i32, xs), w = make_column(wt, ws);
+    const device_column dx(x.view()), dw(w.view());
+    tally::options exact = sync_options(true);
+    exact.exact_sums = true;
+    tally::histogram want(a.make(), exact);  // host samples: the CPU
+    want.fill(x.view(), w.view());
+    tally::histogram h(a.make(), exact);
+    h.fill(dx.view(), dw.view());
+    EXPECT_TRUE(h == want);
+    EXPECT_EQ(h.exact_digits(), want.exact_digits());
+    EXPECT_TRUE(same_elements(h.sums(), want.sums()));
+  }
+}
+
 TEST_F(Device, SynchronousU32CountsNearTheirLimitAreCheckedAtTheFill) {
   // A fill that could take a cell past 2^32 - 1 is checked on the host before it changes
   // anything, pending fills included.

@@ -165,6 +165,52 @@ TEST(ExactSum, WideSumsOfAnyDoublesInAnyOrderAreCorrectlyRounded) {
   }
 }
 
+TEST(ExactSum, WideRunsOfOneLimbAddTheWordsTheirTermsAdd) {
+  // Runs as the GPU's wide kernel forms them (consecutive terms of one limb, at most
+  // kWideRunTerms): the words equal those of the terms added one at a time, at the top limb's
+  // largest values of one sign (the run's bound), at zeros and subnormals, and with mixed signs.
+  namespace d = tally::detail;
+  std::mt19937_64 gen(74);
+  const double big = std::numeric_limits<double>::max();
+  for (int trial = 0; trial < 60; ++trial) {
+    std::vector<double> xs;
+    if (trial % 3 == 0) {
+      xs.assign(d::kWideRunTerms + 37, trial % 2 ? -big : big);  // the largest magnitude a limb takes
+    } else {
+      const std::uint64_t base = trial % 3 == 1 ? 0 : 1000 + static_cast<std::uint64_t>(trial);
+      std::uniform_int_distribution<std::uint64_t> mantissa(0, (std::uint64_t{1} << 52) - 1), sign(0, 1), exponent(0, 70);
+      for (int i = 0; i < 2000; ++i)
+        xs.push_back(i % 11 == 0 ? (sign(gen) ? -0.0 : 0.0)
+                                 : from_bits64(sign(gen) << 63 | (base + exponent(gen)) << 52 | mantissa(gen)));
+    }
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    wide one_by_one;
+    for (double x : xs) one_by_one.add(x);
+    wide runs;
+    d::wide_run run;
+    for (double x : xs) {
+      std::uint64_t bits;
+      std::memcpy(&bits, &x, sizeof bits);
+      const d::wide_term t = d::wide_term_of_finite(bits);
+      if (t.limb == run.limb && run.terms < d::kWideRunTerms) {
+        run.add(t);
+      } else {
+        if (run.terms) d::add_wide_run(runs.w, run, d::plain_fetch_add{});
+        run.start(t);
+      }
+    }
+    d::add_wide_run(runs.w, run, d::plain_fetch_add{});
+    ASSERT_TRUE(runs == one_by_one) << "a run's words differ from its terms'";
+    if (trial % 3 == 0) {
+      EXPECT_EQ(runs.value(), xs[0] * 2) << "the exact sum of 549 largest doubles rounds to infinity";
+      continue;
+    }
+    ref::exact_sum r;
+    for (double x : xs) r.add(x);
+    EXPECT_TRUE(same_bits(runs.value(), r.value()));
+  }
+}
+
 TEST(ExactSum, WideSumsOverflowOnlyWhereTheRoundedSumDoes) {
   const double big = std::numeric_limits<double>::max();
   wide w;

@@ -187,25 +187,67 @@ TALLY_HD_HOT unsigned exact_flag_of_f64(std::uint64_t bits) {
   return (bits & 0xFFFFFFFFFFFFFull) ? exact_nan : (bits >> 63) ? exact_minus_inf : exact_plus_inf;
 }
 
+/// A finite f64 term of a wide sum: its value m x 2^b (b < 64) at limb `limb`, a signed 128-bit
+/// number (lo, hi) in two's complement.
+struct wide_term {
+  int limb;
+  std::uint64_t lo, hi;
+};
+
+/// The wide term of finite f64 bits.
+TALLY_HD_HOT wide_term wide_term_of_finite(std::uint64_t bits) {
+  const std::uint64_t e = (bits >> 52) & 0x7FFu;
+  const std::uint64_t m = (bits & 0xFFFFFFFFFFFFFull) | (e ? std::uint64_t{1} << 52 : 0);
+  const int s = e ? static_cast<int>(e) - 1 : 0;  // subnormals share the smallest normal's scale
+  const int b = s & 63;
+  wide_term t{s >> 6, m << b, b ? m >> (64 - b) : 0};
+  if (bits >> 63) {  // -(hi, lo): the complement plus one, carried into hi where lo was 0
+    t.lo = ~t.lo + 1;
+    t.hi = ~t.hi + (t.lo == 0 ? 1 : 0);
+  }
+  return t;
+}
+
+/// Terms of one limb a run adds in registers before its value goes to the words: each is below
+/// 2^117 in magnitude (m < 2^53 shifted by b < 64), so a run's sum stays below 2^126 and its high
+/// word is a signed addend at limb + 1.
+constexpr int kWideRunTerms = 512;
+
+/// Consecutive terms of one cell and limb, summed as a signed 128-bit number.
+struct wide_run {
+  int limb = -1;
+  int terms = 0;
+  std::uint64_t lo = 0, hi = 0;
+  TALLY_HD_HOT void start(const wide_term& t) {
+    limb = t.limb;
+    terms = 1;
+    lo = t.lo;
+    hi = t.hi;
+  }
+  TALLY_HD_HOT void add(const wide_term& t) {
+    const std::uint64_t sum = lo + t.lo;
+    hi += t.hi + (sum < lo ? 1 : 0);
+    lo = sum;
+    ++terms;
+  }
+};
+
+/// Adds a run's value into a wide sum: lo at its limb, hi (signed) at the next, each with its carries.
+template <class FetchAdd>
+TALLY_HD_HOT void add_wide_run(std::uint64_t* words, const wide_run& r, FetchAdd&& fetch_add) {
+  add_exact_bits<wide_exact>(words, r.limb, r.lo, false, fetch_add);
+  add_exact_bits<wide_exact>(words, r.limb + 1, r.hi, static_cast<std::int64_t>(r.hi) < 0, fetch_add);
+}
+
 /// Adds an f64 value to a wide sum (kWideWords limbs) and returns 0, or returns its flag, adding
-/// nothing, for a non-finite one. Its m << (s mod 64) spans limbs s / 64 and s / 64 + 1, each
-/// part added with its carries (a negative value as the two parts' negations).
+/// nothing, for a non-finite one: its term's value at limbs limb and limb + 1, with their carries.
 template <class FetchAdd> TALLY_HD_HOT unsigned add_wide(std::uint64_t* words, double x, FetchAdd&& fetch_add) {
   std::uint64_t bits;
   memcpy(&bits, &x, sizeof bits);
   if (const unsigned flag = exact_flag_of_f64(bits)) return flag;
-  const std::uint64_t e = (bits >> 52) & 0x7FFu;
-  const std::uint64_t m = (bits & 0xFFFFFFFFFFFFFull) | (e ? std::uint64_t{1} << 52 : 0);
-  const int s = e ? static_cast<int>(e) - 1 : 0;  // subnormals share the smallest normal's scale
-  const int k = s >> 6, b = s & 63;
-  const std::uint64_t lo = m << b, hi = b ? m >> (64 - b) : 0;
-  const bool negative = bits >> 63;
-  // -v as an addend standing for addend - 2^64 (v != 0), or nothing for v == 0.
-  const auto part = [&](int at, std::uint64_t v) {
-    if (v) add_exact_bits<wide_exact>(words, at, negative ? ~v + 1 : v, negative, fetch_add);
-  };
-  part(k, lo);
-  part(k + 1, hi);
+  wide_run one;
+  one.start(wide_term_of_finite(bits));
+  add_wide_run(words, one, fetch_add);
   return 0;
 }
 

@@ -58,25 +58,65 @@ struct exact_wide_args {
   unsigned long long* flow = nullptr; // underflow, overflow, nan: added to
 };
 
+/// Samples a lane takes from each tile of its warp: t, t + 32, ... of 32 x kWideTile samples.
+constexpr int kWideTile = 16;
+
+/// Each lane keeps two runs (wide_run) of its samples' terms, each of one cell and limb, in
+/// registers, and adds a run into its cell's words when it is full or a term of another cell or
+/// limb takes its place (the run of fewer terms makes way): a hot cell takes an atomic a run
+/// instead of one a sample, and keeps its run while other cells' samples come between. Integer
+/// additions: any order gives the same words.
 template <class W> __global__ void exact_wide_kernel(exact_wide_args a) {
   unsigned long long under = 0, over = 0, nan = 0;
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  // Whole rounds of the grid, so that every lane of a warp reaches add_warp_flow.
-  for (std::int64_t base = blockIdx.x * static_cast<std::int64_t>(blockDim.x); base < a.n; base += stride) {
-    const std::int64_t i = base + threadIdx.x;
-    if (i >= a.n) continue;
-    const std::int64_t s = slot_of(a.axes, i, a.cells);
-    if (s >= a.cells) {
-      under += s == a.cells;
-      over += s == a.cells + 1;
-      nan += s == a.cells + 2;
-      continue;
+  const int lane = threadIdx.x & 31;
+  const std::int64_t warp = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
+  wide_run run0, run1;
+  std::int64_t cell0 = -1, cell1 = -1;
+  const auto flush = [&](const wide_run& run, std::int64_t cell) {
+    if (run.terms) add_wide_run(a.wide + cell * kWideCellWords, run, atomic_fetch_add{});
+  };
+  // Whole tiles a warp, so that every lane of it reaches add_warp_flow.
+  for (std::int64_t base = warp * 32 * kWideTile; base < a.n; base += warps * 32 * kWideTile) {
+    for (int j = 0; j < kWideTile; ++j) {
+      const std::int64_t i = base + 32 * j + lane;
+      if (i >= a.n) break;
+      const std::int64_t s = slot_of(a.axes, i, a.cells);
+      if (s >= a.cells) {
+        under += s == a.cells;
+        over += s == a.cells + 1;
+        nan += s == a.cells + 2;
+        continue;
+      }
+      const double w = a.weights ? static_cast<double>(load_unaligned<W>(a.weights + i * a.weight_stride_bytes)) : 1.0;
+      std::uint64_t bits;
+      memcpy(&bits, &w, sizeof bits);
+      if (const unsigned flag = exact_flag_of_f64(bits)) {
+        atomicOr(reinterpret_cast<unsigned long long*>(a.wide + s * kWideCellWords + kWideWords),
+                 static_cast<unsigned long long>(flag));
+        continue;
+      }
+      const wide_term t = wide_term_of_finite(bits);
+      const bool in0 = s == cell0 && t.limb == run0.limb, in1 = !in0 && s == cell1 && t.limb == run1.limb;
+      if (in0 || (!in1 && run0.terms <= run1.terms)) {
+        if (in0 && run0.terms < kWideRunTerms) {
+          run0.add(t);
+        } else {
+          flush(run0, cell0);
+          run0.start(t);
+          cell0 = s;
+        }
+      } else if (in1 && run1.terms < kWideRunTerms) {
+        run1.add(t);
+      } else {
+        flush(run1, cell1);
+        run1.start(t);
+        cell1 = s;
+      }
     }
-    const double w = a.weights ? static_cast<double>(load_unaligned<W>(a.weights + i * a.weight_stride_bytes)) : 1.0;
-    std::uint64_t* cell = a.wide + s * kWideCellWords;
-    if (const unsigned flag = add_wide(cell, w, atomic_fetch_add{}))
-      atomicOr(reinterpret_cast<unsigned long long*>(cell + kWideWords), static_cast<unsigned long long>(flag));
   }
+  flush(run0, cell0);
+  flush(run1, cell1);
   add_warp_flow(under, over, nan, a.flow);
 }
 
