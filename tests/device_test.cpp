@@ -707,6 +707,42 @@ TEST_F(Device, CountIntoOfStridedAndTwoDimensionalColumnsAndNamedStrategies) {
   }
 }
 
+TEST_F(Device, CountIntoOfOneColumnAlignedStridedOrMisaligned) {
+  // One column in each layout count_into's small fills read: aligned, contiguous or strided (a
+  // thread loads 8 samples before it bins them), and one byte off its type's alignment (one
+  // sample at a time); at the sizes of one block, a cluster of 7 and add_once.
+  const stream s;
+  const axis_spec a = regular_spec(100, -1.3, 2.7, dtype::f32);
+  std::uint64_t seed = 7950;
+  for (std::int64_t n : {std::int64_t{3000}, std::int64_t{100003}, std::int64_t{300001}}) {
+    for (std::int64_t stride : {std::int64_t{1}, std::int64_t{3}}) {
+      const column host = random_column_for(a, dtype::f32, dist::normal, n, ++seed, stride);
+      const std::size_t bytes = static_cast<std::size_t>((n - 1) * stride + 1) * sizeof(float);
+      for (std::size_t offset : {std::size_t{0}, std::size_t{1}}) {
+        SCOPED_TRACE("n " + std::to_string(n) + " stride " + std::to_string(stride) + " offset " +
+                     std::to_string(offset));
+        // The column's bytes `offset` past a 16-byte boundary (device_column keeps it).
+        std::vector<unsigned char> raw(bytes + 32);
+        unsigned char* at = raw.data() + (16 - reinterpret_cast<std::uintptr_t>(raw.data()) % 16) % 16 + offset;
+        std::memcpy(at, host.view().data, bytes);
+        const tally::view shifted{at, n, stride, dtype::f32};
+        const device_column dev(shifted);
+        ref::result want = ref::empty({a.model()}, false);
+        ref::fill(want, a.model(), shifted);
+        ASSERT_GT(binned(want), 0u);
+        std::vector<std::uint64_t> got(want.counts.size());
+        void* out = nullptr;
+        check(cudaMalloc(&out, got.size() * sizeof(std::uint64_t)));
+        tally::count_into({a.make()}, {dev.view()}, out, dtype::u64, s.get());
+        check(cudaMemcpyAsync(got.data(), out, got.size() * 8, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(s.get())));
+        check(cudaStreamSynchronize(static_cast<cudaStream_t>(s.get())));
+        cudaFree(out);
+        EXPECT_EQ(got, want.counts);
+      }
+    }
+  }
+}
+
 TEST_F(Device, CountIntoRejectsWhatItCannotWrite) {
   const axis_spec a = integer_spec(0, 16);
   const column host = random_column_for(a, dtype::i32, dist::uniform, 1000, 7800);
@@ -921,11 +957,12 @@ TEST_F(Device, SynchronousExactSumsGatherOnTheDevice) {
 }
 
 TEST_F(Device, ExactWideSumsOfAHotCellAddRunsAndEqualTheCpu) {
-  // options::exact_sums with f64 weights into one hot cell: a lane adds its run of terms of one
-  // limb in registers (at most kWideRunTerms), then the run into the cell's words. The weights,
-  // a quarter each: the largest doubles, +max then -max (runs at their bound, cancelling exactly);
-  // subnormals and signed zeros; spread magnitudes with infinities and a NaN; ones. One sample in
-  // 97 lands in another cell or past the axis.
+  // options::exact_sums with f64 weights into one hot cell: a lane adds its runs of terms of one
+  // cell and limb in registers, then each run into the cell's words (the runs' limit of
+  // kWideRunTerms needs more samples a lane than a test fills; ExactSum.WideRuns* covers it). The
+  // weights, a quarter each: the largest doubles, +max then -max (cancelling exactly); subnormals
+  // and signed zeros; spread magnitudes with infinities and a NaN; ones. One sample in 97 lands
+  // in another cell or past the axis.
   const axis_spec a = integer_spec(0, 4);
   const std::int64_t n = 200003;
   const double big = std::numeric_limits<double>::max(), tiny = std::numeric_limits<double>::denorm_min();

@@ -81,8 +81,9 @@ struct plan_request {
   /// Bytes of the first axis' edge tables (regular: edges; variable: edges and buckets).
   std::int64_t table_bytes = 0;
   /// CUDA: the counts go to the caller's memory, replacing it (tally::count_into), so a fill
-  /// that one block counts may write each cell once instead of adding into zeroed cells, and a
-  /// somewhat larger one may add into the zeroed output itself. write_type: the output's type.
+  /// that one cluster of blocks counts may write each cell once instead of adding into zeroed
+  /// cells, and a somewhat larger one may add into the zeroed output itself. write_type: the
+  /// output's type.
   bool write_once = false;
   dtype write_type = dtype::u64;
 };

@@ -239,6 +239,37 @@ TALLY_HD_HOT void add_wide_run(std::uint64_t* words, const wide_run& r, FetchAdd
   add_exact_bits<wide_exact>(words, r.limb + 1, r.hi, static_cast<std::int64_t>(r.hi) < 0, fetch_add);
 }
 
+/// Two runs of one thread's terms, each of one cell and limb: a term joins the run of its cell
+/// and limb, or takes the place of the run of fewer terms, which goes to flush(cell, run) first;
+/// a full run goes to flush and starts again. A hot cell keeps its run while other cells' terms
+/// come between. finish() flushes what is left.
+struct wide_runs {
+  wide_run run[2];
+  std::int64_t cell[2] = {-1, -1};
+  template <class Flush> TALLY_HD_HOT void take(std::int64_t c, const wide_term& t, Flush&& flush) {
+    const bool in0 = c == cell[0] && t.limb == run[0].limb;
+    const bool in1 = !in0 && c == cell[1] && t.limb == run[1].limb;
+    if (in0 || (!in1 && run[0].terms <= run[1].terms)) place(0, in0, c, t, flush);
+    else place(1, in1, c, t, flush);
+  }
+  template <class Flush> TALLY_HD_HOT void finish(Flush&& flush) {
+    for (int k = 0; k < 2; ++k)
+      if (run[k].terms) flush(cell[k], run[k]);
+  }
+
+ private:
+  template <class Flush>
+  TALLY_HD_HOT void place(int k, bool in, std::int64_t c, const wide_term& t, Flush&& flush) {
+    if (in && run[k].terms < kWideRunTerms) {
+      run[k].add(t);
+      return;
+    }
+    if (run[k].terms) flush(cell[k], run[k]);
+    run[k].start(t);
+    cell[k] = c;
+  }
+};
+
 /// Adds an f64 value to a wide sum (kWideWords limbs) and returns 0, or returns its flag, adding
 /// nothing, for a non-finite one: its term's value at limbs limb and limb + 1, with their carries.
 template <class FetchAdd> TALLY_HD_HOT unsigned add_wide(std::uint64_t* words, double x, FetchAdd&& fetch_add) {

@@ -218,10 +218,11 @@ policy plan_cuda_exact_wide(const plan_request& r, policy p) {
   p.block_threads = 256;
   p.grid_blocks = std::max(1, r.device_sms) * 8;
   p.reasons.push_back("exact sums, " + std::string(name_of(r.weight_type)) +
-                      " weights: each weight two global 64-bit atomics (and their carries) into its cell's 34 "
-                      "fixed-point words; any order gives the same words");
-  p.reasons.push_back("global_atomic: one sample per thread, the words in device memory (simplest exact kernel; "
-                      "about global_atomic's rate uniform, a hot bin serialised on its words)");
+                      " weights: a thread sums its terms in runs of one cell in registers, each run two global "
+                      "64-bit atomics (and their carries) into its cell's 34 fixed-point words; any order gives the "
+                      "same words");
+  p.reasons.push_back("global_atomic: the words in device memory; a hot bin takes an atomic a run of up to 512 "
+                      "terms, not one a sample");
   return p;
 }
 

@@ -1,7 +1,7 @@
 // Exact sums kept in the histogram (options::exact_sums): the wide fixed-point words of
 // core/exact_sum.hpp on the device, filled from the f32 exact kernel's words or, for f64 weights,
-// by global 64-bit atomics, one sample per thread. Integer additions commute, so the words are
-// the same on every run, grid and device, and equal the CPU backend's.
+// by global 64-bit atomics, a run of a thread's terms of one cell at a time. Integer additions
+// commute, so the words are the same on every run, grid and device, and equal the CPU backend's.
 #include <algorithm>
 
 #include "core/exact_sum.hpp"
@@ -61,20 +61,17 @@ struct exact_wide_args {
 /// Samples a lane takes from each tile of its warp: t, t + 32, ... of 32 x kWideTile samples.
 constexpr int kWideTile = 16;
 
-/// Each lane keeps two runs (wide_run) of its samples' terms, each of one cell and limb, in
-/// registers, and adds a run into its cell's words when it is full or a term of another cell or
-/// limb takes its place (the run of fewer terms makes way): a hot cell takes an atomic a run
-/// instead of one a sample, and keeps its run while other cells' samples come between. Integer
-/// additions: any order gives the same words.
+/// Each lane sums its samples' terms in two runs of one cell and limb in registers (wide_runs)
+/// and adds a run into its cell's words when it is full or makes way: a hot cell takes an atomic a
+/// run instead of one a sample. Integer additions: any order gives the same words.
 template <class W> __global__ void exact_wide_kernel(exact_wide_args a) {
   unsigned long long under = 0, over = 0, nan = 0;
   const int lane = threadIdx.x & 31;
   const std::int64_t warp = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
-  wide_run run0, run1;
-  std::int64_t cell0 = -1, cell1 = -1;
-  const auto flush = [&](const wide_run& run, std::int64_t cell) {
-    if (run.terms) add_wide_run(a.wide + cell * kWideCellWords, run, atomic_fetch_add{});
+  wide_runs runs;
+  const auto flush = [&](std::int64_t cell, const wide_run& run) {
+    add_wide_run(a.wide + cell * kWideCellWords, run, atomic_fetch_add{});
   };
   // Whole tiles a warp, so that every lane of it reaches add_warp_flow.
   for (std::int64_t base = warp * 32 * kWideTile; base < a.n; base += warps * 32 * kWideTile) {
@@ -96,27 +93,10 @@ template <class W> __global__ void exact_wide_kernel(exact_wide_args a) {
                  static_cast<unsigned long long>(flag));
         continue;
       }
-      const wide_term t = wide_term_of_finite(bits);
-      const bool in0 = s == cell0 && t.limb == run0.limb, in1 = !in0 && s == cell1 && t.limb == run1.limb;
-      if (in0 || (!in1 && run0.terms <= run1.terms)) {
-        if (in0 && run0.terms < kWideRunTerms) {
-          run0.add(t);
-        } else {
-          flush(run0, cell0);
-          run0.start(t);
-          cell0 = s;
-        }
-      } else if (in1 && run1.terms < kWideRunTerms) {
-        run1.add(t);
-      } else {
-        flush(run1, cell1);
-        run1.start(t);
-        cell1 = s;
-      }
+      runs.take(s, wide_term_of_finite(bits), flush);
     }
   }
-  flush(run0, cell0);
-  flush(run1, cell1);
+  runs.finish(flush);
   add_warp_flow(under, over, nan, a.flow);
 }
 

@@ -133,8 +133,8 @@ void round_wide(const std::uint64_t* wide, std::int64_t cells, double* sums, cud
 /// digit sums carried into words): core/exact_sum.hpp's split_wide_digits and join_wide_digits.
 void split_wide(const std::uint64_t* wide, std::int64_t cells, std::uint64_t* digits, cudaStream_t stream);
 void join_wide(const std::uint64_t* digits, std::int64_t cells, std::uint64_t* wide, cudaStream_t stream);
-/// plan.exact_wide: each weight added into its cell's wide words with global 64-bit atomics, one
-/// sample per thread (cuda/exact_wide.cu); dropped samples to flow[0, 3).
+/// plan.exact_wide: each weight added into its cell's wide words with global 64-bit atomics, a
+/// run of a thread's terms of one cell at a time (cuda/exact_wide.cu); dropped samples to flow[0, 3).
 void enqueue_exact_wide(const fill_input& in, std::uint64_t* wide, unsigned long long* flow, cudaStream_t stream);
 
 }  // namespace tally::detail::cuda

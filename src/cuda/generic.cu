@@ -1,6 +1,6 @@
-// The generic kernels, for any sample type, stride, alignment and number of axes: one sample
-// per load, the rule chosen at run time. global_atomic and warp_aggregated (the ladder's first
-// rungs), shared / shared_replicated, and the one-launch counts of small fills.
+// The generic kernels, for any sample type, stride, alignment and number of axes, the rule chosen
+// at run time: global_atomic and warp_aggregated (the ladder's first rungs), shared /
+// shared_replicated (one sample a load), and the one-launch counts of small fills.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -112,11 +112,12 @@ __device__ __forceinline__ void count_share(const device_axes& axes, std::int64_
 
 /// count_into's small fills: each block counts its grid-stride share of the samples in shared
 /// memory (the flow slots after the cells). write_once's grid is one cluster: once every block
-/// has counted, block r sums cells r, r + blocks, ... over the cluster's copies and writes each
-/// into `out`, which needs no zeroing. add_once's blocks each add their nonzero counts into
-/// `out`, zeroed before.
+/// has counted, thread t of block r sums cells r x blockDim + t, stepping by the cluster's
+/// threads, over the cluster's copies and writes each into `out`, which needs no zeroing.
+/// add_once's blocks each add their nonzero counts into `out`, zeroed before. Blocks of up to
+/// 1024 threads (the planner's write_once).
 template <bool Adds>
-__global__ void count_once_kernel(device_axes axes, std::int64_t n, std::int64_t cells, void* out, dtype type) {
+__global__ void __launch_bounds__(1024) count_once_kernel(device_axes axes, std::int64_t n, std::int64_t cells, void* out, dtype type) {
   extern __shared__ unsigned block_slots[];
   for (std::int64_t k = threadIdx.x; k < cells + 3; k += blockDim.x) block_slots[k] = 0;
   __syncthreads();

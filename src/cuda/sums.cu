@@ -839,9 +839,9 @@ constexpr int kWeightedGroups = 4;
 constexpr unsigned kNotInWindow = 0xffffffffu;
 
 /// The lanes whose key equals this lane's, for keys in the window: each such lane ORs its bit
-/// into peers[key] of the warp's table (zero between groups), and reads back the mask of its
-/// cell's lanes. A lane outside the window is a group of its own (its sum is dropped). The lowest
-/// lane of each cell zeroes the word again (clear_peers) once all have read it.
+/// into table[key], the warp's word of its cell (zero between groups), and reads back the mask of
+/// its cell's lanes. A lane outside the window is a group of its own (its sum is dropped). The
+/// caller's lowest lane of each cell zeroes the word again once every lane has read it.
 /// __match_any_sync gives the same masks, at a cost that grows with the number of distinct keys;
 /// the table costs one shared atomic and one load a lane (bench/PERFORMANCE.md entries 86, 88).
 __device__ __forceinline__ unsigned peers_of(unsigned key, unsigned* table) {

@@ -189,22 +189,26 @@ def cuda_usable():
     return any(name == "cuda" and usable for name, _, usable, _ in _tally.backends())
 
 
+_TORCH_WITHOUT_AMINMAX = ("u16", "u32", "u64")
+
+
 def min_max(lib, a):
     """[min, max] of a torch or cupy array (not empty) as Python numbers, read back once. torch:
-    torch.aminmax into one two-element array (one pass over the data). cupy: a C-contiguous array
-    of the current device of a type tally reduces, by two launches of tally's reduction into one
-    two-element array of its type (cupy's min, max and stack cost 3 launches from Python and as
-    many passes); else by cupy."""
-    key = tensor_key(a) if lib == "cupy" else None
-    if key is not None:
-        type_name = type_of_dtype(key[1])
+    torch.aminmax into one two-element array (one pass over the data). cupy, and torch's unsigned
+    types wider than 8 bits (which aminmax lacks on CUDA in some versions): a C-contiguous array of the current device of a
+    type tally reduces, by two launches of tally's reduction into one two-element array of its
+    type (cupy's min, max and stack cost 3 launches from Python and two passes); else by torch,
+    or by cupy."""
+    key = tensor_key(a)
+    type_name = type_of_dtype(key[1]) if key is not None else None
+    if key is not None and (lib == "cupy" or type_name in _TORCH_WITHOUT_AMINMAX):
         stream = current_stream(lib, key[2]) if type_name in EXTREME_TYPES and cuda_usable() else None
         if stream is not None:
             both = new_array(lib, key[2], (2,), NUMPY_NAMES[type_name])
             x, n, at = address(lib, a), size(lib, a), address(lib, both)
             _tally.reduce_address("min", type_name, x, 1, n, False, type_name, at, stream)
             _tally.reduce_address("max", type_name, x, 1, n, False, type_name, at + both.nbytes // 2, stream)
-            return both.get().tolist()
+            return both.tolist() if lib == "torch" else both.get().tolist()
     if lib == "torch":
         torch = _torch()
         both = torch.empty(2, dtype=a.dtype, device=a.device)
