@@ -292,6 +292,7 @@ policy plan_cuda(const plan_request& r) {
   if (r.write_once && r.wanted == strategy::automatic && r.channels == 1 && r.cells <= write_once_max_cells &&
       (r.cells + 3) * 4 <= per_block && (r.n <= write_once_max_samples || (r.n <= add_once_max_samples && exact_adds))) {
     constexpr std::int64_t per_thread = 16, small_block = 256, block = 1024;
+    static_assert(write_once_max_samples == 8 * block * per_thread, "write_once's grid is one portable cluster");
     p.chosen = strategy::shared;
     p.shared_bytes = (r.cells + 3) * 4;
     if (r.n <= write_once_max_samples) {

@@ -96,13 +96,16 @@ template <class T> __device__ __forceinline__ T load_unaligned(const char* p) {
   return v;
 }
 
+/// Calls f(type_tag<T>{}, binner) with the axis' sample type and its rule: the generic kernels'
+/// one dispatch on both.
+template <class F> __device__ __forceinline__ void with_axis_rule(const device_axis& a, F&& f) {
+  with_sample_type(a.type, [&](auto tag) { with_binner(a, [&](const auto& binner) { f(tag, binner); }); });
+}
+
 __device__ __forceinline__ std::int64_t axis_index(const device_axis& a, std::int64_t i) {
-  const char* p = a.data + i * a.stride_bytes;
   std::int64_t k = bin_nan;
-  with_sample_type(a.type, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T v = load_unaligned<T>(p);
-    with_binner(a, [&](const auto& binner) { k = binner(v); });
+  with_axis_rule(a, [&](auto tag, const auto& binner) {
+    k = binner(load_unaligned<typename decltype(tag)::type>(a.data + i * a.stride_bytes));
   });
   return k;
 }

@@ -89,21 +89,19 @@ __device__ __forceinline__ void count_share(const device_axes& axes, std::int64_
   bool counted = false;
   if (axes.count == 1) {
     const device_axis& a = axes.axis[0];
-    with_sample_type(a.type, [&](auto tag) {
+    with_axis_rule(a, [&](auto tag, const auto& binner) {
       using T = typename decltype(tag)::type;
       if (reinterpret_cast<std::uintptr_t>(a.data) % alignof(T) != 0 || a.stride_bytes % alignof(T) != 0) return;
       counted = true;
-      with_binner(a, [&](const auto& binner) {
-        for (std::int64_t i = first; i < n; i += kOnceLoads * stride) {
-          T v[kOnceLoads] = {};
+      for (std::int64_t i = first; i < n; i += kOnceLoads * stride) {
+        T v[kOnceLoads] = {};
 #pragma unroll
-          for (int k = 0; k < kOnceLoads; ++k)
-            if (i + k * stride < n) v[k] = *reinterpret_cast<const T*>(a.data + (i + k * stride) * a.stride_bytes);
+        for (int k = 0; k < kOnceLoads; ++k)
+          if (i + k * stride < n) v[k] = *reinterpret_cast<const T*>(a.data + (i + k * stride) * a.stride_bytes);
 #pragma unroll
-          for (int k = 0; k < kOnceLoads; ++k)
-            if (i + k * stride < n) atomicAdd(&block_slots[slot_of_index(binner(v[k]), cells)], 1u);
-        }
-      });
+        for (int k = 0; k < kOnceLoads; ++k)
+          if (i + k * stride < n) atomicAdd(&block_slots[slot_of_index(binner(v[k]), cells)], 1u);
+      }
     });
   }
   if (!counted)

@@ -65,12 +65,9 @@ def _in_layout(call, columns, weights):
 
 
 def _require_cuda(src):
-    if src.on_cuda and not _cuda_usable():
+    if src.on_cuda and not _kept.cuda_usable():
         raise ValueError(f"tally: the samples are in CUDA memory ({src.where()}) but this build of "
                          "tally has no usable CUDA backend; copy them to the host")
-
-
-_cuda_usable = _kept.cuda_usable
 
 
 class _device_of:

@@ -9,7 +9,7 @@ import numpy as np
 from . import _kept, _tally
 from ._arrays import Source, _cupy, _torch, same_device
 from ._types import EXTREME_TYPES, NUMPY_NAMES, type_of_dtype
-from ._functions import _cuda_usable, _device_of, _require_cuda
+from ._functions import _device_of, _require_cuda
 from ._user_kernels import ElementwiseKernel, ReductionKernel
 
 __all__ = ["ElementwiseKernel", "ReductionKernel", "add", "div", "gelu", "matmul", "max", "mean", "min", "mul",
@@ -88,7 +88,7 @@ def _by_address(x, types=_TYPES):
     if type_name not in types:
         return None
     stream = _kept.current_stream(key[0], key[2])
-    if stream is None or not _cuda_usable():
+    if stream is None or not _kept.cuda_usable():
         return None
     return key, type_name, stream
 
