@@ -111,7 +111,8 @@ tally::backend backend_named(const std::string& name) {
 }
 
 tally::options make_options(bool weighted, const std::string& strategy, tally::backend backend, bool flow,
-                            bool counts32 = false, int threads = 0, bool exact_sums = false) {
+                            bool counts32 = false, int threads = 0, bool exact_sums = false,
+                            std::int64_t sum_block = 65536) {
   tally::options o;
   o.weighted = weighted;
   o.exact_sums = exact_sums;
@@ -120,6 +121,7 @@ tally::options make_options(bool weighted, const std::string& strategy, tally::b
   o.flow = flow;
   o.counts = counts32 ? tally::count_type::u32 : tally::count_type::u64;
   o.threads = threads;
+  o.sum_block = sum_block;
   return o;
 }
 
@@ -163,7 +165,7 @@ nb::dict policy_dict(const tally::policy& p) {
 
 /// Cells copied out of a histogram (work that needs no GIL), then handed to numpy as they are.
 /// The copy starts as calloc's zeros and only non-zero cells are written: a huge histogram of
-/// few counts costs memory for those, not for every cell (bad_alloc: MemoryError).
+/// few counts costs memory for those, not for every cell (tally::memory_error: MemoryError).
 template <class Out> struct cell_copy {
   struct release {
     void operator()(Out* p) const { std::free(p); }
@@ -178,7 +180,9 @@ template <class Out> struct cell_copy {
       n *= static_cast<std::size_t>(s);
     }
     data.reset(static_cast<Out*>(std::calloc(n == 0 ? 1 : n, sizeof(Out))));
-    if (!data) throw std::bad_alloc();
+    if (!data)
+      throw tally::memory_error("tally: the result's " + std::to_string(n) + " cells (" + std::to_string(n * sizeof(Out)) +
+                                " bytes) do not fit the memory this process can have");
     Out* out = data.get();
     for (std::size_t i = 0; i < n; ++i)
       if (values[i] != In{}) out[i] = static_cast<Out>(values[i]);
@@ -197,8 +201,10 @@ template <class Out> struct cell_copy {
 class py_histogram {
  public:
   py_histogram(std::vector<tally::axis> axes, bool weighted, const std::string& strategy,
-               const std::string& backend, bool flow, bool counts32, int threads, bool exact_sums)
-      : h_(std::move(axes), make_options(weighted, strategy, backend_named(backend), flow, counts32, threads, exact_sums)) {}
+               const std::string& backend, bool flow, bool counts32, int threads, bool exact_sums,
+               std::int64_t sum_block)
+      : h_(std::move(axes),
+           make_options(weighted, strategy, backend_named(backend), flow, counts32, threads, exact_sums, sum_block)) {}
   explicit py_histogram(tally::histogram h) : h_(std::move(h)) {}
 
   /// f(histogram) under the lock, without the GIL.
@@ -250,10 +256,12 @@ class py_histogram {
     const auto shape = h_.shape();
     if (h_.weighted())
       return nb::cast(locked([&](const tally::histogram& h) { return cell_copy<double>(h.sums_data(), shape); }).to_numpy());
-    return nb::cast(locked([&](const tally::histogram& h) {
-                      if (const auto* c = h.counts_u64()) return cell_copy<std::int64_t>(c, shape);
-                      return cell_copy<std::int64_t>(h.counts_u32(), shape);
-                    }).to_numpy());
+    nb::object counts = nb::cast(locked([&](const tally::histogram& h) {
+                                   if (const auto* c = h.counts_u64()) return cell_copy<std::int64_t>(c, shape);
+                                   return cell_copy<std::int64_t>(h.counts_u32(), shape);
+                                 }).to_numpy());
+    // nanobind hands int64 cells over as numpy's longlong ('q'); numpy's counts are int64 ('l').
+    return counts.attr("view")(nb::module_::import_("numpy").attr("int64"));
   }
 
   nb::object density() const {
@@ -737,9 +745,10 @@ NB_MODULE(_tally, m) {
       });
 
   nb::class_<py_histogram>(m, "Hist")
-      .def(nb::init<std::vector<tally::axis>, bool, const std::string&, const std::string&, bool, bool, int, bool>(),
+      .def(nb::init<std::vector<tally::axis>, bool, const std::string&, const std::string&, bool, bool, int, bool,
+                    std::int64_t>(),
            "axes"_a, "weighted"_a = false, "strategy"_a = "automatic", "backend"_a = "auto",
-           "flow"_a = false, "counts32"_a = false, "threads"_a = 0, "exact_sums"_a = false)
+           "flow"_a = false, "counts32"_a = false, "threads"_a = 0, "exact_sums"_a = false, "sum_block"_a = 65536)
       .def("fill", &py_histogram::fill, "columns"_a, "weights"_a = nb::none())
       .def("fill_streamed", &py_histogram::fill_streamed, "columns"_a, "weights"_a.none(), "buffer_bytes"_a, "buffers"_a)
       .def("reset", &py_histogram::reset)
@@ -750,6 +759,9 @@ NB_MODULE(_tally, m) {
       .def_prop_ro("samples", &py_histogram::samples)
       .def_prop_ro("weighted", [](const py_histogram& h) { return h.get().weighted(); })
       .def_prop_ro("exact_sums", [](const py_histogram& h) { return h.get().opts().exact_sums; })
+      // Options a pickle's state is checked against.
+      .def_prop_ro("flow_counters", [](const py_histogram& h) { return h.get().opts().flow; })
+      .def_prop_ro("counts32", [](const py_histogram& h) { return h.get().opts().counts == tally::count_type::u32; })
       .def_prop_ro("shape", [](const py_histogram& h) { return h.get().shape(); })
       .def_prop_ro("axes", [](const py_histogram& h) { return h.get().axes(); })
       .def("assign", &assign_cells<std::uint64_t>, "cells"_a, "flow"_a, "samples"_a)

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <thread>
 
@@ -144,6 +145,28 @@ TEST(Planner, PoliciesAreSaneAndHonourTheStrategy) {
   EXPECT_EQ(p.chosen, tally::strategy::cpu_private);
   EXPECT_GE(p.threads, 1);
   EXPECT_LE(p.threads, 2);
+}
+
+TEST(Planner, ThreadsNeverExceedTheMachinesAndWeightsFollowSumBlock) {
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  tally::plan_request r;
+  r.where = tally::backend::cpu;
+  r.cells = 16;
+  r.n = std::int64_t{1} << 30;  // work for thousands of threads
+  r.sample = dtype::u8;
+  for (int threads : {1000, std::numeric_limits<int>::max()}) {
+    r.threads = threads;
+    EXPECT_LE(tally::plan(r).threads, hw) << threads;
+  }
+  r.threads = 0;
+  r.weighted = true;
+  EXPECT_EQ(tally::plan(r).block, 65536);
+  r.sum_block = 1000;
+  EXPECT_EQ(tally::plan(r).block, 1000);
+  r.sum_block = 0;  // one block, one thread: input order
+  const tally::policy whole = tally::plan(r);
+  EXPECT_EQ(whole.block, r.n);
+  EXPECT_EQ(whole.threads, 1);
 }
 
 TEST(Backends, CpuIsUsableAndCudaIsListed) {

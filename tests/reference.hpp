@@ -312,8 +312,8 @@ inline std::int64_t cell_of(result& r, const std::vector<axis_model>& axes,
 }
 
 /// One fill call: N-D columns (one per axis), optional weights (weighted storage only; an
-/// unweighted fill of weighted storage adds 1.0 per sample). `block_size` other than the
-/// documented block only serves to show that a test tells summation orders apart.
+/// unweighted fill of weighted storage adds 1.0 per sample). `block_size`: options::sum_block's
+/// blocks (n for sum_block 0, input order), also to show that a test tells orders apart.
 inline void fill(result& r, const std::vector<axis_model>& axes,
                  const std::vector<tally::view>& columns, const tally::view* weights = nullptr,
                  std::int64_t block_size = block) {

@@ -99,6 +99,31 @@ TEST_P(Weighted, SumsAreBitIdenticalToReferenceForAnyThreadCountRunToRun) {
 INSTANTIATE_TEST_SUITE_P(Cases, Weighted, ::testing::ValuesIn(weight_cases()),
                          [](const ::testing::TestParamInfo<weight_case>& info) { return info.param.name; });
 
+/// options::sum_block 0: one block, every weight added in input order (numpy.bincount's), for
+/// any thread count asked for.
+TEST(Weighted, SumBlockZeroAddsInInputOrder) {
+  const axis_spec a = integer_spec(0, 64);
+  const sample_spec spec{dtype::i32, a, dist::mostly_one_bin, 3 * ref::block + 5, 1, 64};
+  const weighted_input in = make_input(spec, dtype::f64);
+  const tally::view w = in.weights.view();
+  ref::result want = ref::empty({a.model()}, true);
+  ref::fill(want, {a.model()}, {in.samples.view()}, &w, spec.n);  // one sequential pass
+  ref::result blocks = ref::empty({a.model()}, true);
+  ref::fill(blocks, a.model(), in.samples.view(), &w);
+  ASSERT_FALSE(same_elements(blocks.sums, want.sums));  // the data tell the two orders apart
+  for (int threads : {0, 1, 3}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    tally::options o = weighted_options(threads);
+    o.sum_block = 0;
+    tally::histogram h(a.make(), o);
+    h.fill(in.samples.view(), w);
+    expect_matches(h, want);
+  }
+  tally::options bad = weighted_options();
+  bad.sum_block = -1;
+  EXPECT_THROW(tally::histogram(a.make(), bad), tally::error);
+}
+
 TEST(Weighted, UnweightedFillAddsOnePerSample) {
   const axis_spec a = regular_spec(300, -1.3, 2.7);
   const column data = random_column_for(a, dtype::f32, dist::normal, 200001, 61);

@@ -51,10 +51,13 @@ struct options {
   /// Either way a count never overflows silently: a fill that would overflow throws.
   tally::count_type counts = tally::count_type::u64;
   /// Store sums of weights (f64) instead of counts. An unweighted fill adds 1 per sample.
-  /// Sums are accumulated in blocks of policy::block samples in input order, blocks added in
+  /// Sums are accumulated in blocks of sum_block samples in input order, blocks added in
   /// order, so the bits are the same on every run and for any number of threads (for
   /// regular axes this is numpy.histogram's order, so the sums equal numpy's bit for bit).
   bool weighted = false;
+  /// With weighted, on the CPU: samples a block of the sums' order. 65536 is numpy.histogram's;
+  /// 0 is one block, every weight added in input order (numpy.bincount's), on one thread.
+  std::int64_t sum_block = 65536;
   /// With weighted: keep each cell's sum of weights exactly, as fixed-point integer words (every
   /// f32 and f64 weight is an integer multiple of 2^-1074) with flags for +inf, -inf and NaN, on
   /// every backend. Integer additions commute, so any split of the data into fills, on any

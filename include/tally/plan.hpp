@@ -69,6 +69,7 @@ struct plan_request {
   bool weighted = false;
   dtype weight_type = dtype::f64;       // weighted: the weights' type (f32 for a fill without weights: ones)
   bool exact_sums = false;              // weighted: options::exact_sums
+  std::int64_t sum_block = 65536;       // weighted: options::sum_block (0: one block)
   count_type counts = count_type::u64;
   std::int64_t n = 0;  // samples per column
   int threads = 0;     // 0: all hardware threads

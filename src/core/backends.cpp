@@ -1,6 +1,7 @@
 // The backend table and the public backends() report.
 #include <omp.h>
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -56,8 +57,11 @@ void add_checked(C* destination, const A* add, std::size_t n, int threads, const
   for (std::int64_t k = 0; k < cells; ++k) destination[k] += static_cast<C>(add[k]);
 }
 
-/// The CPU plan's threads (a caller's options::threads), else every hardware thread.
-int threads_of(const fill_job& job) { return job.plan.threads > 0 ? job.plan.threads : omp_get_max_threads(); }
+/// The CPU plan's threads (a caller's options::threads, at most the machine's), else every
+/// hardware thread.
+int threads_of(const fill_job& job) {
+  return job.plan.threads > 0 ? std::min(job.plan.threads, hardware_threads()) : omp_get_max_threads();
+}
 
 }  // namespace
 

@@ -83,6 +83,7 @@ plan_request make_request(const std::vector<axis>& axes, const options& opts, ba
   r.sample = t;
   r.weighted = opts.weighted;
   r.exact_sums = opts.exact_sums;
+  r.sum_block = opts.sum_block;
   // A fill's weights, or the ones of a fill without (exact in f32); a plan without a fill
   // assumes f64 weights, numpy's default.
   if (first) r.weight_type = weights ? weights->type : dtype::f32;
@@ -151,6 +152,8 @@ histogram::histogram(std::vector<axis> axes, options opts)
     : axes_(std::move(axes)), opts_(opts), pending_(std::make_unique<detail::pending_slot>()) {
   if (opts_.threads < 0)
     throw error("histogram: threads must be >= 0 (0: all), got " + std::to_string(opts_.threads));
+  if (opts_.sum_block < 0)
+    throw error("histogram: sum_block must be >= 0 (0: one block), got " + std::to_string(opts_.sum_block));
   if (opts_.exact_sums && !opts_.weighted)
     throw error("histogram: exact_sums keeps sums of weights; construct with options.weighted = true");
   cells_ = detail::cell_count(axes_);

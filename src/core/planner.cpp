@@ -72,14 +72,20 @@ policy plan_cpu(const plan_request& r) {
   // Threads: every thread zeroes and merges a private copy of all cells, so each needs
   // enough samples to pay for it; below that, fewer threads are faster. Measured (2-core VM,
   // 2^26 i64, cpu results at fcf2e16): 2 threads 1.3-2.0x one thread.
-  const int available = r.threads > 0 ? r.threads : detail::hardware_threads();
+  // Threads beyond the machine's would only cost memory and thread starts (and a thread the
+  // system cannot start ends the process in the OpenMP runtime).
+  const int hardware = detail::hardware_threads();
+  const int available = r.threads > 0 ? std::min(r.threads, hardware) : hardware;
+  // Weighted sums follow blocks of sum_block samples (0: the whole fill, in input order).
+  if (r.weighted && !r.exact_sums) p.block = r.sum_block > 0 ? r.sum_block : std::max<std::int64_t>(1, r.n);
   // Exact sums keep no private copies (threads add into the shared words atomically).
   const std::int64_t per_thread = r.exact_sums ? p.block : std::max<std::int64_t>(p.block, 2 * r.cells);
   const std::int64_t useful = std::max<std::int64_t>(1, r.n / per_thread);
   p.threads = static_cast<int>(std::min<std::int64_t>(available, useful));
   p.reasons.push_back("threads " + std::to_string(p.threads) + " of " + std::to_string(available) +
                       (r.exact_sums ? ": one per 65536 samples"
-                                    : ": one per max(65536, 2 x cells) samples, so private copies pay off"));
+                                    : ": one per max(" + std::to_string(p.block) +
+                                          ", 2 x cells) samples, so private copies pay off"));
   if (r.exact_sums)
     p.reasons.push_back("exact sums: each weight an integer addition into its cell's 34 fixed-point words "
                         "(atomic where threads share them); any order gives the same words");

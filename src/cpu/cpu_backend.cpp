@@ -363,7 +363,8 @@ void fill_sums(const fill_job& job) {
     partials.emplace_back(cells, fill_name(job) + "'s block sums");
     if (sparse) {
       seen.emplace_back(cells, fill_name(job) + "'s block sums");
-      touched[static_cast<std::size_t>(t)].reserve(static_cast<std::size_t>(block));  // a block's cells at most
+      // A block's cells at most (one block of a whole fill grows as needed).
+      touched[static_cast<std::size_t>(t)].reserve(static_cast<std::size_t>(std::min<std::int64_t>(block, 65536)));
     }
   }
   std::vector<local_flow> flows(static_cast<std::size_t>(threads));

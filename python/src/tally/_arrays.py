@@ -22,7 +22,8 @@ class Source:
     def __init__(self, obj, what="a"):
         torch, cupy = _torch(), _cupy()
         if isinstance(obj, np.ndarray):
-            self._from_numpy(obj)
+            # numpy's functions read subclasses (masked arrays, matrices) as plain arrays: asarray.
+            self._from_numpy(obj if type(obj) is np.ndarray else np.asarray(obj))
         elif torch is not None and isinstance(obj, torch.Tensor):
             if obj.requires_grad:  # read as data, as torch.histc reads it (DLPack refuses it)
                 obj = obj.detach()
@@ -122,6 +123,21 @@ class Source:
         """Column i of an (N, D) array, as a strided view."""
         return self._derived(self.obj[:, i])
 
+    def converted(self, dtype, what="this array"):
+        """A copy converted to numpy dtype `dtype`, in the same library and on the same device."""
+        dtype = np.dtype(dtype)
+        if self.lib == "torch":
+            s = self._derived(self.obj.to(getattr(_torch(), dtype.name)))
+        elif self.lib in ("cupy", "numpy"):
+            s = self._derived(self.obj.astype(dtype))
+        else:
+            raise TypeError(f"tally: {what} must be converted to {dtype.name}, which tally cannot do for "
+                            f"{type(self.obj).__name__}; pass a numpy, torch or cupy array")
+        s.type, s.np_dtype = _NATIVE.get(dtype), dtype
+        if s.type is None:
+            raise TypeError(f"tally: {what} has an unsupported dtype {dtype.name}")
+        return s
+
     def as_weights(self):
         """f32 and f64 weights as they are; other numeric types converted to f64 (a copy).
         given_dtype keeps the weights' own numpy dtype (numpy.histogram's result dtype; float64
@@ -129,15 +145,7 @@ class Source:
         self.given_dtype = np.dtype(np.float64) if self.np_dtype is None else np.dtype(self.np_dtype)
         if self.type in ("f32", "f64"):
             return self
-        if self.lib == "torch":
-            s = self._derived(self.obj.to(_torch().float64))
-        elif self.lib == "cupy":
-            s = self._derived(self.obj.astype(np.float64))
-        elif self.lib == "numpy":
-            s = self._derived(self.obj.astype(np.float64))
-        else:
-            raise TypeError("tally: weights must be float32 or float64")
-        s.type, s.np_dtype = "f64", np.dtype(np.float64)
+        s = self.converted(np.float64, "the weights")
         s.given_dtype = self.given_dtype
         return s
 

@@ -11,16 +11,55 @@ import numpy as np
 from . import _edges, _kept, _tally
 from ._arrays import (Source, _cupy, _torch, backend_for, int64_arg, operator_index, same_device, strategy_arg,
                       to_host)
-from ._types import FLOAT_TYPES, NUMPY_NAMES, sample_type_of
+from ._types import FLOAT_TYPES, NUMPY_NAMES
 
 _range = builtins.range
 
+# tally's own keywords, beside numpy's: a call that numpy hands to an override cannot take them.
+_TALLY_KEYWORDS = ("sum_dtype", "strategy", "device")
 
-def fill(axes, columns, weights, src, strategy, device, flow=False):
+
+def _numpy_protocol(np_function, relevant):
+    """Honours numpy's __array_function__ protocol as `np_function` does: where an argument that
+    numpy consults (``relevant(*args, **kwargs)``, numpy's dispatcher) is of a type that overrides
+    numpy's functions (dask and xarray arrays, user types; not numpy's own, nor cupy's, which
+    tally reads), the call is numpy's, which hands it to the override."""
+    def wrap(function):
+        @functools.wraps(function)
+        def call(*args, **kwargs):
+            if _overridden(relevant(*args, **kwargs)):
+                own = [k for k in _TALLY_KEYWORDS if k in kwargs]
+                if own:
+                    raise TypeError(f"tally.{function.__name__}: an argument overrides numpy's functions "
+                                    f"(__array_function__), so numpy's {np_function.__name__} answers, "
+                                    f"which takes no {', '.join(own)}")
+                return np_function(*args, **kwargs)
+            return function(*args, **kwargs)
+        return call
+    return wrap
+
+
+_NDARRAY_FUNCTION = np.ndarray.__array_function__
+
+
+def _overridden(values):
+    for v in values:
+        method = getattr(type(v), "__array_function__", None)
+        if method is None or method is _NDARRAY_FUNCTION:
+            continue
+        cupy = _cupy()
+        if cupy is not None and isinstance(v, cupy.ndarray):
+            continue
+        return True
+    return False
+
+
+def fill(axes, columns, weights, src, strategy, device, flow=False, sum_block=65536):
     """The one place that runs a one-shot fill: a histogram over `axes` from `columns`
     (Sources, one per axis) and optional `weights`; returns the values as src's library and
-    device. Counts int64, weighted sums float64. With `flow`, returns (values, (underflow,
-    overflow, nan)), the samples the axes dropped, read back to the host.
+    device. Counts int64, weighted sums float64, on the CPU in blocks of `sum_block` samples
+    (numpy.histogram's 65536; 0: input order, numpy.bincount's). With `flow`, returns (values,
+    (underflow, overflow, nan)), the samples the axes dropped, read back to the host.
 
     torch and cupy arrays in CUDA memory are counted by tally::device_histogram on the caller's
     current stream, without a host wait (but for the flow counts' read-back), and the cells
@@ -29,7 +68,7 @@ def fill(axes, columns, weights, src, strategy, device, flow=False):
     backend = backend_for(device, src)
     if src.on_cuda and backend != "cpu" and src.lib in ("torch", "cupy"):
         return _fill_on_stream(axes, columns, weights, src, strategy_arg(strategy), flow)
-    h = _tally.Hist(axes, weights is not None, strategy_arg(strategy), backend, flow)
+    h = _tally.Hist(axes, weights is not None, strategy_arg(strategy), backend, flow, sum_block=sum_block)
     fill_into(h, columns, weights, src)
     values = src.result(h.values())
     return (values, h.flow()) if flow else values
@@ -172,7 +211,10 @@ def _edges_for(src, bins, range, weights):
         if weights is not None:
             raise TypeError("Automated estimation of the number of bins is not supported for "
                             "weighted data")
-        bins = np.histogram_bin_edges(src.host().ravel(), bins, range).size - 1
+        edges = np.histogram_bin_edges(src.host().ravel(), bins, range)
+        if edges.size < 2:  # an estimate of no bins (a range too narrow for its width): numpy's edges
+            return edges, None, None
+        bins = edges.size - 1
     if np.ndim(bins) == 0:
         n = operator_index(bins, "`bins` must be an integer, a string, or an array")
         if n < 1:
@@ -205,7 +247,8 @@ def _as_sum_dtype(values, lib, dtype):
     return values.astype(dtype)
 
 
-def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=None,
+@_numpy_protocol(np.histogram, lambda a, bins=None, range=None, density=None, weights=None, **_: (a, bins, weights))
+def histogram(a, bins=10, range=None, density=None, weights=None, *, sum_dtype=None,
               strategy="automatic", device=None):
     """numpy.histogram, computed by tally: returns ``(hist, bin_edges)``.
 
@@ -253,9 +296,9 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
                                    weights=None if w is None else w.host())
         return src.result(hist), src.result(edges)
     edges, out_dtype, axis = _edges_for(src, bins, range, w)
-    if axis is None:  # fewer than two edges: no bins, as numpy
-        empty = src.zeros(0, w is not None)
-        return (src.result(np.zeros(0)) if density else empty), src.edges_result(edges)
+    if axis is None:  # fewer than two edges: no bins, as numpy (its dtypes: the weights')
+        empty = np.zeros(0, np.float64 if density else np.int64 if w is None else w.given_dtype)
+        return src.result(empty), src.edges_result(edges)
     values = fill([axis], [src], w, src, strategy, device)
     if edges_key is not None and not _kept.seen_before(key):
         key = edges_key = None  # an array of edges is kept from its second call: changing edges keep nothing
@@ -265,11 +308,11 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, sum_dtype=
         if kept is not None:
             _kept.keep(key, _kept.KeptCall(src.lib, src.index, src.type, [axis], edges=kept,
                                            weight_type=None if w is None else w.type))
-    if density:
-        widths = src.result(np.array(np.diff(edges), float))
-        return values / widths / values.sum(), edges_out
     if w is not None:
         values = _as_sum_dtype(values, src.lib, np.dtype(sum_dtype) if sum_dtype is not None else w.given_dtype)
+    if density:  # numpy's n / db / n.sum(), n of the weights' dtype
+        widths = src.result(np.array(np.diff(edges), float))
+        return values / widths / values.sum(), edges_out
     return values, edges_out
 
 
@@ -317,12 +360,13 @@ def _histogram_of_times(a, bins, range, weights, density, strategy, device):
     times) are answered by numpy itself."""
     if np.ndim(bins) == 1 and np.asarray(bins).dtype.kind in "Mm":
         edges = np.asarray(bins)
-        hist, _ = histogram(a.view(np.int64), edges.astype(a.dtype).view(np.int64), range, weights, density,
+        hist, _ = histogram(a.view(np.int64), edges.astype(a.dtype).view(np.int64), range, density, weights,
                             strategy=strategy, device=device)
         return hist, edges
     return np.histogram(a, bins, range, density=density, weights=weights)
 
 
+@_numpy_protocol(np.histogram_bin_edges, lambda a, bins=None, range=None, weights=None, **_: (a, bins, weights))
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """numpy.histogram_bin_edges, computed by tally: the edges :func:`histogram` would use,
     bit for bit and of numpy's dtype, in the input's library and device."""
@@ -334,13 +378,25 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     return src.edges_result(edges, out_dtype)
 
 
-def histogramdd(sample, bins=10, range=None, weights=None, density=False, *,
+def _histogramdd_relevant(sample, bins=None, range=None, density=None, weights=None, **_):
+    """The arguments numpy's histogramdd hands to __array_function__ overrides."""
+    yield from ((sample,) if hasattr(sample, "shape") else sample)
+    try:
+        yield from bins
+    except TypeError:
+        pass
+    yield weights
+
+
+@_numpy_protocol(np.histogramdd, _histogramdd_relevant)
+def histogramdd(sample, bins=10, range=None, density=None, weights=None, *,
                 strategy="automatic", device=None):
     """numpy.histogramdd, computed by tally: returns ``(H, edges)`` with ``H`` float64 (as
     numpy: counts, sums of weights, or the density) and ``edges`` a list of numpy's edges per
     dimension. ``sample`` is an (N, D) array (its columns are read in place, any strides) or a
     sequence of D arrays of length N. Keywords as :func:`histogram`."""
     columns, src = _columns_of(sample)
+    columns = _in_common_type(columns)
     d = len(columns)
     w = None
     if weights is not None:
@@ -349,13 +405,19 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=False, *,
         if w.ndim != 1:
             raise ValueError("object too deep for desired array")
         w = w.as_weights()
+    given_bins = bins
     bins, range = dd_bins_and_ranges(bins, range, d)
-    edges = dd_edges(bins, lambda i: _edges.outer_edges(columns[i], range[i]))
-    # numpy reads a sequence of columns as one array of their common type.
-    sample_type = columns[0].type if len({c.type for c in columns}) == 1 else _common_type(columns)
-    axes = [_edges.from_array(e, sample_type) if e.size > 1 else None for e in edges]
+    with np.errstate(over="ignore", invalid="ignore"):  # numpy's linspace may overflow to NaN edges
+        edges = dd_edges(bins, lambda i: _edges.outer_edges(columns[i], range[i]))
     if w is not None and w.size != (columns[0].size if d else 0):
         raise ValueError("The weights and list don't have the same length.")
+    if any(e.dtype.kind in "fc" and np.isnan(e).any() for e in edges):
+        # NaN edges (float16 ranges whose linspace overflows): numpy's searchsorted answers them,
+        # computed by numpy itself on a host copy.
+        hist, edges = np.histogramdd(np.stack([c.host() for c in columns], axis=1), given_bins, range,
+                                     density=density, weights=None if w is None else w.host())
+        return src.result(hist), [src.result(e) for e in edges]
+    axes = [_edges.from_array(e, columns[0].type) if e.size > 1 else None for e in edges]
 
     if any(a is None for a in axes):  # an axis of one edge has no bins: an empty result
         shape = tuple(max(e.size - 1, 0) for e in edges)
@@ -406,12 +468,14 @@ def dd_edges(bins, outer_edges_of):
     return edges
 
 
-def _common_type(columns):
-    """The tally type of numpy's common type of the columns (None where it has none)."""
-    types = [c.np_dtype for c in columns]
-    if any(t is None for t in types):
-        return None
-    return sample_type_of(np.result_type(*types))
+def _in_common_type(columns):
+    """numpy reads a sequence of columns as one array of their common type (result_type; float32
+    stands for bfloat16, which numpy lacks): the columns converted to it where their types
+    differ (copies, as numpy's), so that the edges and the binning are the common type's."""
+    if len({c.type for c in columns}) == 1:
+        return columns
+    common = np.result_type(*[np.float32 if c.np_dtype is None else c.np_dtype for c in columns])
+    return [c if c.np_dtype == common else c.converted(common) for c in columns]
 
 
 def _columns_of(sample):
@@ -438,14 +502,27 @@ def _columns_of(sample):
     return columns, columns[0]
 
 
-def histogram2d(x, y, bins=10, range=None, weights=None, density=False, *,
+def _histogram2d_relevant(x, y, bins=None, range=None, density=None, weights=None, **_):
+    """The arguments numpy's histogram2d hands to __array_function__ overrides."""
+    yield x
+    yield y
+    try:
+        n = len(bins)
+    except TypeError:
+        n = 1
+    yield from (bins if n == 2 else (bins,))
+    yield weights
+
+
+@_numpy_protocol(np.histogram2d, _histogram2d_relevant)
+def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *,
                 strategy="automatic", device=None):
     """numpy.histogram2d, computed by tally: returns ``(H, xedges, yedges)``, ``H`` float64.
     ``bins`` is an int, a pair of ints, one edges array for both, or a pair of edges arrays, as
     numpy's. Keywords as :func:`histogram`."""
     if len(x) != len(y):
         raise ValueError("x and y must have the same length.")
-    hist, edges = histogramdd([x, y], bins_2d(bins), range, weights, density, strategy=strategy, device=device)
+    hist, edges = histogramdd([x, y], bins_2d(bins), range, density, weights, strategy=strategy, device=device)
     return hist, edges[0], edges[1]
 
 
@@ -458,10 +535,11 @@ def bins_2d(bins):
     return [bins, bins] if n != 1 and n != 2 else bins
 
 
-def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None):
-    """numpy.bincount, computed by tally: the count (or the sum of ``weights``, float64) of each
-    value 0 .. max(x) of a 1-D array of non-negative integers, at least ``minlength`` bins.
-    Keywords as :func:`histogram`."""
+@_numpy_protocol(np.bincount, lambda x, weights=None, minlength=None, **_: (x, weights))
+def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=None):
+    """numpy.bincount, computed by tally: the count (or the sum of ``weights``, float64, added
+    in input order as numpy's, so its bits on the CPU) of each value 0 .. max(x) of a 1-D array
+    of non-negative integers, at least ``minlength`` bins. Keywords as :func:`histogram`."""
     key = None
     if device is None and type(minlength) is int and minlength >= 0 and type(strategy) is str:
         array = _kept.tensor_key(x)
@@ -489,16 +567,25 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
     if src.ndim != 1:
         raise ValueError("object too deep for desired array" if src.ndim > 1
                          else "object of too small depth for desired array")
+    if src.type in FLOAT_TYPES and src.size > 0 and src.lib == "numpy" and not hasattr(x, "dtype"):
+        # numpy's deprecated path for a sequence of floats: cast to integers (unsafely).
+        warnings.warn("Non-integer input passed to bincount. In a future version of NumPy, this will be an "
+                      "error. (Deprecated NumPy 2.1)", DeprecationWarning, stacklevel=3)
+        src = Source(src.obj.astype(np.intp), "x")
     if src.type in FLOAT_TYPES and not (src.size == 0 and not hasattr(x, "dtype")):  # [] is fine
         raise TypeError(f"Cannot cast array data from dtype('{src.dtype_name}') to dtype('int64') "
                         "according to the rule 'safe'")
     src = src.bool_as_u8()
+    if minlength is None:
+        raise TypeError("use 0 instead of None for minlength")
+    if isinstance(minlength, (bool, np.bool_)):
+        raise TypeError("an integer is required")
     minlength = operator.index(minlength)  # numpy's TypeError and message
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
     w = _weights_of(weights, src, "The weights and list don't have the same length.")
-    if src.size == 0:
-        return src.zeros(minlength, w is not None)
+    if src.size == 0:  # numpy's int64 zeros, weights or not
+        return src.zeros(minlength, False)
     # One pass where a guessed length covers the data: count into [0, guess) and read back only
     # the dropped samples' counts; the maximum is looked for only where some lie beyond. The
     # guess is minlength, or without one, for counts of host data or of at least
@@ -517,7 +604,7 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", device=None)
         guess = min(guess, int(np.iinfo(NUMPY_NAMES[src.type]).max) + 1)
     if guess > 0:
         axis = _tally.Axis.integer(0, int64_arg(guess, "minlength"))
-        values, (below, beyond, _) = fill([axis], [src], w, src, strategy, device, flow=True)
+        values, (below, beyond, _) = fill([axis], [src], w, src, strategy, device, flow=True, sum_block=0)
         if key is not None and not learn:
             _kept.keep(key, _kept.KeptCall(src.lib, src.index, src.type, [axis],
                                            weight_type=None if w is None else w.type))
@@ -570,7 +657,7 @@ def _bincount_by_max(src, w, minlength, strategy, device, learn):
     lo, hi = src.min_max()
     length = _bincount_length(lo, hi, minlength)
     axis = _tally.Axis.integer(0, length)
-    values = fill([axis], [src], w, src, strategy, device)
+    values = fill([axis], [src], w, src, strategy, device, sum_block=0)
     if learn:
         _remember_bincount_length(length)
     return values
@@ -589,13 +676,16 @@ def _remember_bincount_length(length):
     _bincount_guess[0] = min(max(guess, _BINCOUNT_GUESS_MIN), _BINCOUNT_GUESS_MAX)
 
 
-def histc(input, bins=100, min=0, max=0, *, strategy="automatic", device=None):
+def histc(input, bins=100, min=0, max=0, *, out=None, strategy="automatic", device=None):
     """torch.histc, computed by tally: counts in ``bins`` equal bins over [min, max] (the data's
     own min and max when min == max, widened by 1 each side if they are equal), samples outside
     and NaN ignored, returned in the input's float dtype (float32 for integer inputs), in the
     input's library and device. Samples are binned by numpy's rule against the edges
     linspace(min, max, bins + 1) rounded to the input's float type, so a sample within rounding
-    of an edge may land one bin away from torch.histc's arithmetic estimate."""
+    of an edge may land one bin away from torch.histc's arithmetic estimate. ``out``, as
+    torch's: an array of the input's library that takes the result (resized where torch's)."""
+    if out is not None:
+        return _into(out, histc(input, bins, min, max, strategy=strategy, device=device))
     key = None
     if device is None and type(bins) is int:
         key = _kept_key("histc", input, bins, (min, max), strategy)
@@ -625,6 +715,21 @@ def histc(input, bins=100, min=0, max=0, *, strategy="automatic", device=None):
     if key is not None:
         _kept.keep(key, _kept.KeptCall(src.lib, src.index, src.type, [axis]))
     return _histc_result(values, src.lib, src.type)
+
+
+def _into(out, result):
+    """`result` written into the caller's `out` array (torch resizes it, as torch's out= does)."""
+    torch = _torch()
+    if torch is not None and isinstance(out, torch.Tensor):
+        if not isinstance(result, torch.Tensor):
+            raise TypeError(f"histc: out is a torch tensor but the input is not; got {type(result).__name__}")
+        if out.dtype != result.dtype:
+            raise RuntimeError(f"histc: out has dtype {out.dtype}, the result {result.dtype}")
+        return out.resize_(result.shape).copy_(result)
+    if getattr(out, "shape", None) != tuple(result.shape) or getattr(out, "dtype", None) != result.dtype:
+        raise ValueError(f"histc: out must be an array of shape {tuple(result.shape)} and dtype {result.dtype}")
+    out[...] = result
+    return out
 
 
 def _histc_type(lib, sample_type):

@@ -29,8 +29,3 @@ def type_of_dtype(dtype):
     except KeyError:
         t = _BY_DTYPE[dtype] = _NAMES.get(str(dtype).replace("torch.", ""))
         return t
-
-
-def sample_type_of(np_dtype):
-    """tally's sample type name for a numpy dtype, or None."""
-    return _NAMES.get(np.dtype(np_dtype).name)

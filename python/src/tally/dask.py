@@ -141,7 +141,7 @@ def _weights(weights, shape=None, message=None):
     return w, given
 
 
-def histogram(a, bins=10, range=None, weights=None, density=False, *, split_every=8):
+def histogram(a, bins=10, range=None, density=None, weights=None, *, split_every=8):
     """numpy.histogram over a Dask array: ``(hist, bin_edges)`` with ``hist`` a lazy Dask array
     (int64 counts, sums in the weights' dtype as numpy's, or the density) and ``bin_edges``
     numpy's edges as a numpy array. ``bins`` is a number of bins or an array of edges."""
@@ -176,7 +176,7 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, split_ever
     return _lazy_values(h, shape, dtype), edges
 
 
-def histogramdd(sample, bins=10, range=None, weights=None, density=False, *, split_every=8):
+def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, split_every=8):
     """numpy.histogramdd over Dask data: ``(H, edges)``, ``H`` a lazy float64 Dask array and
     ``edges`` numpy's edges per dimension. ``sample`` is an (N, D) Dask array or a sequence of
     D 1-D Dask arrays (or DataFrame columns) of one length."""
@@ -197,21 +197,25 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=False, *, spl
         raise ValueError("tally.dask.histogramdd: the sample has no dimensions")
     w, _ = _weights(weights)
     bins, range = dd_bins_and_ranges(bins, range, d)
+    # numpy reads a sequence of columns as one array of their common type: its edges and bins.
+    common = np.result_type(*[c.dtype for c in columns])
+    meta = _meta_source(common, "sample")
     missing = [i for i in _range(d) if np.ndim(bins[i]) == 0 and range[i] is None]
     found = dict(zip(missing, _min_max([columns[i] for i in missing]))) if missing else {}
 
     def outer_edges_of(i):
-        if range[i] is None and not all(np.isfinite(found[i])):
-            raise ValueError(f"autodetected range of [{found[i][0]}, {found[i][1]}] is not finite")
-        return _edges.outer_edges(_meta_source(columns[i].dtype, "sample"),
-                                  range[i] if range[i] is not None else found[i])
+        if range[i] is not None:
+            return _edges.outer_edges(meta, range[i])
+        first, last = (common.type(v) for v in found[i])  # a column's extremes in the common type
+        if not (np.isfinite(first) and np.isfinite(last)):
+            raise ValueError(f"autodetected range of [{first}, {last}] is not finite")
+        return _edges.outer_edges(meta, (first, last))
 
     edges = dd_edges(bins, outer_edges_of)
     shape = tuple(max(e.size - 1, 0) for e in edges)
     if any(e.size < 2 for e in edges):  # a dimension of one edge has no bins: empty, as numpy
         return da.zeros(shape), edges
-    # numpy reads a sequence of columns as one array of their common type.
-    sample_type = _meta_source(np.result_type(*[c.dtype for c in columns]), "sample").type
+    sample_type = meta.type
     recipe = [("edges", e, sample_type) for e in edges]
     if w is not None and w.shape[0] != columns[0].shape[0]:
         raise ValueError("The weights and list don't have the same length.")
@@ -226,13 +230,13 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=False, *, spl
     return values, edges
 
 
-def histogram2d(x, y, bins=10, range=None, weights=None, density=False, *, split_every=8):
+def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, split_every=8):
     """numpy.histogram2d over two Dask arrays: ``(H, xedges, yedges)``."""
-    hist, edges = histogramdd([x, y], bins_2d(bins), range, weights, density, split_every=split_every)
+    hist, edges = histogramdd([x, y], bins_2d(bins), range, density, weights, split_every=split_every)
     return hist, edges[0], edges[1]
 
 
-def bincount(x, weights=None, minlength=0, *, split_every=8):
+def bincount(x, /, weights=None, minlength=0, *, split_every=8):
     """numpy.bincount over a 1-D Dask array of non-negative integers: a lazy Dask array of
     max(max(x) + 1, minlength) counts (or float64 sums of ``weights``). The minimum and maximum
     are computed first."""

@@ -103,9 +103,9 @@ def sharded_histogram(shards, bins, range, weights=None):
     weights = [None] * len(shards) if weights is None else list(weights)
     if len(weights) != len(shards):
         raise ValueError(f"sharded_histogram: {len(shards)} shards but {len(weights)} weight arrays")
-    total, edges = _functions.histogram(shards[0], bins, range, weights[0])
+    total, edges = _functions.histogram(shards[0], bins, range, weights=weights[0])
     for shard, w in zip(shards[1:], weights[1:]):
-        part, _ = _functions.histogram(shard, bins, range, w)
+        part, _ = _functions.histogram(shard, bins, range, weights=w)
         total = total + _moved_like(part, total)
     return total, edges
 
