@@ -124,3 +124,30 @@ def test_public_entry_points_validate_first(case):
     with pytest.raises(kind) as info:
         call()
     assert "incompatible function arguments" not in str(info.value)
+
+
+_UNDER_A_LIMIT = """
+import resource, sys
+import numpy as np
+import tally
+resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+x = np.zeros(10**8, np.uint8)
+h = tally.Histogram(tally.axis.regular(4, 0, 1), threads=1000)
+h.fill(x)
+assert h.values()[0] == 10**8, h.values()
+try:
+    tally.bincount([2**31])  # 16 GiB of cells: tally's MemoryError, not std::bad_alloc's
+except MemoryError as e:
+    assert "bad_alloc" not in str(e), e
+    print("ok", e)
+"""
+
+
+def test_many_threads_and_huge_results_under_a_memory_limit_are_clean():
+    # 1000 threads asked for under a 4 GiB address space: the planner takes at most the machine's
+    # (more ended the process in libgomp's thread creation).
+    import subprocess
+    import sys
+    run = subprocess.run([sys.executable, "-c", _UNDER_A_LIMIT], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.startswith("ok"), run.stdout + run.stderr
