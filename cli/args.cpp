@@ -1,13 +1,20 @@
 // Turning option strings into library values, with usage errors that name the option.
 #include "args.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <thread>
 
 #include "errors.hpp"
 
 namespace tally_cli {
+
+int machine_threads() {
+  const unsigned t = std::thread::hardware_concurrency();
+  return t == 0 ? 1 : static_cast<int>(t);
+}
 
 tally::options to_options(const run_args& run) {
   tally::options o;
@@ -19,17 +26,24 @@ tally::options to_options(const run_args& run) {
     throw usage_error(e.what());
   }
   o.counts = run.counts == 32 ? tally::count_type::u32 : tally::count_type::u64;
-  o.threads = run.threads;
+  // More threads than the machine has only cost a stack each: 1000 of them exhaust a 4 GiB
+  // address space, and the OpenMP runtime then ends the process.
+  o.threads = std::min(run.threads, machine_threads());
   return o;
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> items;
+  std::size_t pos = 0;
+  for (std::size_t comma; (comma = text.find(',', pos)) != std::string::npos; pos = comma + 1)
+    items.push_back(text.substr(pos, comma - pos));
+  items.push_back(text.substr(pos));
+  return items;
 }
 
 std::vector<double> parse_numbers(const std::string& text, const std::string& what) {
   std::vector<double> out;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    const std::size_t comma = text.find(',', pos);
-    const std::string item =
-        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+  for (const std::string& item : split_commas(text)) {
     char* end = nullptr;
     errno = 0;
     const double v = std::strtod(item.c_str(), &end);
@@ -38,8 +52,6 @@ std::vector<double> parse_numbers(const std::string& text, const std::string& wh
       throw usage_error(what + ": '" + item +
                         "' is not a number (expected a comma-separated list)");
     out.push_back(v);
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
   }
   return out;
 }

@@ -47,8 +47,13 @@ struct plan_args {
   run_args run;
 };
 
+/// The most threads --threads gives the library: this machine's hardware threads (at least 1).
+int machine_threads();
 /// The library options the shared flags ask for; throws usage_error for unknown names.
+/// --threads above machine_threads() is capped at it.
 tally::options to_options(const run_args& run);
+/// "a,b,c" split at its commas (an empty text is one empty item).
+std::vector<std::string> split_commas(const std::string& text);
 /// Parses "1,2.5,-3" into numbers; `what` names the option in the message of the usage_error.
 std::vector<double> parse_numbers(const std::string& text, const std::string& what);
 /// The dtype named by `name`, as a usage_error when it is unknown.

@@ -2,6 +2,8 @@
 // not poison the autodetected range (numpy raises), they are counted as dropped instead.
 #include "axes.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -28,11 +30,21 @@ const T& pick(const std::vector<T>& list, int column, int columns, const char* o
 /// A whole number that an int64 holds (every double in (-2^63, 2^63) that is whole).
 bool whole(double v) { return std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 0x1p63; }
 
+/// Bin counts in plain decimal digits: "0x10", "1e3", "+5", " 5" and "" are refused rather
+/// than read as whatever number strtod makes of them.
 std::vector<std::int64_t> parse_bins(const std::string& text) {
   std::vector<std::int64_t> out;
-  for (double v : parse_numbers(text, "--bins")) {
-    if (!whole(v) || v < 1) throw usage_error("--bins: " + sig(v) + " is not a whole number >= 1");
-    out.push_back(static_cast<std::int64_t>(v));
+  for (const std::string& item : split_commas(text)) {
+    std::int64_t v = 0;
+    const bool digits = !item.empty() && std::all_of(item.begin(), item.end(), [](unsigned char c) {
+      return c >= '0' && c <= '9';
+    });
+    // All digits: from_chars reads them all, or fails on a count past int64.
+    if (!digits || std::from_chars(item.data(), item.data() + item.size(), v).ec != std::errc() || v < 1)
+      throw usage_error("--bins: '" + item +
+                        "' is not a number of bins: a whole number >= 1 in decimal digits "
+                        "(or a comma-separated list of them, one per axis/channel)");
+    out.push_back(v);
   }
   return out;
 }

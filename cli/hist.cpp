@@ -200,7 +200,7 @@ std::vector<tally::histogram> make_histograms(const hist_args& a, layout_mode mo
 }
 
 void write_outputs(const hist_args& a, const hist_result& r) {
-  // Every file is written in full before any is renamed into place.
+  // Every file is written in full (or, a device or FIFO, opened) before any is committed.
   std::vector<std::unique_ptr<staged_file>> files;
   if (!a.out.empty())
     files.push_back(std::make_unique<staged_file>(
@@ -210,6 +210,9 @@ void write_outputs(const hist_args& a, const hist_result& r) {
     files.push_back(std::make_unique<staged_file>(
         a.plot, lower_extension(a.plot) == ".png" ? render_png(model) : render_svg(model)));
   }
+  // Devices and FIFOs first: their writes cannot be undone, so no rename happens before they
+  // have succeeded.
+  std::stable_partition(files.begin(), files.end(), [](const auto& f) { return f->direct(); });
   for (auto& f : files) f->commit();
 }
 

@@ -1,6 +1,10 @@
 // The `tally` command line: subcommands hist, info and plan; every error becomes one line on
 // stderr and an exit code (2: usage, 1: anything else).
 #include <CLI/CLI.hpp>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <new>
 
@@ -12,12 +16,39 @@ namespace {
 
 using namespace tally_cli;
 
+/// The most MiB --chunk-mb takes: far above any chunk worth reading, far below overflow.
+constexpr double kMaxChunkMb = 1 << 20;
+
+/// A check that the value is a finite number for which `ok` holds, else "'TEXT' is not RULE".
+/// (CLI11's PositiveNumber lets "nan" through and names its bound as DBL_MAX's 309 digits.)
+CLI::Validator number_that(std::function<bool(double)> ok, const std::string& rule) {
+  return CLI::Validator(
+      [ok = std::move(ok), rule](std::string& text) {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        const bool good = !text.empty() && *end == '\0' && std::isfinite(v) && ok(v);
+        return good ? std::string() : "'" + text + "' is not " + rule;
+      },
+      "");
+}
+
+/// Refuses an empty value, which the command would otherwise read as the option left out
+/// (--bins "" as the default 64 bins, --out "" as no output).
+const CLI::Validator non_empty(
+    [](std::string& text) {
+      return text.empty() ? std::string("an empty value; give one, or leave the option out")
+                          : std::string();
+    },
+    "");
+
 void add_run_options(CLI::App* cmd, run_args& run) {
   cmd->add_option("--backend", run.backend, "Where to compute: auto, cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd->add_option("--strategy", run.strategy, "A named strategy (see `tally plan`), or auto");
-  cmd->add_option("--threads", run.threads, "CPU threads, 0 for all")
-      ->check(CLI::NonNegativeNumber);
+  const std::string cap = std::to_string(machine_threads());
+  cmd->add_option("--threads", run.threads,
+                  "CPU threads, 0 for all; more than this machine's " + cap + " are capped at " + cap)
+      ->check(number_that([](double v) { return v >= 0 && v <= INT_MAX; }, "a number of threads >= 0"));
   cmd->add_option("--counts", run.counts, "Count storage: 32 or 64 bits")
       ->check(CLI::IsMember({32, 64}));
 }
@@ -26,19 +57,25 @@ void add_hist(CLI::App& app, hist_args& h) {
   CLI::App* cmd = app.add_subcommand(
       "hist",
       "Histogram a .npy, raw binary, PNG or JPEG file (the bundled sample image if no FILE)");
-  cmd->add_option("FILE", h.file, "Input file; its format is told by its first bytes");
+  cmd->add_option("FILE", h.file, "Input file; its format is told by its first bytes")->check(non_empty);
   cmd->add_option(
       "--dtype", h.dtype,
-      "Read FILE as raw native-endian values: u8 i8 u16 i16 u32 i32 u64 i64 f16 bf16 f32 f64");
+      "Read FILE as raw native-endian values: u8 i8 u16 i16 u32 i32 u64 i64 f16 bf16 f32 f64")
+      ->check(non_empty);
   cmd->add_option("--weights", h.weights,
-                  "Weights, one per sample (row): .npy of f4/f8 or raw f32/f64");
-  cmd->add_option("--bins", h.bins, "Bins: N, or N0,N1,... one per axis/channel (default 64)");
+                  "Weights, one per sample (row): .npy of f4/f8 or raw f32/f64")
+      ->check(non_empty);
+  cmd->add_option("--bins", h.bins,
+                  "Bins: N, or N0,N1,... one per axis/channel, in decimal digits (default 64)")
+      ->check(non_empty);
   cmd->add_option(
       "--range", h.range,
       "LO,HI (closed), or one pair per axis/channel; with --integer the integers LO..HI-1 "
-      "(default: the data's min and max)");
+      "(default: the data's min and max)")
+      ->check(non_empty);
   cmd->add_option("--edges", h.edges, "Bin edges e0,e1,... (once for all axes, or once per axis)")
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->check(non_empty);
   cmd->add_flag("--integer", h.integer, "One bin per integer (default for narrow integer data)");
   cmd->add_option("--channels", h.channels, "Values per row, interleaved (one histogram each)")
       ->check(CLI::Range(1, 1 << 16));
@@ -46,19 +83,22 @@ void add_hist(CLI::App& app, hist_args& h) {
   cmd->add_flag("--gray", h.gray, "Convert an image to one luminance channel");
   cmd->add_flag("--flow", h.flow, "Print underflow, overflow and NaN counts");
   cmd->add_flag("--no-bars", h.no_bars, "No bar chart");
-  cmd->add_option("--out", h.out, "Write the histogram to FILE.csv or FILE.json");
-  cmd->add_option("--plot", h.plot, "Draw the histogram to FILE.png or FILE.svg");
-  cmd->add_option("--chunk-mb", h.chunk_mb, "Read and fill in chunks of this many MiB")
-      ->check(CLI::PositiveNumber)
+  cmd->add_option("--out", h.out, "Write the histogram to FILE.csv or FILE.json")->check(non_empty);
+  cmd->add_option("--plot", h.plot, "Draw the histogram to FILE.png or FILE.svg")->check(non_empty);
+  const std::string most = std::to_string(static_cast<int>(kMaxChunkMb));
+  cmd->add_option("--chunk-mb", h.chunk_mb, "Read and fill in chunks of this many MiB (at most " + most + ")")
+      ->check(number_that([](double v) { return v > 0 && v <= kMaxChunkMb; }, "a number of MiB > 0 and <= " + most))
       ->capture_default_str();
   add_run_options(cmd, h.run);
 }
 
 void add_plan(CLI::App& app, plan_args& p) {
   CLI::App* cmd = app.add_subcommand("plan", "Show the policy the planner picks for a job");
-  cmd->add_option("--bins", p.bins, "Bins per axis")->check(CLI::PositiveNumber);
+  cmd->add_option("--bins", p.bins, "Bins per axis")
+      ->check(number_that([](double v) { return v >= 1 && v < 0x1p63; }, "a whole number >= 1"));
   cmd->add_option("--dtype", p.dtype, "Sample type");
-  cmd->add_option("--n", p.n, "Samples per column")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--n", p.n, "Samples per column")
+      ->check(number_that([](double v) { return v >= 0 && v < 0x1p63; }, "a whole number >= 0"));
   cmd->add_flag("--weights{f64}", p.weights, "A weighted fill; --weights=TYPE for weights of TYPE (f64 without)");
   cmd->add_option("--kind", p.kind, "Axis kind")
       ->check(CLI::IsMember({"regular", "variable", "integer"}));

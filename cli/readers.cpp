@@ -4,6 +4,7 @@
 #include <stb_image.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -119,6 +120,53 @@ format sniff(std::FILE* f) {
   return format::unknown;
 }
 
+/// CRC-32 as PNG (and zlib) compute it, of `n` more bytes after `crc` (0 to start).
+std::uint32_t crc32(std::uint32_t crc, const unsigned char* bytes, std::size_t n) {
+  static const std::array<std::uint32_t, 256> table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t i = 0; i < 256; ++i) {
+      std::uint32_t c = i;
+      for (int bit = 0; bit < 8; ++bit) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  crc = ~crc;
+  for (std::size_t i = 0; i < n; ++i) crc = table[(crc ^ bytes[i]) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+std::uint32_t big_endian_u32(const unsigned char* b) {
+  return std::uint32_t{b[0]} << 24 | std::uint32_t{b[1]} << 16 | std::uint32_t{b[2]} << 8 | b[3];
+}
+
+/// Refuses a PNG with a chunk whose CRC does not match: stb_image checks none, so a damaged file
+/// would decode to wrong pixels without a word. Chunks are checked up to IEND; a file that ends
+/// before it is left to the decoder, which says how it is cut short.
+void check_png_crcs(std::FILE* f, const std::string& path) {
+  std::vector<unsigned char> buffer(1 << 16);
+  if (std::fseek(f, 8, SEEK_SET) != 0) throw failure(path + ": cannot seek: " + std::strerror(errno));
+  for (;;) {
+    unsigned char head[8];  // length, type
+    if (std::fread(head, 1, sizeof head, f) != sizeof head) break;
+    const std::string type(reinterpret_cast<const char*>(head + 4), 4);
+    std::uint32_t crc = crc32(0, head + 4, 4);
+    std::uint32_t left = big_endian_u32(head);
+    while (left > 0) {
+      const std::size_t n = std::min<std::size_t>(left, buffer.size());
+      if (std::fread(buffer.data(), 1, n, f) != n) break;
+      crc = crc32(crc, buffer.data(), n);
+      left -= static_cast<std::uint32_t>(n);
+    }
+    unsigned char stored[4];
+    if (left > 0 || std::fread(stored, 1, sizeof stored, f) != sizeof stored) break;
+    if (big_endian_u32(stored) != crc)
+      throw failure(path + ": damaged PNG: the CRC of its '" + type + "' chunk does not match");
+    if (type == "IEND") break;
+  }
+  std::rewind(f);
+}
+
 source open_npy(file_ptr f, const std::string& path) {
   const npy_header h = read_npy_header(f.get(), path);
   std::int64_t n = 0;
@@ -231,6 +279,8 @@ source open_samples(const std::string& path, std::optional<tally::dtype> raw_typ
     case format::npy:
       return open_npy(std::move(f), path);
     case format::png:
+      check_png_crcs(f.get(), path);
+      return open_image(path, fmt, gray);
     case format::jpeg:
       return open_image(path, fmt, gray);
     case format::unknown:

@@ -1,8 +1,10 @@
 // Temporary file creation with O_EXCL (so the umask gives the usual permissions), then rename;
-// temporary files removed on SIGINT, SIGTERM and SIGHUP.
+// temporary files removed on SIGINT, SIGTERM and SIGHUP; devices and FIFOs written in place.
 #include "staged_file.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,23 +80,14 @@ int create_beside(const std::string& target, std::string& temp) {
   return -1;
 }
 
-}  // namespace
-
-bool same_file(const std::string& a, const std::string& b) {
-  struct stat sa {}, sb {};
-  if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;
-  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-staged_file::staged_file(std::string target, const std::string& bytes)
-    : target_(resolved(target)), named_(std::move(target)) {
-  // Checked here, not left to the rename: by commit time another output may be in place.
-  std::error_code ec;
-  if (std::filesystem::is_directory(target_, ec))
-    throw failure("cannot write " + named_ + ": it is a directory");
-  const int fd = create_beside(target_, temp_);
-  if (fd < 0) throw failure("cannot write " + named_ + ": " + std::strerror(errno));
-  slot_ = hold(temp_);
+/// Writes all of `bytes` to `fd` and closes it; returns 0, or the errno of the first failure.
+/// SIGPIPE is held back meanwhile, so that a FIFO whose reader has gone is EPIPE, an error
+/// reported like any other, not the end of the process.
+int write_and_close(int fd, const std::string& bytes) {
+  sigset_t pipe_signal, before;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_signal, &before);
   int err = 0;
   for (std::size_t done = 0; done < bytes.size() && err == 0;) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -103,7 +96,75 @@ staged_file::staged_file(std::string target, const std::string& bytes)
     else if (n == 0 || errno != EINTR)
       err = n == 0 ? EIO : errno;
   }
+  if (err == EPIPE && !sigismember(&before, SIGPIPE)) {
+    const timespec now{0, 0};
+    sigtimedwait(&pipe_signal, nullptr, &now);  // the SIGPIPE that write raised, taken back
+  }
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (::close(fd) != 0 && err == 0) err = errno;
+  return err;
+}
+
+/// What a file of this mode is, in words, for a refusal.
+const char* kind_of(mode_t mode) {
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISBLK(mode)) return "a block device";
+  return "neither a regular file, a character device nor a FIFO";
+}
+
+}  // namespace
+
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+staged_file::staged_file(std::string target, std::string bytes)
+    : target_(resolved(target)), named_(std::move(target)) {
+  // Checked here, not left to the rename: by commit time another output may be in place. stat
+  // follows symlinks (and /proc's links such as /dev/stdout) to what the name leads to. A name
+  // that leads nowhere (a new path, or a dangling symlink) is created: through a dangling link,
+  // the file it names, as `sort -o` and the shell's `>` do.
+  struct stat st {};
+  if (::stat(named_.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err != ENOENT) throw failure("cannot write " + named_ + ": " + std::strerror(err));
+    stage(bytes);
+    return;
+  }
+  if (S_ISREG(st.st_mode)) {
+    stage(bytes);
+    return;
+  }
+  if (S_ISDIR(st.st_mode)) throw failure("cannot write " + named_ + ": it is a directory");
+  if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
+    throw failure("cannot write " + named_ + ": it is " + kind_of(st.st_mode) +
+                  "; tally writes regular files, character devices and FIFOs");
+  // A device or FIFO is written in place at commit. O_NONBLOCK: a FIFO that no process reads
+  // fails at once (ENXIO) rather than waiting for a reader; writes block as usual after.
+  fd_ = ::open(named_.c_str(), O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (fd_ < 0) {
+    const int err = errno;
+    throw failure("cannot write " + named_ + ": " +
+                  (err == ENXIO && S_ISFIFO(st.st_mode) ? "a FIFO that no process is reading"
+                                                        : std::strerror(err)));
+  }
+  const int flags = ::fcntl(fd_, F_GETFL);
+  if (flags == -1 || ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK) == -1) {
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    throw failure("cannot write " + named_ + ": " + std::strerror(err));
+  }
+  bytes_ = std::move(bytes);
+}
+
+void staged_file::stage(const std::string& bytes) {
+  const int fd = create_beside(target_, temp_);
+  if (fd < 0) throw failure("cannot write " + named_ + ": " + std::strerror(errno));
+  slot_ = hold(temp_);
+  const int err = write_and_close(fd, bytes);
   if (err != 0) {
     std::remove(temp_.c_str());
     release(slot_);
@@ -112,13 +173,19 @@ staged_file::staged_file(std::string target, const std::string& bytes)
 }
 
 staged_file::~staged_file() {
-  if (!committed_) std::remove(temp_.c_str());
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_ && !temp_.empty()) std::remove(temp_.c_str());
   release(slot_);
 }
 
 void staged_file::commit() {
-  if (std::rename(temp_.c_str(), target_.c_str()) != 0)
+  if (fd_ >= 0) {
+    const int err = write_and_close(fd_, bytes_);
+    fd_ = -1;
+    if (err != 0) throw failure("cannot write " + named_ + ": " + std::strerror(err));
+  } else if (std::rename(temp_.c_str(), target_.c_str()) != 0) {
     throw failure("cannot write " + named_ + ": " + std::strerror(errno));
+  }
   committed_ = true;
   release(slot_);
 }

@@ -2,6 +2,8 @@
 // and no output file, not even a partial or temporary one.
 #include <gtest/gtest.h>
 
+#include <stb_image_write.h>
+
 #include "harness.hpp"
 
 namespace cli_test {
@@ -100,6 +102,70 @@ TEST(Errors, BadOptions) {
   EXPECT_EQ(tally({}).code, kUsage);
 }
 
+// `--chunk-mb nan` was taken (and ran 150x slower), `--chunk-mb 0` answered with DBL_MAX's 309
+// digits: every number option takes finite values in its range, and says so briefly.
+TEST(Errors, NumberOptionsTakeFiniteValuesInRange) {
+  scratch dir;
+  write_bytes(dir.path("a.npy"), npy("<f8", {2}, std::string(16, '\0')));
+  const std::string in = dir.path("a.npy");
+  for (const char* mb : {"nan", "inf", "-inf", "0", "-1", "1e7", ""})
+    expect_failure(dir, {in, "--chunk-mb", mb}, kUsage,
+                   "--chunk-mb: '" + std::string(mb) + "' is not a number of MiB > 0 and <= 1048576", {"a.npy"});
+  expect_failure(dir, {in, "--threads", "-1"}, kUsage, "--threads: '-1' is not a number of threads >= 0", {"a.npy"});
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"hist", in, "--chunk-mb", "0"}, {"hist", in, "--threads", "-1"}, {"plan", "--bins", "0"}, {"plan", "--n", "-1"}}) {
+    const outcome o = tally(args);
+    EXPECT_EQ(o.code, kUsage) << o.err;
+    EXPECT_LT(o.err.size(), 100u) << o.err;
+  }
+  const outcome small = tally({"hist", in, "--chunk-mb", "1e-6", "--bins", "2"});
+  EXPECT_EQ(small.code, 0) << small.err;
+}
+
+// `--bins ""` was the default 64 bins and `--bins 0x10` 16: bins are decimal digits, and no
+// option takes an empty value for "left out".
+TEST(Errors, BinsAreDecimalCountsAndValuesAreNotEmpty) {
+  scratch dir;
+  write_bytes(dir.path("a.npy"), npy("<f8", {2}, std::string(16, '\0')));
+  const std::string in = dir.path("a.npy");
+  for (const char* bins : {"0x10", "1e1", "+5", " 5", "16.0", "-3", "4,", "99999999999999999999"})
+    expect_failure(dir, {in, "--bins", bins}, kUsage,
+                   "--bins: '" + std::string(bins).substr(std::string(bins) == "4," ? 2 : 0) +
+                       "' is not a number of bins",
+                   {"a.npy"});
+  for (const char* option : {"--bins", "--range", "--edges", "--dtype", "--weights"})
+    expect_failure(dir, {in, option, ""}, kUsage, std::string(option) + ": an empty value", {"a.npy"});
+  for (const char* option : {"--out", "--plot"}) {
+    const outcome o = tally({"hist", in, option, ""});
+    EXPECT_EQ(o.code, kUsage) << o.err;
+    EXPECT_NE(o.err.find(std::string(option) + ": an empty value"), std::string::npos) << o.err;
+  }
+  EXPECT_EQ(tally({"hist", ""}).code, kUsage);
+  const outcome o = tally({"hist", in, "--bins", "010", "--no-bars"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("10 bins"), std::string::npos) << o.out;
+}
+
+// stb_image checks no CRC: a damaged PNG decoded silently. Each chunk's CRC is checked.
+TEST(Errors, DamagedPngsAreRefused) {
+  scratch dir;
+  const unsigned char rgb[12] = {1, 2, 3, 40, 50, 60, 7, 8, 9, 200, 100, 0};
+  ASSERT_TRUE(stbi_write_png(dir.path("good.png").c_str(), 2, 2, 3, rgb, 2 * 3));
+  const std::string good = read_bytes(dir.path("good.png"));
+  EXPECT_EQ(tally({"hist", dir.path("good.png")}).code, 0);
+  std::string header = good, end = good, data = good;
+  header[29] ^= 1;                  // IHDR's CRC (signature 8, length 4, type 4, 13 bytes)
+  end[end.size() - 1] ^= 1;         // IEND's CRC, the file's last byte
+  data[data.size() - 12 - 5] ^= 1;  // a byte of the IDAT chunk's data (before its CRC and IEND)
+  write_bytes(dir.path("header.png"), header);
+  write_bytes(dir.path("end.png"), end);
+  write_bytes(dir.path("data.png"), data);
+  std::vector<std::string> files = {"data.png", "end.png", "good.png", "header.png"};
+  expect_failure(dir, {dir.path("header.png")}, kFailure, "header.png: damaged PNG: the CRC of its 'IHDR' chunk", files);
+  expect_failure(dir, {dir.path("end.png")}, kFailure, "end.png: damaged PNG: the CRC of its 'IEND' chunk", files);
+  expect_failure(dir, {dir.path("data.png")}, kFailure, "data.png: damaged PNG: the CRC of its 'IDAT' chunk", files);
+}
+
 TEST(Errors, LibraryErrorsAreReported) {
   scratch dir;
   write_bytes(dir.path("a.npy"), npy("<f8", {2}, std::string(16, '\0')));
@@ -130,7 +196,7 @@ TEST(Errors, MessagesSayWhatIsWrong) {
   // A PNG header of 2^30 x 2^30 pixels: stb says "too large", not "unknown image type".
   std::string png = "\x89PNG\r\n\x1a\n";
   png += std::string("\0\0\0\x0d", 4) + "IHDR" + std::string("\x40\0\0\0\x40\0\0\0\x08\x02\0\0\0", 13) +
-         std::string(4, '\0');
+         "\xd7\xf6\x79\xe9";  // the chunk's CRC
   write_bytes(dir.path("huge.png"), png);
   expect_failure(dir, {dir.path("huge.png")}, kFailure, "huge.png: cannot decode the image: too large",
                  {"a.npy", "huge.png"});

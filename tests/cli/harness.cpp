@@ -21,11 +21,10 @@ std::string quoted(const std::string& s) {
   return out + "'";
 }
 
-}  // namespace
-
-outcome tally(const std::vector<std::string>& args) {
+/// Runs `prefix` then tally with `args` in one shell.
+outcome run_tally(const std::string& prefix, const std::vector<std::string>& args) {
   scratch io;
-  std::string command = quoted(TALLY_EXE);
+  std::string command = prefix + quoted(TALLY_EXE);
   for (const auto& a : args) command += " " + quoted(a);
   command += " >" + quoted(io.path("stdout")) + " 2>" + quoted(io.path("stderr")) + " </dev/null";
   const int status = std::system(command.c_str());
@@ -34,6 +33,14 @@ outcome tally(const std::vector<std::string>& args) {
   o.out = read_bytes(io.path("stdout"));
   o.err = read_bytes(io.path("stderr"));
   return o;
+}
+
+}  // namespace
+
+outcome tally(const std::vector<std::string>& args) { return run_tally("", args); }
+
+outcome tally_limited(const std::vector<std::string>& args, std::uint64_t address_space_kib) {
+  return run_tally("ulimit -s 8192 && ulimit -v " + std::to_string(address_space_kib) + " && exec ", args);
 }
 
 scratch::scratch() {
