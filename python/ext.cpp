@@ -289,11 +289,15 @@ class py_histogram {
   }
 
   /// The histogram of to_bytes' bytes, filling on `backend` (rebuilt with it where the bytes
-  /// name another backend).
-  static py_histogram* from_bytes(const nb::bytes& data, const std::string& backend) {
-    const tally::backend wanted = backend_named(backend);
+  /// name another backend). A `saved` backend (a pickle state's device) is the one the bytes
+  /// must name, else an error.
+  static py_histogram* from_bytes(const nb::bytes& data, const std::string& backend, const std::string& saved) {
+    const tally::backend wanted = backend_named(backend), expected = backend_named(saved);
     nb::gil_scoped_release release;  // the bytes object is immutable and kept alive by the caller
     tally::histogram h = tally::deserialize(data.c_str(), data.size());
+    if (!saved.empty() && h.opts().backend != expected)
+      throw tally::error("tally.Histogram: the pickle state's device is " + std::string(tally::name_of(expected)) +
+                         ", its histogram's bytes name backend " + std::string(tally::name_of(h.opts().backend)));
     if (h.opts().backend == wanted) return new py_histogram(std::move(h));
     tally::options o = h.opts();
     o.backend = wanted;
@@ -769,7 +773,8 @@ NB_MODULE(_tally, m) {
       .def("exact_digits", &exact_digits)
       .def("assign_exact_digits", &assign_exact_digits, "digits"_a, "flow"_a, "samples"_a)
       .def("to_bytes", &py_histogram::to_bytes)
-      .def_static("from_bytes", &py_histogram::from_bytes, "data"_a, "backend"_a, nb::rv_policy::take_ownership);
+      .def_static("from_bytes", &py_histogram::from_bytes, "data"_a, "backend"_a, "saved"_a = "",
+                  nb::rv_policy::take_ownership);
 
   m.def("merge", &merge_all, "into"_a, "other"_a);
   m.def("equal", &equal_all, "a"_a, "b"_a);

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "check.hpp"
@@ -567,13 +569,14 @@ TEST(Merge, MismatchedAxesOrOptionsThrowAndChangeNothing) {
   EXPECT_THROW(v0 += make(tally::axis::variable(signed_zero)), tally::error);
 }
 
-/// h's bytes with cell i replaced by `value` (the cells are the last h.size() items).
-std::vector<std::byte> with_cell(const tally::histogram& h, std::size_t i, std::uint64_t value) {
-  auto bytes = tally::serialize(h);
-  const std::size_t item = h.opts().counts == count_type::u32 ? 4 : 8;
-  const std::size_t at = bytes.size() - static_cast<std::size_t>(h.size()) * item + i * item;
-  for (std::size_t b = 0; b < item; ++b) bytes[at + b] = static_cast<std::byte>((value >> (8 * b)) & 0xFF);
-  return bytes;
+/// A copy of h (counts) with cell i set to `value`, through assign (serialized bytes with such
+/// a count are rejected: their samples() would not match, and counts stop below 2^63).
+tally::histogram with_cell(const tally::histogram& h, std::size_t i, std::uint64_t value) {
+  tally::histogram out = h;
+  std::vector<std::uint64_t> counts = h.counts();
+  counts[i] = value;
+  out.assign(counts, h.opts().flow ? h.flow() : tally::flow_counts{}, h.samples());
+  return out;
 }
 
 TEST(Merge, CountsThatWouldOverflowThrowBeforeAnythingChanges) {
@@ -584,9 +587,9 @@ TEST(Merge, CountsThatWouldOverflowThrowBeforeAnythingChanges) {
     const std::vector<std::int32_t> one_each = {0, 1, 2, 3, 3};
     const column c = typed_column(one_each);
     base.fill(c.view());
-    tally::histogram full = tally::deserialize(with_cell(base, 2, max - 1));
+    tally::histogram full = with_cell(base, 2, max - 1);
     EXPECT_EQ(full.counts()[2], max - 1);
-    tally::histogram ok = tally::deserialize(with_cell(base, 2, 1));
+    tally::histogram ok = with_cell(base, 2, 1);
     full += ok;  // max - 1 + 1 fits
     EXPECT_EQ(full.counts()[2], max);
     EXPECT_EQ(full.counts()[3], 4u);
@@ -699,6 +702,9 @@ std::vector<tally::histogram> filled_histograms() {
   return out;
 }
 
+/// The hardware threads a deserialized histogram's thread count is capped at.
+int hardware_threads() { return std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+
 TEST(Serialize, RoundTripsEveryAxisKindStorageOptionAndCells) {
   for (const auto& h : filled_histograms()) {
     const auto bytes = tally::serialize(h);
@@ -715,7 +721,7 @@ TEST(Serialize, RoundTripsEveryAxisKindStorageOptionAndCells) {
       EXPECT_EQ(a.has_exact_range(), b.has_exact_range());
       EXPECT_EQ(a.integer_edges_unsigned(), b.integer_edges_unsigned());
     }
-    EXPECT_EQ(back.opts().threads, h.opts().threads);
+    EXPECT_EQ(back.opts().threads, std::min(h.opts().threads, hardware_threads()));
     EXPECT_EQ(back.opts().strategy, h.opts().strategy);
     EXPECT_EQ(back.opts().backend, h.opts().backend);
     EXPECT_EQ(back.opts().counts, h.opts().counts);
@@ -806,6 +812,9 @@ TEST(Serialize, CorruptHeadersAreClearErrors) {
   expect_rejected(patched(8, {2, 0, 0, 0, 4}), "unknown storage code 4 in format version 2");
   expect_rejected(patched(13, {2}), "flow flag must be 0 or 1");
   expect_rejected(patched(15, {'x'}), "backend");
+  // Names are printable ASCII: other bytes quoted would make the message other than text.
+  expect_rejected(patched(16, {0xC3}), "the backend name holds byte 195 at 1, not printable ASCII");
+  expect_rejected(patched(20, {0}), "the strategy name holds byte 0 at 1, not printable ASCII");
   const std::size_t flow_at = 14 + 1 + 3 + 1 + 9 + 4 + 8;  // backend "cpu", strategy "automatic"
   expect_rejected(patched(flow_at, {1}), "flow counts given for a histogram without flow counters");
   const std::size_t axes_at = flow_at + 24;
@@ -813,8 +822,9 @@ TEST(Serialize, CorruptHeadersAreClearErrors) {
   expect_rejected(patched(axes_at + 4, {9}), "unknown axis tag 9");
   // An edge count far beyond the input: an error, not an allocation.
   expect_rejected(patched(axes_at + 5, {0, 0, 0, 0, 0, 0, 0, 0x10}), "truncated input");
-  // Edges the variable axis rejects (decreasing).
+  // Edges the variable axis rejects (decreasing, NaN).
   expect_rejected(patched(axes_at + 13, {0, 0, 0, 0, 0, 0, 0x14, 0x40}), "variable axis");
+  expect_rejected(patched(axes_at + 21, {0, 0, 0, 0, 0, 0, 0xF8, 0x7F}), "variable axis: edge 1 is NaN");
   // A cell count that is not the product of the bins.
   expect_rejected(patched(good.size() - 2 * 8 - 8, {3}), "truncated input");
   auto short_cells = good;
@@ -828,16 +838,178 @@ TEST(Serialize, CorruptHeadersAreClearErrors) {
   const std::size_t bins_at = axes_at + 5;
   for (int b = 0; b < 8; ++b) huge[bins_at + b] = std::byte{0};
   huge[bins_at + 4] = std::byte{1};  // 2^32 bins
-  expect_rejected(huge, "an axis of 4294967296 bins");
+  expect_rejected(huge, "axis 0 of 1 (4294967296 bins) makes more cells than the");
+  auto nan_lo = tally::serialize(r);
+  nan_lo[bins_at + 8 + 6] = std::byte{0xF8};
+  nan_lo[bins_at + 8 + 7] = std::byte{0x7F};
+  expect_rejected(nan_lo, "regular axis: range must be finite");
   tally::histogram i(tally::axis::integer(0, 2), options_with(count_type::u64, false));
   auto wide = tally::serialize(i);
   wide[bins_at + 8 + 7] = std::byte{0x7F};  // hi near 2^63
-  expect_rejected(wide, "bins needs");
+  expect_rejected(wide, "bins) makes more cells than the");
+}
+
+/// Serialized bytes built field by field, for inputs serialize never writes.
+struct byte_builder {
+  std::vector<std::byte> bytes;
+  /// v as n little-endian bytes, as the format has it.
+  void put(std::uint64_t v, int n) {
+    for (int b = 0; b < n; ++b) bytes.push_back(static_cast<std::byte>((v >> (8 * b)) & 0xFF));
+  }
+  void f64(double v) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    put(bits, 8);
+  }
+  void str(const std::string& s) {
+    put(s.size(), 1);
+    for (char c : s) bytes.push_back(static_cast<std::byte>(c));
+  }
+  /// The header up to the axes: version 1, `storage`, no flow, backend cpu, strategy automatic,
+  /// 1 thread, no samples; then the axis count.
+  void header(std::uint8_t storage, std::uint32_t dims) {
+    for (char c : std::string("TALLYHST")) bytes.push_back(static_cast<std::byte>(c));
+    put(1, 4);
+    put(storage, 1);
+    put(0, 1);
+    str("cpu");
+    str("automatic");
+    put(1, 4);
+    for (int k = 0; k < 4; ++k) put(0, 8);  // samples, underflow, overflow, nan
+    put(dims, 4);
+  }
+  void regular(std::int64_t bins, double lo, double hi) {
+    put(0, 1);
+    put(static_cast<std::uint64_t>(bins), 8);
+    f64(lo);
+    f64(hi);
+    str("f64");
+  }
+};
+
+/// Milliseconds that f takes.
+template <class F> double milliseconds(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+TEST(Serialize, ManyAxesOfManyBinsAreRejectedAtTheAxisThatOutgrowsTheInput) {
+  // 1 MiB: 17,241 regular axes of 124,984 bins whose edges are close enough to be checked one by
+  // one, then filler. Each axis alone fits the u32 cells the bytes left could hold; checked one
+  // at a time against those bytes, every axis was built (2 * 10^9 edge checks, 3.3 s). The cells
+  // so far are kept against the bytes left: the second axis is refused, before it is built.
+  constexpr std::uint32_t dims = 17241;
+  constexpr std::int64_t bins = 124984;
+  byte_builder b;
+  b.header(1, dims);
+  for (std::uint32_t d = 0; d < dims; ++d) b.regular(bins, 1e15, 1e15 + 0.5 * bins);
+  b.bytes.resize(std::size_t{1} << 20);
+  const double ms = milliseconds([&] {
+    expect_rejected(b.bytes, "axis 1 of 17241 (124984 bins) makes more cells than the 1048450 bytes left");
+  });
+  EXPECT_LT(ms, 1000.0) << "a denial-of-service guard: linear time is about 1 ms here";
+  // Axes of 2 bins double the cells at each axis: refused at the axis that passes the bytes.
+  byte_builder pairs;
+  pairs.header(0, 40);
+  for (int d = 0; d < 40; ++d) pairs.regular(2, 0.0, 1.0);
+  pairs.bytes.resize(pairs.bytes.size() + 8 + 8 * 1024);
+  expect_rejected(pairs.bytes, "axis 10 of 40 (2 bins) makes more cells");
+  // And accepted in linear time too: 36,000 axes of one bin each (a 1 MiB histogram of one cell).
+  byte_builder ones;
+  ones.header(0, 36000);
+  for (int d = 0; d < 36000; ++d) ones.regular(1, 1e15, 1e15 + 0.5);
+  ones.put(1, 8);  // one cell, of count 0
+  ones.put(0, 8);
+  EXPECT_LT(milliseconds([&] { EXPECT_EQ(tally::deserialize(ones.bytes).axes().size(), 36000u); }), 1000.0);
+}
+
+/// Where serialize puts samples(): after the magic, version, codes, names and threads.
+std::size_t samples_offset(const tally::histogram& h) {
+  return 14 + 1 + tally::name_of(h.opts().backend).size() + 1 + tally::name_of(h.opts().strategy).size() + 4;
+}
+
+/// Bytes with the u64 at `at` set to v.
+std::vector<std::byte> with_u64(std::vector<std::byte> bytes, std::size_t at, std::uint64_t v) {
+  for (int b = 0; b < 8; ++b) bytes[at + b] = static_cast<std::byte>((v >> (8 * b)) & 0xFF);
+  return bytes;
+}
+
+TEST(Serialize, SamplesAndFlowCountsMustBeWhatFillsGiveTheCells) {
+  const std::vector<double> x = {0.5, 0.25, -3.0, 7.0, std::nan(""), 0.75, 0.5};  // 4 in, 3 dropped
+  const std::vector<double> w = {1.5, -2.0, 1.0, 1.0, 1.0, 0.25, 4.0};
+  for (int storage = 0; storage < 3; ++storage) {  // u64, u32, f64 sums
+    for (bool flow : {false, true}) {
+      SCOPED_TRACE("storage " + std::to_string(storage) + (flow ? ", flow" : ""));
+      tally::histogram h(tally::axis::regular(4, 0.0, 1.0),
+                         options_with(storage == 1 ? count_type::u32 : count_type::u64, flow, storage == 2));
+      if (storage == 2) h.fill(make_column(dtype::f64, x).view(), make_column(dtype::f64, w).view());
+      else h.fill(make_column(dtype::f64, x).view());
+      const auto bytes = tally::serialize(h);
+      const std::size_t at = samples_offset(h);
+      EXPECT_TRUE(tally::deserialize(with_u64(bytes, at, 7)) == h);
+      if (storage == 2) {  // sums: samples() counts the samples, whatever their weights
+        EXPECT_EQ(tally::deserialize(with_u64(bytes, at, 1000)).samples(), 1000u);
+        if (flow) expect_rejected(with_u64(bytes, at, 2), "samples() 2 is fewer than the 3 samples the flow counters dropped");
+        continue;
+      }
+      if (flow) {  // every sample is in a cell or dropped under one reason
+        expect_rejected(with_u64(bytes, at, 8), "samples() 8 is not the cells' 4 counts plus the 3 dropped samples");
+        expect_rejected(with_u64(bytes, at, 6), "samples() 6 is not the cells' 4 counts plus the 3 dropped samples");
+        // Flow counts whose total wraps past 2^64.
+        auto wrapped = with_u64(with_u64(bytes, at + 8, ~0ull), at + 16, 2);
+        expect_rejected(wrapped, "the flow counts pass 2^64 - 1");
+      } else {  // the dropped samples are not counted anywhere
+        EXPECT_EQ(tally::deserialize(with_u64(bytes, at, 8)).samples(), 8u);
+        expect_rejected(with_u64(bytes, at, 3), "samples() 3 is fewer than the cells' 4 counts");
+        // Flow counts of a histogram without flow counters, totalling 2^64: 0 once wrapped.
+        auto wrapped = with_u64(with_u64(bytes, at + 8, 1ull << 63), at + 16, 1ull << 63);
+        expect_rejected(wrapped, "flow counts given for a histogram without flow counters");
+      }
+      // A cell changed alone (a bit flipped) no longer matches samples().
+      auto cell = bytes;
+      cell[bytes.size() - 1 - (storage == 1 ? 12 : 24)] ^= std::byte{0x01};
+      expect_rejected(cell, "samples() 7");
+    }
+  }
+}
+
+TEST(Serialize, CountsOf2To63OrMoreAreRejected) {
+  // numpy reads the counts as int64: 2^63 would show as a negative count. No fill or merge gets
+  // near; bytes that say so are corrupt.
+  tally::histogram h(tally::axis::integer(0, 3), options_with(count_type::u64, true));
+  const auto bytes = tally::serialize(h);
+  const std::size_t at = samples_offset(h), cells_at = bytes.size() - 3 * 8;
+  const auto with_count = [&](std::uint64_t count) { return with_u64(with_u64(bytes, cells_at + 8, count), at, count); };
+  EXPECT_EQ(tally::deserialize(with_count((1ull << 63) - 1)).counts()[1], (1ull << 63) - 1);
+  expect_rejected(with_count(1ull << 63), "cell 1's count 9223372036854775808 is 2^63 or more");
+  expect_rejected(with_count(~0ull), "cell 1's count 18446744073709551615 is 2^63 or more");
+  // Counts each below 2^63 whose sum passes 2^64.
+  auto two = with_u64(with_u64(bytes, cells_at, (1ull << 63) - 1), cells_at + 8, (1ull << 63) - 1);
+  expect_rejected(with_u64(two, cells_at + 16, 5), "the cells' counts pass 2^64 - 1");
+}
+
+TEST(Serialize, ThreadsAreNeverNegativeAndAtMostTheMachines) {
+  tally::options o = options_with(count_type::u64, false);
+  o.threads = 1;
+  const tally::histogram h(tally::axis::integer(0, 3), o);
+  const auto bytes = tally::serialize(h);
+  const std::size_t at = samples_offset(h) - 4;
+  const auto with_threads = [&](std::uint32_t t) {
+    auto b = bytes;
+    for (int k = 0; k < 4; ++k) b[at + k] = static_cast<std::byte>((t >> (8 * k)) & 0xFF);
+    return b;
+  };
+  EXPECT_EQ(tally::deserialize(with_threads(0)).opts().threads, 0);  // 0: all
+  EXPECT_EQ(tally::deserialize(with_threads(1)).opts().threads, 1);
+  EXPECT_EQ(tally::deserialize(with_threads(0x7FFFFFFF)).opts().threads, hardware_threads());
+  expect_rejected(with_threads(0x80000000u), "threads must be >= 0 (0: all), got -2147483648");
+  expect_rejected(with_threads(0xFFFFFFFFu), "threads must be >= 0 (0: all), got -1");
 }
 
 TEST(Serialize, RandomByteFlipsNeverCrash) {
-  // Each flip gives an error or a histogram (a flipped cell is a valid histogram): never a crash
-  // or an out-of-bounds read (the ASan preset runs this).
+  // Each flip gives an error or a histogram (a flipped edge or thread count may still be one):
+  // never a crash or an out-of-bounds read (the ASan preset runs this).
   std::mt19937_64 gen(2105);
   std::size_t rejected = 0, accepted = 0;
   for (const auto& h : filled_histograms()) {
@@ -883,6 +1055,14 @@ TEST(ExactSums, SerializeKeepsTheWordsInVersion2) {
   auto corrupt = bytes;
   corrupt[bytes.size() - 8] = std::byte{8};
   expect_rejected(corrupt, "exact-sum flags 8");
+  // So is a sum of 2^2162 units or more, beyond fewer than 2^64 doubles: its top limb's highest
+  // 14 bits are not all its sign.
+  const std::size_t top_limb = bytes.size() - 2 * 8;  // the last cell's limb 33, before its flags
+  for (const std::uint64_t top : {std::uint64_t{1} << 50, std::uint64_t{0xBFFF} << 48, std::uint64_t{1} << 63})
+    expect_rejected(with_u64(bytes, top_limb, top), "cell " + std::to_string(h.size() - 1) + "'s exact sum reaches 2^2162");
+  // A sum just within, either sign, is one.
+  for (const std::uint64_t top : {(std::uint64_t{1} << 50) - 1, ~std::uint64_t{0} << 50})
+    EXPECT_NO_THROW(tally::deserialize(with_u64(bytes, top_limb, top)));
 }
 
 }  // namespace

@@ -42,10 +42,15 @@ namespace tally {
 std::vector<std::byte> serialize(const histogram& h);
 
 /// The histogram that serialize wrote as `size` bytes at `data`; deserialize(serialize(h)) == h,
-/// with h's options. Throws tally::error, without reading past the end, for bytes that are not
-/// one: a wrong magic, another format version, a truncated input or bytes after the end, an
-/// unknown tag or name, an axis its constructor rejects, a cell count that is not the product
-/// of the bins, flow counts without flow, exact-sum flags beyond bits 0-2.
+/// with h's options (threads at most this machine's hardware threads). Throws tally::error,
+/// without reading past the end, for bytes that are not one: a wrong magic, another format
+/// version, a truncated input or bytes after the end, an unknown tag or name (or one not
+/// printable ASCII), negative threads, an axis its constructor rejects, axes whose cells could
+/// not fit in the bytes left, a cell count that is not the product of the bins, flow counts
+/// without flow, a count of 2^63 or more, exact-sum flags beyond bits 0-2 or an exact sum of
+/// 2^2162 units or more, and a samples() that no fills or merges give: for counts, the cells'
+/// sum plus the flow counts (with flow; at least the cells' sum without), for sums of weights at
+/// least the flow counts. Takes time linear in `size`, whatever the bytes.
 histogram deserialize(const void* data, std::size_t size);
 inline histogram deserialize(const std::vector<std::byte>& bytes) { return deserialize(bytes.data(), bytes.size()); }
 

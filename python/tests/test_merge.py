@@ -5,6 +5,7 @@ of weights are the float64 sums of the parts' sums, equal to one fill where thos
 import copy
 import pickle
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -228,13 +229,30 @@ def test_channel_merge_is_all_or_nothing():
     assert a == before
 
 
+def _samples_at(raw):
+    """Where samples() is in serialized bytes: after the magic, version, codes, names and threads."""
+    at = 14 + 1 + raw[14]  # the backend's name
+    return at + 1 + raw[at] + 4  # the strategy's name, threads
+
+
+def with_count(blob, cell_bytes, count, samples_added):
+    """Serialized bytes with the count at cell_bytes (a slice) set and samples() raised by
+    samples_added, as a fill of those samples would (deserialize checks samples() against the cells)."""
+    raw = bytearray(blob)
+    raw[cell_bytes] = count.to_bytes(len(raw[cell_bytes]), "little")
+    at = _samples_at(raw)
+    raw[at:at + 8] = (int.from_bytes(raw[at:at + 8], "little") + samples_added).to_bytes(8, "little")
+    return bytes(raw)
+
+
 def test_channel_merge_that_would_overflow_changes_no_channel():
     a = tally.Histogram(tally.axis.integer(0, 3), channels=2, count_bits=32)
     a.fill(np.array([[0, 1], [2, 1]], np.uint8))
     state = a.__getstate__()
-    raw = bytearray(state["histograms"][1])
-    raw[-8:-4] = (2**32 - 2).to_bytes(4, "little")  # channel 1, cell 1
-    state["histograms"][1] = bytes(raw)
+    # Channel 1, cell 1 (2 pixels there); each channel saw the same pixels (channel 0's in no bin).
+    added = 2**32 - 4
+    state["histograms"][1] = with_count(state["histograms"][1], slice(-8, -4), 2**32 - 2, added)
+    state["histograms"][0] = with_count(state["histograms"][0], slice(-4, None), 1, added)
     full = tally.Histogram.__new__(tally.Histogram)
     full.__setstate__(state)
     before = full.copy()
@@ -257,9 +275,7 @@ def test_u32_merge_overflow_raises_and_changes_nothing():
     h.fill(np.array([0, 1, 1, 2]))
     # A histogram with a count near 2^32: its bytes, with one cell replaced.
     state = h.__getstate__()
-    raw = bytearray(state["histograms"][0])
-    raw[-8:-4] = (2**32 - 2).to_bytes(4, "little")  # cell 1
-    state["histograms"] = [bytes(raw)]
+    state["histograms"] = [with_count(state["histograms"][0], slice(-8, -4), 2**32 - 2, 2**32 - 4)]  # cell 1
     full = tally.Histogram.__new__(tally.Histogram)
     full.__setstate__(state)
     np.testing.assert_array_equal(full.values(), [1, 2**32 - 2, 1])
@@ -335,6 +351,98 @@ def test_corrupt_pickle_state_is_a_clear_error():
             tally.Histogram.__new__(tally.Histogram).__setstate__(s)
     with pytest.raises(ValueError, match="unknown pickle format"):
         tally.Histogram.__new__(tally.Histogram).__setstate__(dict(state, format=9))
+
+
+def _loads(state):
+    h = tally.Histogram.__new__(tally.Histogram)
+    h.__setstate__(state)
+    return h
+
+
+def test_pickle_state_is_checked_whole():
+    # A loaded histogram is the one saved or an error, never a histogram with a wrong channel
+    # count, device or flow option.
+    h = tally.Histogram(tally.axis.integer(0, 4), flow=True)
+    h.fill(np.array([1, 2, 2, 9]))
+    state = h.__getstate__()
+    back = _loads(dict(state, device=None))
+    assert back == h and back._backend == "auto"
+    c = tally.Histogram([tally.axis.integer(0, 4), tally.axis.regular(3, 0, 1)], channels=2)
+    c.fill(np.array([[1, 0.5], [3, 0.1]]))
+    cs = c.__getstate__()
+    assert _loads(dict(cs, channels=np.int64(2))) == c
+    other = tally.Histogram(tally.axis.integer(0, 4), channels=2)
+    other.fill(np.array([[1, 1]]))
+    bad = [
+        ([1, 2], TypeError, "must be a dict"),
+        (dict(state, extra=1), ValueError, "keys must be"),
+        ({k: v for k, v in state.items() if k != "flow"}, ValueError, "keys must be"),
+        (dict(state, device=3), TypeError, "device must be a str or None"),
+        (dict(state, device="gpu"), ValueError, "device must be 'auto', 'cpu', 'cuda' or None"),
+        # The device is the backend the histogram's bytes name: another would load as neither.
+        (dict(state, device="cpu"), ValueError, "the pickle state's device is cpu, its histogram's bytes name "
+                                                "backend auto"),
+        (dict(state, histograms=tally.Histogram(tally.axis.integer(0, 4), flow=True, device="cpu").__getstate__()
+              ["histograms"]), ValueError, "device is auto, its histogram's bytes name backend cpu"),
+        (dict(state, flow="yes"), TypeError, "flow must be a bool"),
+        (dict(state, flow=False), ValueError, "flow=False differs from its histograms'"),
+        (dict(state, channels="2"), TypeError, "channels must be an int or None"),
+        (dict(state, channels=1.0), TypeError, "channels must be an int or None"),
+        (dict(state, channels=0), ValueError, "channels must be >= 1, got 0"),
+        (dict(state, channels=-3), ValueError, "channels must be >= 1, got -3"),
+        (dict(state, channels=2), ValueError, "1 histograms in the pickle state for 2 channels"),
+        (dict(cs, channels=None), ValueError, "2 histograms in the pickle state for a plain histogram"),
+        (dict(cs, channels=3), ValueError, "2 histograms in the pickle state for 3 channels"),
+        (dict(state, histograms=state["histograms"][0]), TypeError, "must be a list of bytes"),
+        (dict(state, histograms=[bytearray(state["histograms"][0])]), TypeError, "must be a list of bytes"),
+        # Channels as the constructor makes them: 1-D counts of one width, the same pixels each.
+        (dict(cs, histograms=[cs["histograms"][0], tally.Histogram([tally.axis.integer(0, 2)] * 2).__getstate__()
+                              ["histograms"][0]]), ValueError, "channel 1 of the pickle state is not a 1-D"),
+        (dict(cs, histograms=[tally.Histogram(tally.axis.integer(0, 2), weighted=True).__getstate__()
+                              ["histograms"][0], cs["histograms"][1]]), ValueError, "channel 0 of the pickle"),
+        (dict(cs, histograms=[cs["histograms"][0], tally.Histogram(tally.axis.integer(0, 2), count_bits=32)
+                              .__getstate__()["histograms"][0]]), ValueError, "count width or samples"),
+        (dict(cs, histograms=[cs["histograms"][0], other.__getstate__()["histograms"][1]]), ValueError,
+         "count width or samples"),
+    ]
+    for s, error, message in bad:
+        with pytest.raises(error, match=message):
+            _loads(s)
+
+
+def test_pickled_bytes_must_match_their_cells():
+    h = tally.Histogram(tally.axis.integer(0, 3), flow=True)
+    h.fill(np.array([0, 1, 1, 7]))
+    blob = h.__getstate__()["histograms"][0]
+    at = _samples_at(blob)
+    load = lambda b: _loads(dict(h.__getstate__(), histograms=[b]))
+    assert load(blob) == h
+    # A count the cells and samples() agree on, but of 2^63: numpy's int64 would show it negative.
+    near = with_count(blob, slice(-16, -8), 2**63 - 1, 2**63 - 3)
+    assert load(near).values()[1] == 2**63 - 1
+    with pytest.raises(ValueError, match="cell 1's count 9223372036854775808 is 2\\^63 or more"):
+        load(with_count(blob, slice(-16, -8), 2**63, 2**63 - 2))
+    # A name that is not ASCII: tally's message, which quotes no raw byte (it would not decode).
+    with pytest.raises(ValueError, match="the backend name holds byte 255 at 0, not printable ASCII"):
+        load(blob[:15] + b"\xff" + blob[16:])
+    # samples() that is not the cells' counts plus the dropped samples.
+    with pytest.raises(ValueError, match="samples\\(\\) 5 is not the cells' 3 counts plus the 1 dropped"):
+        load(blob[:at] + (5).to_bytes(8, "little") + blob[at + 8:])
+
+
+def test_bytes_of_many_axes_of_many_bins_are_rejected_quickly():
+    # 1 MiB of 17,241 close-edged regular axes of 124,984 bins: each alone fits the bytes left, and
+    # was built (2 * 10^9 edge checks, 3 s); their cells together are refused at the second axis.
+    axis = (b"\0" + (124984).to_bytes(8, "little") + np.array([1e15, 1e15 + 0.5 * 124984]).tobytes()
+            + b"\3f64")
+    head = b"TALLYHST" + (1).to_bytes(4, "little") + b"\1\0\3cpu\x09automatic" + (1).to_bytes(4, "little")
+    blob = head + bytes(32) + (17241).to_bytes(4, "little") + axis * 17241
+    blob += bytes((1 << 20) - len(blob))
+    h = tally.Histogram(tally.axis.integer(0, 3))
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match="axis 1 of 17241 \\(124984 bins\\) makes more cells than the"):
+        _loads(dict(h.__getstate__(), histograms=[blob]))
+    assert time.perf_counter() - start < 1.0  # a denial-of-service guard: about 1 ms
 
 
 def test_concurrent_merges_in_both_directions_do_not_deadlock():

@@ -1,5 +1,6 @@
 // serialize / deserialize: the byte format documented in tally/serialize.hpp, written and read
 // byte by byte (little-endian on any host), every read bounded by the input's size.
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -104,9 +105,15 @@ class reader {
   std::uint64_t u64(const char* what) { return load_little_endian<8>(take(8, what)); }
   std::int64_t i64(const char* what) { return static_cast<std::int64_t>(u64(what)); }
   double f64(const char* what) { return double_of(u64(what)); }
+  /// A name: printable ASCII, as the format has it. Other bytes are corrupt, and quoted in a
+  /// message they would make it other than text (Python decodes it as UTF-8).
   std::string str(const char* what) {
     const std::size_t n = u8(what);
     const std::byte* b = take(n, what);
+    for (std::size_t i = 0; i < n; ++i)
+      if (const auto c = static_cast<unsigned>(b[i]); c < 0x20 || c > 0x7E)
+        throw error(std::string(what) + " holds byte " + std::to_string(c) + " at " + std::to_string(i) +
+                    ", not printable ASCII");
     return std::string(reinterpret_cast<const char*>(b), n);
   }
   /// The length of an array of `item`-byte elements, checked against the bytes left.
@@ -160,22 +167,40 @@ void write_axis(writer& w, const axis& a) {
   }
 }
 
-/// Throws unless `bins` cells of `item` bytes could still follow: bounds the work an axis'
-/// constructor does for a corrupt bin count by the input's size.
-void check_bins(std::uint64_t bins, std::size_t item, const reader& r) {
-  if (bins > r.left() / item)
-    throw error("truncated input: an axis of " + std::to_string(bins) + " bins needs " + std::to_string(bins) +
-                " cells, and only " + std::to_string(r.left()) + " bytes are left");
-}
+/// The cells of the axes read so far, kept within what the bytes left could hold: each axis is
+/// built only once its bins, times the earlier axes' cells, still fit. So the constructors' work
+/// (a close-edged regular axis checks each edge) is bounded by the input's size in all: axes of
+/// 2 or more bins have bins summing to at most their product, and an axis of 1 bin costs O(1).
+class cell_budget {
+ public:
+  cell_budget(std::size_t item, std::uint32_t dims) : item_(item), dims_(dims) {}
+  /// Throws unless `bins` more cells per cell so far fit in the bytes left; bins < 1 passes, for
+  /// the axis' constructor to reject with its own message.
+  void take(std::int64_t bins, const reader& r) { take_unsigned(bins < 1 ? 1 : static_cast<std::uint64_t>(bins), r); }
+  void take_unsigned(std::uint64_t bins, const reader& r) {
+    if (bins > r.left() / item_ / cells_)
+      throw error("truncated input: axis " + std::to_string(axis_) + " of " + std::to_string(dims_) + " (" +
+                  std::to_string(bins) + " bins) makes more cells than the " + std::to_string(r.left()) +
+                  " bytes left hold (" + std::to_string(item_) + " bytes a cell)");
+    cells_ *= bins;
+    ++axis_;
+  }
 
-axis read_axis(reader& r, std::size_t item) {
+ private:
+  std::size_t item_;
+  std::uint32_t dims_;
+  std::uint32_t axis_ = 0;
+  std::uint64_t cells_ = 1;  // at most the bytes left at the last axis over item_
+};
+
+axis read_axis(reader& r, cell_budget& budget) {
   const std::uint8_t tag = r.u8("axis tag");
   switch (tag) {
     case tag_regular: {
       const std::int64_t bins = r.i64("regular bins");
       const double lo = r.f64("regular lo"), hi = r.f64("regular hi");
       const dtype edge_type = dtype_from_name(r.str("edge type"));
-      check_bins(static_cast<std::uint64_t>(bins), item, r);
+      budget.take(bins, r);
       return axis::regular(bins, lo, hi, edge_type);
     }
     case tag_regular_exact: {
@@ -187,27 +212,30 @@ axis read_axis(reader& r, std::size_t item) {
         v.negative = negative == 1;
         v.magnitude = r.u64("regular_exact magnitude");
       }
-      check_bins(static_cast<std::uint64_t>(bins), item, r);
+      budget.take(bins, r);
       return axis::regular_exact(bins, ends[0], ends[1]);
     }
     case tag_variable: {
       std::vector<double> edges(r.count(8, "variable edges"));
       for (double& e : edges) e = r.f64("variable edge");
+      budget.take(static_cast<std::int64_t>(edges.size()) - 1, r);
       return axis::variable(std::move(edges));
     }
     case tag_variable_i64: {
       std::vector<std::int64_t> edges(r.count(8, "integer edges"));
       for (auto& e : edges) e = r.i64("integer edge");
+      budget.take(static_cast<std::int64_t>(edges.size()) - 1, r);
       return axis::variable_integers(std::move(edges));
     }
     case tag_variable_u64: {
       std::vector<std::uint64_t> edges(r.count(8, "unsigned integer edges"));
       for (auto& e : edges) e = r.u64("unsigned integer edge");
+      budget.take(static_cast<std::int64_t>(edges.size()) - 1, r);
       return axis::variable_integers(std::move(edges));
     }
     case tag_integer: {
       const std::int64_t lo = r.i64("integer lo"), hi = r.i64("integer hi");
-      if (hi > lo) check_bins(static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo), item, r);
+      budget.take_unsigned(hi > lo ? static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo) : 1, r);
       return axis::integer(lo, hi);
     }
     default:
@@ -245,15 +273,87 @@ header read_header(reader& r) {
   h.opts.flow = flow == 1;
   h.opts.backend = backend_from_name(r.str("the backend name"));
   h.opts.strategy = strategy_from_name(r.str("the strategy name"));
-  h.opts.threads = static_cast<std::int32_t>(r.u32("threads"));
+  const std::uint32_t threads = r.u32("threads");
+  if (threads > static_cast<std::uint32_t>(std::numeric_limits<std::int32_t>::max()))
+    throw error("threads must be >= 0 (0: all), got " + std::to_string(static_cast<std::int32_t>(threads)));
+  // A count saved on a larger machine (or a corrupt one) fills with the threads this one has.
+  h.opts.threads = std::min(static_cast<int>(threads), detail::hardware_threads());
   h.samples = r.u64("samples");
   h.dropped.underflow = r.u64("the underflow count");
   h.dropped.overflow = r.u64("the overflow count");
   h.dropped.nan = r.u64("the NaN count");
-  if (!h.opts.flow && h.dropped.total() != 0) throw error("flow counts given for a histogram without flow counters");
+  // Each one: their total may wrap to 0.
+  if (!h.opts.flow && (h.dropped.underflow | h.dropped.overflow | h.dropped.nan) != 0)
+    throw error("flow counts given for a histogram without flow counters");
   const std::uint32_t dims = r.u32("the number of axes");
-  for (std::uint32_t d = 0; d < dims; ++d) h.axes.push_back(read_axis(r, cell_bytes(h.storage)));
+  cell_budget budget(cell_bytes(h.storage), dims);
+  for (std::uint32_t d = 0; d < dims; ++d) h.axes.push_back(read_axis(r, budget));
   return h;
+}
+
+/// a + b, or an error naming `what` where the sum passes 2^64 - 1.
+std::uint64_t checked_add(std::uint64_t a, std::uint64_t b, const char* what) {
+  if (b > std::numeric_limits<std::uint64_t>::max() - a) throw error(std::string(what) + " pass 2^64 - 1");
+  return a + b;
+}
+
+/// The sum of `cells` N-byte counts at `in`, each below 2^63 (numpy reads counts as int64, and a
+/// count that high takes 2^63 samples), else an error.
+template <int N> std::uint64_t sum_of_counts(const std::byte* in, std::size_t cells) {
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < cells; ++i) {
+    const std::uint64_t count = load_little_endian<N>(in + N * i);
+    if (count >> 63)
+      throw error("cell " + std::to_string(i) + "'s count " + std::to_string(count) +
+                  " is 2^63 or more (counts are read as int64)");
+    sum = checked_add(sum, count, "the cells' counts");
+  }
+  return sum;
+}
+
+/// samples() against the flow counters and, for counts (`counted`, their sum), the cells: every
+/// sample a fill or merge adds is in one cell or, with flow counters, dropped under one reason.
+void check_samples(const header& h, const std::uint64_t* counted) {
+  const std::string samples = "samples() " + std::to_string(h.samples);
+  const std::uint64_t dropped =
+      checked_add(checked_add(h.dropped.underflow, h.dropped.overflow, "the flow counts"), h.dropped.nan, "the flow counts");
+  if (!counted) {  // sums of weights: any value; the samples include the dropped ones
+    if (h.samples < dropped)
+      throw error(samples + " is fewer than the " + std::to_string(dropped) + " samples the flow counters dropped");
+    return;
+  }
+  const std::uint64_t seen = checked_add(*counted, dropped, "the cells' counts and the flow counts");
+  if (h.opts.flow ? h.samples != seen : h.samples < seen)
+    throw error(samples + (h.opts.flow ? " is not " : " is fewer than ") + "the cells' " + std::to_string(*counted) +
+                " counts" + (h.opts.flow ? " plus the " + std::to_string(dropped) + " dropped samples" : ""));
+}
+
+/// An exact-sum cell's words: flags of +inf, -inf and NaN only, and a sum within 2^2162 units
+/// (fewer than 2^64 values below 2^1024, in units of 2^-1074), so the limbs above are its sign.
+void check_exact_cell(const std::byte* in, std::size_t i) {
+  constexpr int kSumBits = 64 + 1024 + 1074;
+  constexpr int kTopLimb = detail::kWideWords - 1;
+  constexpr int kSignBits = 64 * detail::kWideWords - kSumBits;  // the top limb's highest bits
+  static_assert(kSignBits > 0 && kSignBits < 64, "the bound falls in the top limb");
+  const std::uint64_t flags = load_little_endian<8>(in + 8 * detail::kWideWords);
+  if (flags > 7)
+    throw error("cell " + std::to_string(i) + "'s exact-sum flags " + std::to_string(flags) +
+                " are not a combination of 1 (+inf), 2 (-inf) and 4 (NaN)");
+  const std::uint64_t top = load_little_endian<8>(in + 8 * kTopLimb) >> (64 - kSignBits);
+  if (top != 0 && top != (std::uint64_t{1} << kSignBits) - 1)
+    throw error("cell " + std::to_string(i) + "'s exact sum reaches 2^2162 units of 2^-1074, beyond any sum of " +
+                "fewer than 2^64 doubles");
+}
+
+/// The cells (`stored` of them at `in`) checked against the header: counts below 2^63, exact
+/// sums' words, samples() and the flow counters.
+void check_cells(const header& h, const std::byte* in, std::size_t stored) {
+  std::uint64_t counted = 0;
+  if (h.storage == store_u64) counted = sum_of_counts<8>(in, stored);
+  else if (h.storage == store_u32) counted = sum_of_counts<4>(in, stored);
+  else if (h.storage == store_exact)
+    for (std::size_t i = 0; i < stored; ++i) check_exact_cell(in + 8 * detail::kWideCellWords * i, i);
+  check_samples(h, h.opts.weighted ? nullptr : &counted);
 }
 
 }  // namespace
@@ -302,6 +402,7 @@ histogram deserialize(const void* data, std::size_t size) {
       throw error(std::to_string(stored) + " cells stored for axes of " + std::to_string(cells) + " cells");
     const std::byte* in = r.take(stored * item, "the cells");
     if (r.left() != 0) throw error(std::to_string(r.left()) + " bytes after the end of the histogram");
+    check_cells(head, in, stored);
 
     histogram h(std::move(head.axes), head.opts);
     h.before_host_change();  // the storage is written below
@@ -313,10 +414,6 @@ histogram deserialize(const void* data, std::size_t size) {
       h.sums_[i] = double_of(load_little_endian<8>(in + 8 * i));
     if (head.storage == store_exact) {
       for (std::size_t i = 0; i < h.exact_.size(); ++i) h.exact_[i] = load_little_endian<8>(in + 8 * i);
-      for (std::size_t i = 0; i < stored; ++i)
-        if (const std::uint64_t flags = h.exact_[(i + 1) * detail::kWideCellWords - 1]; flags > 7)
-          throw error("cell " + std::to_string(i) + "'s exact-sum flags " + std::to_string(flags) +
-                      " are not a combination of 1 (+inf), 2 (-inf) and 4 (NaN)");
       h.round_exact();
     }
     h.samples_ = head.samples;

@@ -284,17 +284,65 @@ class Histogram:
                 "histograms": [h.to_bytes() for h in self._hists]}
 
     def __setstate__(self, state):
+        # The whole state is checked before anything is set: the histogram saved, or an error.
+        if not isinstance(state, dict):
+            raise TypeError(f"tally.Histogram: the pickle state must be a dict, got {type(state).__name__}")
         if state.get("format") != 1:
             raise ValueError(f"tally.Histogram: unknown pickle format {state.get('format')!r}")
-        backend = state["device"]
+        if state.keys() != _STATE_KEYS:
+            raise ValueError(f"tally.Histogram: the pickle state's keys must be {sorted(_STATE_KEYS)}, "
+                             f"got {sorted(map(str, state))}")
+        device, channels, flow, blobs = state["device"], state["channels"], state["flow"], state["histograms"]
+        if device is not None and not isinstance(device, str):
+            raise TypeError(f"tally.Histogram: the pickle state's device must be a str or None, got "
+                            f"{type(device).__name__}")
+        if device not in (None, "auto", "cpu", "cuda"):
+            raise ValueError(f"tally.Histogram: the pickle state's device must be 'auto', 'cpu', 'cuda' or None, "
+                             f"got {device!r}")
+        if not isinstance(flow, (bool, np.bool_)):
+            raise TypeError(f"tally.Histogram: the pickle state's flow must be a bool, got {type(flow).__name__}")
+        if channels is not None:
+            try:
+                channels = operator.index(channels)
+            except TypeError:
+                raise TypeError(f"tally.Histogram: the pickle state's channels must be an int or None, got "
+                                f"{type(channels).__name__}") from None
+            if channels < 1:
+                raise ValueError(f"tally.Histogram: the pickle state's channels must be >= 1, got {channels}")
+        if not isinstance(blobs, (list, tuple)) or not all(isinstance(b, bytes) for b in blobs):
+            raise TypeError("tally.Histogram: the pickle state's histograms must be a list of bytes")
+        if len(blobs) != (1 if channels is None else channels):
+            raise ValueError(f"tally.Histogram: {len(blobs)} histograms in the pickle state for "
+                             + ("a plain histogram" if channels is None else f"{channels} channels"))
+        saved = "auto" if device is None else device
+        backend = saved
         if backend != "auto" and not any(n == backend and u for n, _, u, _ in _tally.backends()):
             backend = "auto"  # a CUDA histogram where CUDA is not usable: fill where the samples are
-        self._backend, self._channels, self._flow = backend, state["channels"], state["flow"]
-        self._hists = [_tally.Hist.from_bytes(b, backend) for b in state["histograms"]]
+        hists = [_tally.Hist.from_bytes(b, backend, saved) for b in blobs]
+        if any(h.flow_counters != bool(flow) for h in hists):
+            raise ValueError(f"tally.Histogram: the pickle state's flow={bool(flow)} differs from its histograms'")
+        if channels is not None:
+            _check_channels(hists)
+        self._backend, self._channels, self._flow = backend, channels, bool(flow)
+        self._hists = hists
 
     def __repr__(self):
         kinds = ", ".join(f"{a.kind}({a.bins} bins)" for a in self.axes)
         return f"tally.Histogram([{kinds}], samples={self.samples})"
+
+
+_STATE_KEYS = {"format", "device", "channels", "flow", "histograms"}
+
+
+def _check_channels(hists):
+    """A pickle's channel histograms as the constructor and fills make them: 1-D counts of one
+    count width, each channel filled with the same pixels."""
+    for c, h in enumerate(hists):
+        if len(h.shape) != 1 or h.weighted:
+            raise ValueError(f"tally.Histogram: channel {c} of the pickle state is not a 1-D histogram of counts")
+        if h.counts32 != hists[0].counts32 or h.samples != hists[0].samples:
+            raise ValueError(f"tally.Histogram: channel {c} of the pickle state differs from channel 0 in its "
+                             "count width or samples")
 
 
 def _host_bytes(columns, weights):
