@@ -157,12 +157,23 @@ def test_result_dtypes_are_numpys():
               np.bincount(np.array([], int), np.array([], np.float32), minlength))
 
 
+def _outcome(call):
+    """What a call gives: ('raises', the exception's class) or ('gives', result, warning classes)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = call()
+        except Exception as e:  # noqa: BLE001 - the class is the outcome compared
+            return "raises", type(e)
+    return "gives", result, sorted({w.category.__name__ for w in caught})
+
+
 def test_bincount_arguments_as_numpys():
-    with pytest.warns(DeprecationWarning):
-        want = np.bincount([1.0, 2.0, 1.5])
-    with pytest.warns(DeprecationWarning):
-        got = tally.bincount([1.0, 2.0, 1.5])
-    _same(got, want)
+    # A list of floats: numpy 2.1+ casts it with a DeprecationWarning, older numpy refuses it.
+    want, got = _outcome(lambda: np.bincount([1.0, 2.0, 1.5])), _outcome(lambda: tally.bincount([1.0, 2.0, 1.5]))
+    assert got[0] == want[0] and got[-1] == want[-1]
+    if want[0] == "gives":
+        _same(got[1], want[1])
     for minlength, error in [(True, TypeError), (None, TypeError), (2.0, TypeError), (-1, ValueError)]:
         with pytest.raises(error):
             np.bincount([1], minlength=minlength)
