@@ -301,8 +301,10 @@ int run_hist(const hist_args& a) {
   r.show_flow = a.flow;
 
   bar.clear();  // before anything else is printed
+  // The report first: a run that fails anywhere leaves no output behind.
+  const std::string text = report(r, !a.no_bars);
   write_outputs(a, r);
-  std::cout << report(r, !a.no_bars) << std::flush;
+  std::cout << text << std::flush;
   return 0;
 }
 

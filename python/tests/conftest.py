@@ -135,3 +135,19 @@ def cupy():
         pytest.skip("cupy finds no CUDA device")
     require_cuda_backend()
     return cupy
+
+
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # the fuzz tests skip themselves without it
+    pass
+else:
+    # The fuzz tests' profiles: "tally-ci" (the test suite: the same cases every run, no example
+    # database) unless TALLY_FUZZ_EXAMPLES asks for a long run ("tally-long": random seeds).
+    _quiet = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+    settings.register_profile("tally-ci", derandomize=True, database=None, deadline=None, print_blob=True,
+                              suppress_health_check=_quiet)
+    settings.register_profile("tally-long", database=None, deadline=None, print_blob=True,
+                              suppress_health_check=_quiet)
+    import os as _os
+    settings.load_profile("tally-long" if _os.environ.get("TALLY_FUZZ_EXAMPLES") else "tally-ci")

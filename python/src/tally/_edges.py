@@ -25,7 +25,8 @@ _EDGE_TYPES = {"float16": "f16", "float32": "f32", "float64": "f64"}
 def outer_edges(src, range):
     """numpy's _get_outer_edges: the first and last edge from `range` or the data."""
     if range is not None:
-        first, last = range
+        # 0-d arrays are numpy's scalars to numpy's arithmetic (integers compare exactly)
+        first, last = (v[()] if isinstance(v, np.ndarray) and v.ndim == 0 else v for v in range)
         if first > last:
             raise ValueError("max must be larger than min in range parameter.")
         if not (np.isfinite(first) and np.isfinite(last)):

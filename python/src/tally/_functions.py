@@ -3,6 +3,7 @@ histogramdd, bincount, histc, and plan (what the planner would pick for such a c
 
 import builtins
 import functools
+import math
 import operator
 import warnings
 
@@ -161,6 +162,24 @@ def _weights_of(weights, src, message):
     return w.as_weights()
 
 
+def _host_bins(bins):
+    """bins for numpy itself: arrays on the host, a count or a name as given (a 0-d bool array
+    is no count to numpy)."""
+    return bins if isinstance(bins, (str, int, np.integer)) else to_host(bins)
+
+
+def _host_weights(weights, src):
+    """bincount's and histogramdd's weights as numpy's bincount reads them: cast safely to
+    float64 (bool ones are, complex and object ones raise numpy's TypeError), after its check
+    for negative samples (`src`, a bincount's)."""
+    kind = _host_weight_kind(weights)
+    if kind not in ("b", "c", "O"):
+        return weights
+    if kind != "b" and src is not None and src.size and src.min_max()[0] < 0:
+        raise ValueError(_NEGATIVE)
+    return np.asarray(weights).astype(np.float64, casting="safe")
+
+
 def _histogram_input(a):
     src = Source(a)
     if src.type == "bool":
@@ -287,13 +306,13 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, sum_dtype=N
         return _histogram_of_times(a, bins, range, weights, density, strategy, device)
     src = _histogram_input(a)
     if _host_weight_kind(weights) in ("b", "c", "O"):
-        hist, edges = np.histogram(src.host(), to_host(bins), range=range, density=density,
+        hist, edges = np.histogram(src.host(), _host_bins(bins), range=range, density=density,
                                    weights=np.asarray(weights))
         return src.result(hist), src.result(edges)
     w = _weights_of(weights, src, "weights should have the same shape as a.")
     if _has_nan_edges(bins) or _inexact_longdouble(bins, range):
-        hist, edges = np.histogram(src.host(), to_host(bins), range=range, density=density,
-                                   weights=None if w is None else w.host())
+        hist, edges = np.histogram(src.host(), _host_bins(bins), range=range, density=density,
+                                   weights=None if w is None else to_host(weights))  # the weights' dtype
         return src.result(hist), src.result(edges)
     edges, out_dtype, axis = _edges_for(src, bins, range, w)
     if axis is None:  # fewer than two edges: no bins, as numpy (its dtypes: the weights')
@@ -371,7 +390,12 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """numpy.histogram_bin_edges, computed by tally: the edges :func:`histogram` would use,
     bit for bit and of numpy's dtype, in the input's library and device."""
     src = _histogram_input(a)
-    w = _weights_of(weights, src, "weights should have the same shape as a.")
+    if _host_weight_kind(weights) in ("b", "c", "O"):  # numpy reads them only for their shape
+        if np.shape(weights) != src.shape:
+            raise ValueError("weights should have the same shape as a.")
+        w = weights
+    else:
+        w = _weights_of(weights, src, "weights should have the same shape as a.")
     if _has_nan_edges(bins):
         return src.result(np.asarray(to_host(bins)))
     edges, out_dtype = _edges_for(src, bins, range, w)[:2]
@@ -398,32 +422,47 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *,
     columns, src = _columns_of(sample)
     columns = _in_common_type(columns)
     d = len(columns)
+    given_bins = bins
+    bins, range = dd_bins_and_ranges(bins, range, d)
+    masked = _masked_sample(sample)
+
+    def outer_edges(i):
+        if masked is not None and range[i] is None:
+            return _masked_outer_edges(masked[:, i])
+        return _edges.outer_edges(columns[i], range[i])
+    with np.errstate(over="ignore", invalid="ignore"):  # numpy's linspace may overflow to NaN edges
+        edges = dd_edges(bins, outer_edges)
+    if any(e.dtype.kind in "fc" and np.isnan(e).any() for e in edges):
+        # NaN edges (float16 ranges whose linspace overflows): numpy's searchsorted answers them,
+        # computed by numpy itself on a host copy.
+        host = np.stack([c.host() for c in columns], axis=1) if masked is None else sample
+        hist, edges = np.histogramdd(host, given_bins, range, density=density,
+                                     weights=None if weights is None else to_host(weights))
+        return src.result(hist), [src.result(e) for e in edges]
+    numpy_cells = math.prod(e.size + 1 for e in edges)  # numpy counts outliers too, in intp
+    if numpy_cells > np.iinfo(np.intp).max:
+        raise ValueError("invalid dims: array size defined by dims is larger than the maximum possible size.")
+    if numpy_cells > np.iinfo(np.intp).max // np.dtype(np.intp).itemsize:
+        raise ValueError("array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum possible size.")
+    cells = tuple(max(e.size - 1, 0) for e in edges)
+    if any(e.size == 0 for e in edges):  # numpy's own IndexError: no bins, as numpy.histogram's
+        return src.result(np.zeros(cells)), [src.result(e) for e in edges]
     w = None
-    if weights is not None:
-        w = Source(weights, "weights")
+    if weights is not None and d and columns[0].size:  # read last, as numpy's bincount reads them
+        # (and not at all for no samples)
+        w = Source(_host_weights(weights, None), "weights")
         same_device(src, w)
         if w.ndim != 1:
             raise ValueError("object too deep for desired array")
         w = w.as_weights()
-    given_bins = bins
-    bins, range = dd_bins_and_ranges(bins, range, d)
-    with np.errstate(over="ignore", invalid="ignore"):  # numpy's linspace may overflow to NaN edges
-        edges = dd_edges(bins, lambda i: _edges.outer_edges(columns[i], range[i]))
     if w is not None and w.size != (columns[0].size if d else 0):
         raise ValueError("The weights and list don't have the same length.")
-    if any(e.dtype.kind in "fc" and np.isnan(e).any() for e in edges):
-        # NaN edges (float16 ranges whose linspace overflows): numpy's searchsorted answers them,
-        # computed by numpy itself on a host copy.
-        hist, edges = np.histogramdd(np.stack([c.host() for c in columns], axis=1), given_bins, range,
-                                     density=density, weights=None if w is None else w.host())
-        return src.result(hist), [src.result(e) for e in edges]
-    axes = [_edges.from_array(e, columns[0].type) if e.size > 1 else None for e in edges]
-
-    if any(a is None for a in axes):  # an axis of one edge has no bins: an empty result
-        shape = tuple(max(e.size - 1, 0) for e in edges)
-        return src.result(np.zeros(shape)), [src.result(e) for e in edges]
-    values = fill(axes, columns, w, src, strategy, device)
-    values = values.reshape(tuple(e.size - 1 for e in edges))
+    if masked is not None:
+        columns, w = _drop_masked_on_last_edges(masked, columns, w, edges)
+    if any(e.size == 1 for e in edges):  # an axis of one edge has no bins: an empty result
+        return src.result(np.zeros(cells)), [src.result(e) for e in edges]
+    axes = [_edges.from_array(e, columns[0].type) for e in edges]
+    values = fill(axes, columns, w, src, strategy, device).reshape(cells)
     values = values.double() if src.lib == "torch" else values.astype(np.float64)
     if density:
         total = values.sum()
@@ -433,6 +472,40 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *,
             values = values / src.result(np.diff(e).reshape(shape))
         values = values / total
     return values, [src.result(e) for e in edges]
+
+
+def _masked_sample(sample):
+    """An (N, D) view of a masked array that numpy.histogramdd reads as one array, keeping its
+    mask (not a sequence of columns, which it reads as plain data), else None. numpy then takes
+    the range from the unmasked values and counts all of them, but for masked samples on a
+    dimension's last edge, which it drops."""
+    if isinstance(sample, np.ma.MaskedArray) and sample.ndim in (1, 2) and np.ma.is_masked(sample):
+        return sample.reshape(len(sample), -1)
+    return None
+
+
+def _drop_masked_on_last_edges(masked, columns, w, edges):
+    """numpy moves a sample on a dimension's last edge into the last bin only where it is not
+    masked (a masked comparison is False): (columns, weights) without the masked ones there."""
+    drop = np.zeros(len(masked), bool)
+    for i, e in enumerate(edges):
+        if e.size:
+            drop |= np.ma.getmaskarray(masked[:, i]) & (np.asarray(masked[:, i]) == e[-1])
+    if not drop.any():
+        return columns, w
+    keep = ~drop
+    columns = [c._derived(np.asarray(c.obj)[keep]) for c in columns]
+    return columns, None if w is None else Source(np.asarray(to_host(w.obj))[keep], "weights").as_weights()
+
+
+def _masked_outer_edges(column):
+    """numpy's _get_outer_edges of a masked column without a range: its unmasked values'."""
+    if column.size == 0:
+        return 0, 1
+    first, last = column.min(), column.max()
+    if not (np.isfinite(first) and np.isfinite(last)):
+        raise ValueError(f"autodetected range of [{first}, {last}] is not finite")
+    return (first - 0.5, last + 0.5) if first == last else (first, last)
 
 
 def dd_bins_and_ranges(bins, range, d):
@@ -469,12 +542,13 @@ def dd_edges(bins, outer_edges_of):
 
 
 def _in_common_type(columns):
-    """numpy reads a sequence of columns as one array of their common type (result_type; float32
-    stands for bfloat16, which numpy lacks): the columns converted to it where their types
-    differ (copies, as numpy's), so that the edges and the binning are the common type's."""
+    """numpy reads a sequence of columns as one array of their common type (asarray's, which
+    promotes pair by pair: int16, uint16, float32 make float64 where result_type says float32;
+    float32 stands for bfloat16, which numpy lacks): the columns converted to it where their
+    types differ (copies, as numpy's), so that the edges and the binning are the common type's."""
     if len({c.type for c in columns}) == 1:
         return columns
-    common = np.result_type(*[np.float32 if c.np_dtype is None else c.np_dtype for c in columns])
+    common = np.asarray([np.zeros(1, np.float32 if c.np_dtype is None else c.np_dtype) for c in columns]).dtype
     return [c if c.np_dtype == common else c.converted(common) for c in columns]
 
 
@@ -567,12 +641,13 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=No
     if src.ndim != 1:
         raise ValueError("object too deep for desired array" if src.ndim > 1
                          else "object of too small depth for desired array")
-    if src.type in FLOAT_TYPES and src.size > 0 and src.lib == "numpy" and not hasattr(x, "dtype"):
-        # numpy's deprecated path for a sequence of floats: cast to integers (unsafely).
-        warnings.warn("Non-integer input passed to bincount. In a future version of NumPy, this will be an "
-                      "error. (Deprecated NumPy 2.1)", DeprecationWarning, stacklevel=3)
-        src = Source(src.obj.astype(np.intp), "x")
-    if src.type in FLOAT_TYPES and not (src.size == 0 and not hasattr(x, "dtype")):  # [] is fine
+    if src.lib == "numpy" and not isinstance(x, np.ndarray) and (
+            src.type in FLOAT_TYPES or (src.size == 0 and not np.can_cast(src.np_dtype, np.intp))):
+        # Host array-likes of floats (or none of another type intp cannot hold): numpy casts some
+        # (lists, sequences; deprecated) and refuses others (buffers, __array__ objects without a
+        # length) by rules of its own: it answers them.
+        return np.bincount(x, weights, minlength)
+    if src.type in FLOAT_TYPES:
         raise TypeError(f"Cannot cast array data from dtype('{src.dtype_name}') to dtype('int64') "
                         "according to the rule 'safe'")
     src = src.bool_as_u8()
@@ -583,9 +658,9 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=No
     minlength = operator.index(minlength)  # numpy's TypeError and message
     if minlength < 0:
         raise ValueError("'minlength' must not be negative")
-    w = _weights_of(weights, src, "The weights and list don't have the same length.")
-    if src.size == 0:  # numpy's int64 zeros, weights or not
+    if src.size == 0:  # numpy's int64 zeros, whatever the weights
         return src.zeros(minlength, False)
+    w = _weights_of(_host_weights(weights, src), src, "The weights and list don't have the same length.")
     # One pass where a guessed length covers the data: count into [0, guess) and read back only
     # the dropped samples' counts; the maximum is looked for only where some lie beyond. The
     # guess is minlength, or without one, for counts of host data or of at least
