@@ -270,6 +270,8 @@ def run_case(case, sandbox):
                 pass
         before = _snapshot(root)
         env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LC_ALL": "C", "TMPDIR": str(work)}
+        if "LD_LIBRARY_PATH" in os.environ:  # where the CLI's libraries are unpacked (the GPU machine's)
+            env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
         note(json.dumps(case["args"]))
         try:
             p = subprocess.run([str(CLI)] + case["args"], cwd=work, env=env, capture_output=True, timeout=TIMEOUT,
@@ -308,7 +310,7 @@ def sandbox(tmp_path_factory):
     return tmp_path_factory.mktemp("cli_fuzz")
 
 
-@fuzz_settings(600, 0.5)
+@fuzz_settings(400, 0.5)
 @given(case=cases())
 def test_cli(sandbox, case):
     survey(case, run_case, sandbox)
