@@ -22,8 +22,9 @@ from . import _tally
 _EDGE_TYPES = {"float16": "f16", "float32": "f32", "float64": "f64"}
 
 
-def outer_edges(src, range):
-    """numpy's _get_outer_edges: the first and last edge from `range` or the data."""
+def outer_edges(src, range, extremes=None):
+    """numpy's _get_outer_edges: the first and last edge from `range` or the data (`extremes`,
+    a callable giving (min, max), stands for src.min_max() where numpy reads other values)."""
     if range is not None:
         # 0-d arrays are numpy's scalars to numpy's arithmetic (integers compare exactly)
         first, last = (v[()] if isinstance(v, np.ndarray) and v.ndim == 0 else v for v in range)
@@ -34,7 +35,7 @@ def outer_edges(src, range):
     elif src.size == 0:
         first, last = 0, 1
     else:
-        first, last = src.min_max()
+        first, last = src.min_max() if extremes is None else extremes()
         if not (np.isfinite(first) and np.isfinite(last)):
             raise ValueError(f"autodetected range of [{first}, {last}] is not finite")
     if first == last:

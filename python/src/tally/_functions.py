@@ -427,8 +427,9 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *,
     masked = _masked_sample(sample)
 
     def outer_edges(i):
-        if masked is not None and range[i] is None:
-            return _masked_outer_edges(masked[:, i])
+        if masked is not None and range[i] is None:  # numpy's range: the unmasked values'
+            column = masked[:, i]
+            return _edges.outer_edges(column, None, lambda: (column.min(), column.max()))
         return _edges.outer_edges(columns[i], range[i])
     with np.errstate(over="ignore", invalid="ignore"):  # numpy's linspace may overflow to NaN edges
         edges = dd_edges(bins, outer_edges)
@@ -496,16 +497,6 @@ def _drop_masked_on_last_edges(masked, columns, w, edges):
     keep = ~drop
     columns = [c._derived(np.asarray(c.obj)[keep]) for c in columns]
     return columns, None if w is None else Source(np.asarray(to_host(w.obj))[keep], "weights").as_weights()
-
-
-def _masked_outer_edges(column):
-    """numpy's _get_outer_edges of a masked column without a range: its unmasked values'."""
-    if column.size == 0:
-        return 0, 1
-    first, last = column.min(), column.max()
-    if not (np.isfinite(first) and np.isfinite(last)):
-        raise ValueError(f"autodetected range of [{first}, {last}] is not finite")
-    return (first - 0.5, last + 0.5) if first == last else (first, last)
 
 
 def dd_bins_and_ranges(bins, range, d):
