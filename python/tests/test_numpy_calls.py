@@ -143,6 +143,22 @@ def test_density_of_float32_weights_is_numpys():
     _same(tally.histogram(x, 30, density=True, weights=w)[0], np.histogram(x, 30, density=True, weights=w)[0])
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")  # numpy's, both
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint32, np.int64, np.uint64])
+def test_integer_weights_whose_sums_leave_their_dtype_are_numpys(dtype):
+    """numpy sums integer weights in their dtype, wrapping around (and rounds float64 blocks of
+    them for equal bins): the sums and their dtype are numpy's, near the dtype's limits too."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 4, 70_000)
+    for w in (np.array([info.max, info.max, info.max // 3 + 1] * 3, dtype),  # wraps in any order
+              rng.integers(max(info.min, -2**62), min(info.max, 2**62), x.size, dtype=dtype, endpoint=True),
+              rng.integers(0, 3, x.size, dtype=dtype)):  # small sums: tally's own fill
+        xs = x[:w.size]
+        for bins in (3, [0, 1, 2.5, 4]):
+            _same(tally.histogram(xs, bins, weights=w)[0], np.histogram(xs, bins, weights=w)[0])
+
+
 def test_result_dtypes_are_numpys():
     counts, edges = tally.histogram([1, 2, 2], 3)
     assert isinstance(counts[0], np.int64) and counts.dtype.char == np.dtype(np.int64).char

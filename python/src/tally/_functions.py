@@ -257,6 +257,18 @@ def _host_weight_kind(weights):
     return np.asarray(weights).dtype.kind
 
 
+def _sums_may_wrap(w):
+    """Whether sums of integer weights `w` (a Source from _weights_of) may leave their dtype or
+    float64's exact integers. numpy then wraps its integer sums and rounds its float64 blocks of
+    them in its own order, which only numpy reproduces; else tally's float64 sums are exact and
+    numpy's. The bound: samples x the largest weight's magnitude."""
+    if w is None or w.given_dtype.kind not in "iu" or w.size == 0:
+        return False
+    lo, hi = w.min_max()  # of the float64 copy: exact to 2^53, and >= 2^53 beyond it
+    limit = min(int(np.iinfo(w.given_dtype).max), 2**53 - 1)
+    return w.size * int(max(-lo, hi)) > limit
+
+
 def _as_sum_dtype(values, lib, dtype):
     """Sums (float64) as numpy's result dtype for them, in the input's library."""
     if dtype == np.float64:
@@ -276,7 +288,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, sum_dtype=N
     back in the same library on the same device. ``hist`` is int64 counts, or sums of
     ``weights`` in the weights' dtype as numpy's (int64 for integer weights, float32 for
     float32 ones; tally sums in float64 and rounds once, and ``sum_dtype=numpy.float64`` keeps
-    those sums; bool, complex and object weights are summed by numpy on a host copy), or
+    those sums; bool, complex and object weights, and integer ones whose sums may leave their
+    dtype, where numpy wraps them around, are summed by numpy on a host copy), or
     numpy's density with ``density=True``. ``bin_edges`` are numpy's, bit for bit and of
     numpy's dtype (float32 for float32 data with ``bins`` an integer, float64 for integers).
     ``bins`` may be an integer, an array of edges, or one of numpy's estimator names ('auto',
@@ -310,7 +323,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, sum_dtype=N
                                    weights=np.asarray(weights))
         return src.result(hist), src.result(edges)
     w = _weights_of(weights, src, "weights should have the same shape as a.")
-    if _has_nan_edges(bins) or _inexact_longdouble(bins, range):
+    if _has_nan_edges(bins) or _inexact_longdouble(bins, range) or (sum_dtype is None and _sums_may_wrap(w)):
         hist, edges = np.histogram(src.host(), _host_bins(bins), range=range, density=density,
                                    weights=None if w is None else to_host(weights))  # the weights' dtype
         return src.result(hist), src.result(edges)
