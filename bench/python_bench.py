@@ -196,8 +196,8 @@ def gpu_rows(torch, cupy, n, repeats):
             x, w = samples_of(torch, gen, kind, bins, count, spread)
             # Two rounds over the workload's calls, each call's time the lower of its two
             # medians: a call right after the data's generation (or after a peer's long call)
-            # ran up to 15% slower than the same call a moment later (bench/PERFORMANCE.md
-            # entry 84), a state of the GPU that a round later has passed.
+            # ran up to 15% slower than the same call a moment later (bench/PERFORMANCE.md,
+            # "Python call path"), a state of the GPU that a round later has passed.
             cases = calls(torch, cupy, kind, bins, x, w)
             times = [[] for _ in cases]
             for _ in range(ROUNDS):

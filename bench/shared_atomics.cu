@@ -1,4 +1,5 @@
-// The shared-atomic probe behind the typed kernel's run merging (bench/PERFORMANCE.md entry 14):
+// The shared-atomic probe behind the typed kernel's run merging (bench/PERFORMANCE.md, "GPU
+// counting in shared memory"):
 // five ways to add 1 GiB of u8 or i32 samples into 256 bins kept in 32 interleaved shared-memory
 // copies (lane l adds to copy l), on uniform, one-value and 80%-one-value data. CUDA events,
 // warm-up, median (bench/timing.cuh); the counts must sum to n.

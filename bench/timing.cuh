@@ -33,7 +33,7 @@ inline bool refuses_debug_build(const char* program) {
 
 /// Median of timed runs after warm-up: runs until at least two of them and 20 ms have passed
 /// (the GPU's clocks take a few ms to rise after a pause, an allocation's say: a block's first row
-/// measured up to 12% slow after two warm-up runs, bench/PERFORMANCE.md entry 75); then 15 timed
+/// measured up to 12% slow after two warm-up runs; bench/PERFORMANCE.md, "Patterns"); then 15 timed
 /// runs, or 3 where one run takes over 20 ms (the slow rungs of the ladder on hot data).
 inline double median_ms(const std::function<void()>& run) {
   cudaEvent_t a, b;

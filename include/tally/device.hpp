@@ -48,7 +48,8 @@ struct stream_options {
   int buffers = 3;
   /// CPU threads that copy pageable host memory into the staging buffers (one thread's memcpy is
   /// slower than a PCIe 5 link); 0: every hardware thread, at most 16 (H100 host, 8 GiB of i32:
-  /// 4 threads 35% of the copy rate, 8 65%, 16 80%; bench/PERFORMANCE.md entry 56).
+  /// 4 threads 35% of the copy rate, 8 65%, 16 80%; bench/PERFORMANCE.md, "Full runs of the
+  /// suite").
   int copy_threads = 0;
 };
 

@@ -101,7 +101,7 @@ void set_fast32(regular_rule& r) {
 /// step, edges in f32 or f64 and bins <= 2^24, so that every edge k * step is exact in both types
 /// and an f32 x's bin is floor(x / step), computed exactly as x * (1 / step). f32 samples over
 /// 2^20 bins of [0, 1) took 63 G samples/s through the fast32 or f64 rules' edge checks
-/// (bench/PERFORMANCE.md entry 57).
+/// (bench/PERFORMANCE.md, "Bin rules").
 void set_dyadic32(regular_rule& r) {
   if (r.lo != 0.0 || !(r.hi > 0.0) || r.step_is_zero || r.bins > (std::int64_t{1} << 24)) return;
   if (r.rounding != edge_rounding::f32 && r.rounding != edge_rounding::f64) return;

@@ -30,7 +30,8 @@ std::string overflow_message(const char* call, std::size_t k, std::uint64_t coun
 
 /// Counts to add at or above which the check and the addition run on several threads: a
 /// copy back of 2^20 counts took about 0.5 ms on one (the synchronous fill of 2^20 bins, 2.6 ms
-/// a GiB against the stream-ordered 1.7, bench/PERFORMANCE.md entry 34).
+/// a GiB against the stream-ordered 1.7; bench/PERFORMANCE.md, "Synchronous fills, fixed costs and
+/// temporary memory").
 constexpr std::int64_t kParallelCells = std::int64_t{1} << 16;
 
 /// Throws, naming the first cell whose count the addition would overflow, if there is one

@@ -59,7 +59,8 @@ TALLY_HD constexpr std::int64_t exact_words_bytes(std::int64_t cells) { return c
 /// (kExactStatsBytes), then the cells' windows, then, at a 128-byte boundary where there is room,
 /// a contiguous column streams through a ring: each thread's own kExactStages slots of four samples
 /// (up to 16 bytes) and four f32 weights, filled by cp.async kExactStages - 1 rounds ahead. (From
-/// a ring off a 128-byte boundary, L2 served every copy twice: bench/PERFORMANCE.md entry 69.)
+/// a ring off a 128-byte boundary, L2 served every copy twice: bench/PERFORMANCE.md, "Exact sums
+/// of weights".)
 constexpr std::int64_t kExactStatsBytes = 128;
 static_assert(sizeof(exact_window_stats) <= kExactStatsBytes, "the record fits its place");
 TALLY_HD constexpr std::int64_t exact_shared_bytes(std::int64_t cells) { return kExactStatsBytes + exact_words_bytes(cells); }

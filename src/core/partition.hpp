@@ -12,7 +12,8 @@ namespace tally::detail {
 constexpr std::int64_t kPartitionTile = 8192;
 /// Samples per pass: the sorted copy takes 2 bytes each (128 MiB of temporary memory). Every
 /// counting block adds its counters to device memory once a pass: i32 2^20 bins counted in 45 us
-/// per 2^25 samples in passes of 2^26, 52 in passes of 2^25 (bench/PERFORMANCE.md entry 36).
+/// per 2^25 samples in passes of 2^26, 52 in passes of 2^25 (bench/PERFORMANCE.md, "Partitioned
+/// fills").
 constexpr std::int64_t kPartitionChunk = std::int64_t{1} << 26;
 /// A bucket holds 2^bits slots, bits in [kPartitionMinBits, kPartitionMaxBits]; a sorted sample
 /// keeps its slot's low bits in 16 bits.
@@ -54,8 +55,8 @@ TALLY_HD unsigned partition_blocks_for(double portion, int blocks) {
 constexpr int kPartitionExactBits = 10;
 /// Beyond half the most cells, buckets of 2^11 cells (56 KiB of windows) where a block holds them:
 /// on an even spread a tile then holds 16 pairs of a bucket, not 8, so the summing pass finds half
-/// as many ranges for its pairs (2^20 bins 64 -> 73 G samples/s, bench/PERFORMANCE.md entry 77;
-/// 65536 bins lost a fifth in 32 buckets of 2^11, entry 69).
+/// as many ranges for its pairs (2^20 bins 64 -> 73 G samples/s; 65536 bins lost a fifth in 32
+/// buckets of 2^11; bench/PERFORMANCE.md, "Exact sums of weights").
 constexpr int kPartitionExactWideBits = 11;
 /// Cells at most. The sort's warp 0 scans a tile's buckets (up to 33 a lane) while the other warps
 /// copy the previous tile out.

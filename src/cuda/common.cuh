@@ -43,7 +43,8 @@ T remembered(std::map<Key, T>& known, std::mutex& mutex, const Key& key, Make&& 
 /// tally's own stream-ordered memory pool on `device` (made once): unlike the device's default
 /// pool, whose release threshold is 0 unless the application raises it, it keeps freed memory
 /// for the next call instead of returning it to the driver at every synchronisation, so a call
-/// after a wait does not map its temporary memory again (bench/PERFORMANCE.md entries 37, 52).
+/// after a wait does not map its temporary memory again (bench/PERFORMANCE.md, "Synchronous fills,
+/// fixed costs and temporary memory").
 cudaMemPool_t pool_of(int device);
 
 /// Slots are the cells followed by three flow counters: underflow, overflow, nan.

@@ -51,7 +51,7 @@ template <int C> struct channel_value_binner {
 /// within the sample type (lo >= its min, lo + bins - 1 <= its max, bins < 2^32): v - lo of a
 /// v >= lo is then exact modulo 2^32. launch_typed chooses it where it applies; the kernels see
 /// one more binner. i32 256 bins: the 64-bit rule took ~20 instructions per sample of the ~35
-/// the loop issued (SASS of 93acabb), which made the loop issue-bound near 2450 GB/s.
+/// the loop issued (SASS), which made the loop issue-bound near 2450 GB/s.
 /// `Closed`: the last bin also holds lo + bins (integer_rule::closed), which is then a T; a
 /// type of its own, so that open rules (every C++ integer axis) keep the two-comparison form.
 template <class T, bool Closed = false> struct narrow_integer_binner {
@@ -283,7 +283,8 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
   // Device memory: a thread keeps two runs of equal slots; an add to either stays in a
   // register, any other ends the shorter run with one atomic and takes its place. A hot bin's
   // run is then the longer one and stays to the end, whatever comes between its samples:
-  // same-address device atomics run at about 1.35 G per second (bench/PERFORMANCE.md entry 19).
+  // same-address device atomics run at about 1.35 G per second (bench/PERFORMANCE.md, "Global
+  // atomics, warp aggregation and clusters").
   slot_type slot0 = -1, slot1 = -1;
   unsigned n0 = 0, n1 = 0;
   // Adds n to slot s where `when` holds.
@@ -350,7 +351,8 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
   // a hot bin's lanes would contend (fewer than 32 copies, a cluster; device memory keeps its
   // runs across vectors instead); with a
   // copy per lane it only costs instructions: u8 256 bins 1935 GB/s merged, 2869 with one
-  // atomic per sample (bench/shared_atomics.cu on the H100, bench/PERFORMANCE.md entry 14).
+  // atomic per sample (bench/shared_atomics.cu on the H100; bench/PERFORMANCE.md, "GPU counting
+  // in shared memory").
   constexpr bool test_loads = std::is_same_v<Binner, fast32_binner> && M == count_mode::shared;
   const auto count_body = [&](auto merge) {
     for (std::int64_t i = tid; i < vectors; i += stride * kUnroll) {
@@ -364,8 +366,9 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
           T v[per_vector];
           memcpy(v, &loaded[u], sizeof v);
           // fast32: one test a load, not a branch a sample (f32 256 even bins issued 32
-          // instructions a sample that way, bench/PERFORMANCE.md entry 30). A load with an unsure
-          // estimate (a sample near an edge or outside the range) takes the exact rule throughout.
+          // instructions a sample that way; bench/PERFORMANCE.md, "Bin rules"). A load with an
+          // unsure estimate (a sample near an edge or outside the range) takes the exact rule
+          // throughout.
           [[maybe_unused]] slot_type estimated[per_vector];
           if constexpr (test_loads) {
             bool sure = true;
@@ -488,7 +491,7 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
 /// 152 instead of 169 (80% in one bin) (ncu); spread data pay a match a tile. The candidate is
 /// the warp's most common first bucket (a match and a maximum a tile): lane 0's alone missed it
 /// for a fifth of the warps on 80% data, which then served the hot bucket's lanes one by one
-/// (bench/PERFORMANCE.md entry 39).
+/// (bench/PERFORMANCE.md, "Partitioned fills").
 template <int PerThread>
 __device__ __forceinline__ void rank_by_bucket(const int (&s)[PerThread], int bits, unsigned* counts,
                                                unsigned (&rank)[PerThread / 2]) {

@@ -24,7 +24,8 @@ __device__ __forceinline__ int swizzle(int s) { return s ^ ((s >> 5) & 31); }
 /// a multiprocessor counts with two blocks where the spread allows. With one block per
 /// multiprocessor a bell over 2^20 bins was counted in 120 us a pass of 2^25 samples (a second
 /// wave started late), with two in 103 (84 swizzled); B of one wave: 84 -> 67 us on the bell,
-/// 59 -> 52 spread evenly, 58 -> 58 with 80% in one bin (bench/PERFORMANCE.md entry 32).
+/// 59 -> 52 spread evenly, 58 -> 58 with 80% in one bin (bench/PERFORMANCE.md, "Partitioned
+/// fills").
 __global__ void __launch_bounds__(kCountThreads, 2) partition_count_kernel(partition_count_args a) {
   extern __shared__ unsigned counters[];
   __shared__ partition_count_tables tables;

@@ -139,8 +139,8 @@ __device__ __forceinline__ int window_reaching(int d) {
 
 /// A thread's two runs, the one last added to first: a term at the digit of either adds to it in a
 /// register, any other ends the older run (a hot bin's run, up to a sum of kRunLimit, costs one
-/// end unless two other keys come between its samples; ending the shorter run instead diverged,
-/// PERFORMANCE.md 23). emit(run) adds an ended run's sum.
+/// end unless two other keys come between its samples; ending the shorter run instead diverged;
+/// bench/PERFORMANCE.md, "Exact sums of weights"). emit(run) adds an ended run's sum.
 struct run_pair {
   run newer, older;
   template <class Emit> __device__ __forceinline__ void add(int key, double term, const Emit& emit) {
@@ -843,7 +843,8 @@ constexpr unsigned kNotInWindow = 0xffffffffu;
 /// its cell's lanes. A lane outside the window is a group of its own (its sum is dropped). The
 /// caller's lowest lane of each cell zeroes the word again once every lane has read it.
 /// __match_any_sync gives the same masks, at a cost that grows with the number of distinct keys;
-/// the table costs one shared atomic and one load a lane (bench/PERFORMANCE.md entries 86, 88).
+/// the table costs one shared atomic and one load a lane (bench/PERFORMANCE.md, "Fixed-order f64
+/// weighted sums").
 __device__ __forceinline__ unsigned peers_of(unsigned key, unsigned* table) {
   const unsigned lane = threadIdx.x & 31;
   const bool in = key != kNotInWindow;

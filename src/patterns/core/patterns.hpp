@@ -67,7 +67,7 @@ inline constexpr std::int64_t cuda_matmul_max_dim = (std::int64_t{1} << 31) - cu
 /// 128 threads (cuBLAS's fp32 kernels' shape), two blocks per multiprocessor, or 8 warps in a
 /// 128x256 tile, one block. H100 sweep at 2^12 / 2^13 (TFLOP/s, cuBLAS 51.1 / 51.5): 45.7 / 46.7,
 /// 45.6 / 45.9, 47.4 / 48.1; also measured and dropped: 4 stages instead of 3 (-1 to -3%), BK = 8
-/// (42.6 / 43.3), 256x128 (45.9 / 46.2) (bench/PERFORMANCE.md entry 54).
+/// (42.6 / 43.3), 256x128 (45.9 / 46.2) (bench/PERFORMANCE.md, "Patterns").
 inline constexpr matmul_tiling cuda_matmul_tilings[] = {
     {128, 128, 16, 64, 32, 8, 8, 3, 2},
     {128, 128, 16, 64, 64, 8, 16, 3, 2},

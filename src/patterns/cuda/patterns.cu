@@ -36,7 +36,7 @@ using cuda::stream_of;
 
 /// Stream-ordered device memory for one call (host arguments' copies) from tally's pool on the
 /// current device, which keeps freed memory (the default pool maps it again after every wait:
-/// 85 us a call for the reduction's scratch, bench/PERFORMANCE.md entry 52), freed on the same
+/// 85 us a call for the reduction's scratch; bench/PERFORMANCE.md, "Patterns"), freed on the same
 /// stream when the call's work is enqueued.
 class stream_buffer {
  public:
@@ -138,7 +138,7 @@ void cuda_binary(const binary_job& job) {
 /// completed (its event) is ready with no memset, where a fresh one is zeroed once. A call takes a
 /// free buffer of the current device or makes one; buffers are never freed (one per reduction in
 /// flight at once, each at most 16 bytes and 16384 partials: 128 KiB). A memset and a stream-ordered allocation a call cost a 2^28
-/// f32 sum about 3% of its time (bench/PERFORMANCE.md entry 52).
+/// f32 sum about 3% of its time (bench/PERFORMANCE.md, "Patterns").
 class reduce_scratch {
  public:
   reduce_scratch(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
