@@ -88,10 +88,11 @@ def module(allocator):
 
 def stub_runtime(setattr_, user_kernels, extension, launches):
     """Replaces, with setattr_(object, name, value), the extension's runtime entry points (a
-    launch is appended to `launches` as (kernel, blocks, threads, argument bytes, stream)) and
-    the package's check for a usable CUDA backend."""
-    setattr_(user_kernels, "_cuda_usable", lambda: True)
-    setattr_(user_kernels, "_devices", {})
+    launch is appended to `launches` as (kernel, blocks, threads, argument bytes, stream)), the
+    user kernels' check for a usable CUDA backend and their cache of device properties
+    (`user_kernels`: the package tally._user_kernels)."""
+    setattr_(user_kernels.bind, "cuda_usable", lambda: True)
+    setattr_(user_kernels.launch, "_device_properties", {})
     setattr_(extension, "runtime_device", lambda: (0, 90, 132))
     setattr_(extension, "runtime_kernel", lambda source, name: hash((source, name)) & 0xFFFFFFFF)
     setattr_(extension, "runtime_launch", lambda kernel, blocks, threads, args, stream:

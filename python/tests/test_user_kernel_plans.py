@@ -1,4 +1,4 @@
-"""The plans of user-defined kernels (tally._user_kernels._Plan), checked on the host: a call that
+"""The plans of user-defined kernels (tally._user_kernels.launch.Plan), checked on the host: a call that
 reuses the plan of an earlier call with arguments alike launches exactly what a full call with
 the same arguments launches (kernel, blocks, threads, argument bytes, stream), for elementwise and
 reduction kernels of several layouts, and binds nothing. cupy is stood in for (cupy_stand_in.py)
@@ -65,19 +65,19 @@ def _calls(kernel_of, make, rng, launches):
     first(*make(rng))  # the full call; its plan is kept
     again = make(rng)  # arguments alike: other addresses and values
     bindings = []
-    original = _user_kernels._Bound.__init__
+    original = _user_kernels.Bound.__init__
 
     def counting(self, *a, **kw):
         bindings.append(1)
         original(self, *a, **kw)
 
     del launches[:]
-    _user_kernels._Bound.__init__ = counting
+    _user_kernels.Bound.__init__ = counting
     _allocator.new_call()
     try:
         out_reused = first(*again)
     finally:
-        _user_kernels._Bound.__init__ = original
+        _user_kernels.Bound.__init__ = original
     reused = list(launches)
     assert not bindings, "the second call bound its arguments instead of reusing the plan"
     del launches[:]
@@ -137,7 +137,7 @@ def _both_ways(first, kernel_of, args, axis, keepdims, launches):
     """The launches of `first` (which reuses its plan: it must bind nothing) and of a new kernel
     object's full call, on the same arguments."""
     result = []
-    original = _user_kernels._Bound.__init__
+    original = _user_kernels.Bound.__init__
     bindings = []
 
     def counting(self, *a, **kw):
@@ -148,11 +148,11 @@ def _both_ways(first, kernel_of, args, axis, keepdims, launches):
         del launches[:]
         _allocator.new_call()
         if kernel is first:
-            _user_kernels._Bound.__init__ = counting
+            _user_kernels.Bound.__init__ = counting
         try:
             kernel(*args, axis=axis, keepdims=keepdims)
         finally:
-            _user_kernels._Bound.__init__ = original
+            _user_kernels.Bound.__init__ = original
         result.append(list(launches))
     assert not bindings, "the second call bound its arguments instead of reusing the plan"
     return result

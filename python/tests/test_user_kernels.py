@@ -8,7 +8,7 @@ import pytest
 
 import tally
 from tally import _tally
-from tally._user_kernels import _merge_dims, _reads_before_writing
+from tally._user_kernels import merge_dims, reads_before_writing
 from test_gpu import host
 
 SQUARED_DIFF = ("T x, T y", "T z", "z = (x - y) * (x - y)", "squared_diff")
@@ -134,24 +134,24 @@ def test_callable_reduction(rng):
 # ---- the generated source and its cache ----
 
 def test_reads_before_writing():
-    assert not _reads_before_writing("z = x + y", "z")
-    assert not _reads_before_writing("T d = x - y; z = d * d; z += 1", "z")
-    assert _reads_before_writing("z += x", "z")
-    assert _reads_before_writing("if (x > 0) z = x", "z")
-    assert _reads_before_writing("{ z = x; }", "z")
-    assert _reads_before_writing("if (x < 0) return; z = x", "z")
-    assert _reads_before_writing("z == x ? 1 : 0", "z")
-    assert not _reads_before_writing("// z += 1\nz = x", "z")
-    assert not _reads_before_writing("w = x", "z")
+    assert not reads_before_writing("z = x + y", "z")
+    assert not reads_before_writing("T d = x - y; z = d * d; z += 1", "z")
+    assert reads_before_writing("z += x", "z")
+    assert reads_before_writing("if (x > 0) z = x", "z")
+    assert reads_before_writing("{ z = x; }", "z")
+    assert reads_before_writing("if (x < 0) return; z = x", "z")
+    assert reads_before_writing("z == x ? 1 : 0", "z")
+    assert not reads_before_writing("// z += 1\nz = x", "z")
+    assert not reads_before_writing("w = x", "z")
 
 
 def test_merge_dims():
     # C-contiguous (2, 3, 4) with a (3, 4) operand broadcast along the first dimension.
-    shape, strides = _merge_dims([2, 3, 4], [[12, 4, 1], [0, 4, 1]])
+    shape, strides = merge_dims([2, 3, 4], [[12, 4, 1], [0, 4, 1]])
     assert shape == [2, 12] and strides == [[12, 1], [0, 1]]
-    assert _merge_dims([2, 1, 4], [[4, 4, 1]]) == ([8], [[1]])
-    assert _merge_dims([1, 1], [[5, 1]]) == ([1], [[0]])
-    assert _merge_dims([3, 4], [[1, 3]]) == ([3, 4], [[1, 3]])  # transposed: no merge
+    assert merge_dims([2, 1, 4], [[4, 4, 1]]) == ([8], [[1]])
+    assert merge_dims([1, 1], [[5, 1]]) == ([1], [[0]])
+    assert merge_dims([3, 4], [[1, 3]]) == ([3, 4], [[1, 3]])  # transposed: no merge
 
 
 def test_source_cache_and_types():
@@ -348,7 +348,7 @@ def test_torch_reduction_two_inputs_broadcast_non_contiguous(torch, rng):
 
 @pytest.mark.parametrize("lib", ["torch", "cupy"])
 def test_repeated_calls_reuse_the_first_calls_plan(request, rng, lib):
-    """Calls with arguments alike reuse the first call's plan (_user_kernels._Plan): fresh data,
+    """Calls with arguments alike reuse the first call's plan (_user_kernels.launch.Plan): fresh data,
     scalars, alignments and given outputs at every call, every result equal to numpy's."""
     mod = request.getfixturevalue(lib)
     dev = (lambda a: _t(mod, a)) if lib == "torch" else (lambda a: mod.asarray(np.ascontiguousarray(a)))

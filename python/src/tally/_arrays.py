@@ -9,8 +9,8 @@ import operator
 
 import numpy as np
 
-from . import _edges, _kept, _tally
-from ._kept import _cupy, _torch  # noqa: F401 (the package's modules import them from here)
+from . import _devices, _edges, _tally
+from ._devices import _cupy, _torch
 from ._types import _NAMES, _NATIVE, NUMPY_NAMES
 
 
@@ -155,7 +155,7 @@ class Source:
         bf16 gives Python floats (numpy has no bf16)."""
         if self.lib in ("torch", "cupy"):
             try:
-                values = _kept.min_max(self.lib, self.obj)
+                values = _devices.min_max(self.lib, self.obj)
             except (RuntimeError, NotImplementedError):  # torch lacks aminmax for some uint types
                 a = self.host()
                 return a.min(), a.max()

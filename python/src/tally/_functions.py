@@ -9,9 +9,9 @@ import warnings
 
 import numpy as np
 
-from . import _edges, _kept, _tally
-from ._arrays import (Source, _cupy, _torch, backend_for, int64_arg, operator_index, same_device, strategy_arg,
-                      to_host)
+from . import _devices, _edges, _kept, _tally
+from ._arrays import Source, backend_for, int64_arg, operator_index, same_device, strategy_arg, to_host
+from ._devices import _cupy, _torch, device_of, require_cuda
 from ._types import FLOAT_TYPES, NUMPY_NAMES
 
 _range = builtins.range
@@ -76,10 +76,10 @@ def fill(axes, columns, weights, src, strategy, device, flow=False, sum_block=65
 
 
 def _fill_on_stream(axes, columns, weights, src, strategy, flow):
-    _require_cuda(src)
-    with _device_of(src, wait=False) as stream:
+    require_cuda(src)
+    with device_of(src, wait=False) as stream:
         c = columns[0]
-        if len(columns) == 1 and weights is None and _kept.tensor_key(c.obj):
+        if len(columns) == 1 and weights is None and _devices.tensor_key(c.obj):
             return _kept.fill_address(c.lib, c.obj, axes, c.type, c.index, stream, strategy, flow)
         out = _in_layout(
             lambda c, w: _tally.fill_on_stream(axes, c, w, strategy, stream, src.index, flow), columns, weights)
@@ -88,8 +88,8 @@ def _fill_on_stream(axes, columns, weights, src, strategy, flow):
 
 def fill_into(h, columns, weights, src):
     """Fills the extension's histogram `h` from Sources, on the input's device."""
-    _require_cuda(src)
-    with _device_of(src, wait=True):
+    require_cuda(src)
+    with device_of(src, wait=True):
         _in_layout(h.fill, columns, weights)
 
 
@@ -102,54 +102,6 @@ def _in_layout(call, columns, weights):
         columns = [c.contiguous() for c in columns]
         weights = None if weights is None else weights.contiguous()
         return call([c.obj for c in columns], None if weights is None else weights.obj)
-
-
-def _require_cuda(src):
-    if src.on_cuda and not _kept.cuda_usable():
-        raise ValueError(f"tally: the samples are in CUDA memory ({src.where()}) but this build of "
-                         "tally has no usable CUDA backend; copy them to the host")
-
-
-class _device_of:
-    """Makes the input's CUDA device current and gives the caller's current stream (a handle,
-    0 for host inputs); with wait=True, waits for that stream first (the synchronous fill reads
-    the samples on its own stream)."""
-
-    def __init__(self, src, wait):
-        self.src, self.wait, self.context = src, wait, None
-
-    def __enter__(self):
-        if not self.src.on_cuda or self.src.lib not in ("torch", "cupy"):
-            return 0
-        if self.src.lib == "torch":
-            torch = _torch()
-            # The device switch and the stream object cost more than a small fill: where the
-            # input's device is current, its raw stream handle alone (torch's own fast path).
-            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-            if raw is not None and torch.cuda.current_device() == self.src.index:
-                handle = raw(self.src.index)
-                if self.wait:
-                    torch.cuda.current_stream(self.src.index).synchronize()
-                return handle
-            cuda = torch.cuda
-            self.context = cuda.device(self.src.index)
-            self.context.__enter__()
-            stream = cuda.current_stream()
-            handle = stream.cuda_stream
-        else:
-            cuda = _cupy().cuda
-            self.context = cuda.Device(self.src.index)
-            self.context.__enter__()
-            stream = cuda.get_current_stream()
-            handle = stream.ptr
-        if self.wait:
-            stream.synchronize()
-        return handle
-
-    def __exit__(self, *exc):
-        if self.context is not None:
-            self.context.__exit__(*exc)
-        return False
 
 
 def _weights_of(weights, src, message):
@@ -303,7 +255,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, sum_dtype=N
         if type(bins) is int and type(range) in (tuple, list):
             key = _kept_key("histogram", a, bins, range, strategy, weights)
         elif type(bins) is np.ndarray and range is None:
-            array = _kept.tensor_key(a)
+            array = _devices.tensor_key(a)
             edges_key = None if array is None else _edges_key(bins)
             key = None if edges_key is None else _kept_key("histogram", a, edges_key, None, strategy, weights, array)
             if key is None:
@@ -352,7 +304,7 @@ def _kept_key(function, a, bins, range, strategy, weights=None, array=None):
     """The key of a call's kept parts (_kept): None unless `a` is a contiguous CUDA array of
     torch or cupy, `range` two plain Python numbers (or None, where `bins` is an _edges_key),
     and `weights` None or float32 or float64 of a's library, device and shape, contiguous
-    (_kept.weights_key). `array`: a's tensor_key where the caller has it."""
+    (_kept.weights_key). `array`: a's _devices.tensor_key where the caller has it."""
     if type(strategy) is not str:
         return None
     if range is None:
@@ -364,7 +316,7 @@ def _kept_key(function, a, bins, range, strategy, weights=None, array=None):
         if None in ends:
             return None
     if array is None:
-        array = _kept.tensor_key(a)
+        array = _devices.tensor_key(a)
         if array is None:
             return None
     if weights is None:
@@ -620,7 +572,7 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=No
     of non-negative integers, at least ``minlength`` bins. Keywords as :func:`histogram`."""
     key = None
     if device is None and type(minlength) is int and minlength >= 0 and type(strategy) is str:
-        array = _kept.tensor_key(x)
+        array = _devices.tensor_key(x)
         key = None if array is None or array[3] != 1 else ("bincount", minlength, strategy, array)
         if key is not None and weights is not None:  # sums: kept with minlength only (no maximum to find)
             wkey = _kept.weights_key(array, x, weights) if minlength > 0 else None
@@ -637,7 +589,7 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=No
                 if weights is None:
                     return _bincount_by_max(Source(x, "x"), None, minlength, strategy, device, False)
                 # Weighted samples beyond minlength: the full path below.
-        elif kept is not None and 0 < _kept.size(kept.lib, x) < _BINCOUNT_ONE_PASS_CUDA:
+        elif kept is not None and 0 < _devices.size(kept.lib, x) < _BINCOUNT_ONE_PASS_CUDA:
             values = _bincount_kept_by_max(kept, x, strategy)
             if values is not None:
                 return values
@@ -672,9 +624,10 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=No
     # at least _BINCOUNT_GUESS_MIN), the result then cut after its last nonzero count. Sums
     # cannot tell the maximum (a bin's weights may add to 0), so weighted calls guess only
     # minlength. A small call finds the maximum first instead: in CUDA memory the cut's read-back
-    # and copy cost more than the pass they save (16 samples: 166 us against 90,
-    # bench/PERFORMANCE.md entry 56); on the host the guess's cells (zeroed, then searched for the
-    # last nonzero) cost more than reading fewer samples than cells.
+    # and copy cost more than the pass they save (16 samples: 166 us against 90, in
+    # bench/PERFORMANCE.md under bincount's one pass into a learned length); on the host the
+    # guess's cells (zeroed, then searched for the last nonzero) cost more than reading fewer
+    # samples than cells.
     learn = w is None and minlength == 0 and src.size >= (_BINCOUNT_ONE_PASS_CUDA if src.on_cuda else _bincount_guess[0])
     # A guess no longer than the sample type's values: 8-bit samples count into their 256 values
     # (one table of 256 counters on the GPU), never beyond it.
@@ -706,10 +659,10 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=No
 def _bincount_kept_by_max(kept, x, strategy):
     """_bincount_by_max of a kept call: None where the device is not current or torch cannot
     reduce the type (the full path then switches devices, or reads the maximum on the host)."""
-    if _kept.current_stream(kept.lib, kept.index) is None:
+    if _devices.current_stream(kept.lib, kept.index) is None:
         return None
     try:
-        lo, hi = _kept.min_max(kept.lib, x)
+        lo, hi = _devices.min_max(kept.lib, x)
     except (RuntimeError, NotImplementedError):
         return None
     return kept.fill(x, strategy, axes=[_integer_axis(_bincount_length(lo, hi, 0))])

@@ -6,7 +6,8 @@ import numpy as np
 
 from . import _boost, _tally
 from ._arrays import Source, backend_for, same_device, strategy_arg
-from ._functions import _device_of, _in_layout, fill_into
+from ._devices import device_of
+from ._functions import _in_layout, fill_into
 
 _STREAM_ABOVE = 64 << 20  # host bytes above which a CUDA histogram's fill streams (fill_streamed)
 
@@ -147,7 +148,7 @@ class Histogram:
         if len(samples) != 1 or weight is not None:
             raise ValueError("fill: a channel histogram takes one array of interleaved pixels")
         src = Source(samples[0], "pixels").bool_as_u8()
-        with _device_of(src, wait=True):
+        with device_of(src, wait=True):
             try:
                 _tally.fill_channels(self._hists, src.obj, self._channels)
             except _tally.LayoutError:

@@ -10,49 +10,18 @@ equal call checks the array's layout and fills (KeptCall.fill). One contiguous c
 to the extension by its data pointer, not by a DLPack export, which costs a third of a small
 fill; its counts are written by tally::count_into (count_address) into an array of the caller's
 library, one launch for a small fill, or come back as the histogram's own cells (fill_address)
-where they are int64 counts of a larger one or flow counts are wanted. The pieces the other
-small-call paths share (user kernels' plans, the
-patterns' activations) live here too: the current stream, a new array, an array's address, a
-min/max read back once.
+where they are int64 counts of a larger one or flow counts are wanted. The current stream, new
+arrays and addresses come from _devices.
 """
 
-import functools
-import sys
-
 from . import _edges, _tally
-from ._types import EXTREME_TYPES, NUMPY_NAMES, type_of_dtype
+from ._devices import _cupy, _torch, address, current_stream, new_array, size, tensor_key
+from ._types import NUMPY_NAMES, type_of_dtype
 
 _calls = {}
 _CALLS_MAX = 1024  # distinct kept calls; beyond, the table starts again
 # The planner's write_once limits: count_into's one launch.
 _WRITE_ONCE_SAMPLES, _WRITE_ONCE_CELLS = _tally.write_once_max_samples, _tally.write_once_max_cells
-
-
-def _torch():
-    """torch where the process has imported it (tally never imports it itself), else None."""
-    return sys.modules.get("torch")
-
-
-def _cupy():
-    """cupy where the process has imported it, else None."""
-    return sys.modules.get("cupy")
-
-
-def tensor_key(a):
-    """(library, dtype, device index, dimensions) of a C-contiguous torch or cupy array in CUDA
-    memory, else None. Not bool arrays (numpy warns on every call of them) nor torch's negative views
-    (a flag, not negated memory)."""
-    torch = _torch()
-    if torch is not None and isinstance(a, torch.Tensor):
-        if not a.is_cuda or a.dtype is torch.bool or not a.is_contiguous() or a.is_neg() or not raw_stream(torch):
-            return None
-        return "torch", a.dtype, a.get_device(), a.dim()
-    cupy = _cupy()
-    if cupy is not None and isinstance(a, cupy.ndarray):
-        if a.dtype.kind == "b" or not a.flags.c_contiguous:
-            return None
-        return "cupy", a.dtype, a.data.device_id, a.ndim
-    return None
 
 
 def weights_key(array, a, w):
@@ -63,11 +32,6 @@ def weights_key(array, a, w):
     if key is None or key[0] != array[0] or key[2] != array[2] or type_of_dtype(key[1]) not in ("f32", "f64"):
         return None
     return key if w.shape == a.shape else None
-
-
-def raw_stream(torch):
-    """Whether torch has the raw current-stream handle KeptCall.fill reads."""
-    return hasattr(torch._C, "_cuda_getCurrentRawStream")
 
 
 def number_key(value):
@@ -101,58 +65,6 @@ def keep(key, call):
     _calls[key] = call
 
 
-def current_stream(lib, index):
-    """The current stream's handle of `lib` (torch or cupy) where device `index` is the current
-    device, else None."""
-    if lib == "torch":
-        torch = _torch()
-        if torch._C._cuda_getDevice() != index:
-            return None
-        return torch._C._cuda_getCurrentRawStream(index)
-    cuda = _cupy().cuda
-    if cuda.runtime.getDevice() != index:
-        return None
-    return cuda.get_current_stream().ptr
-
-
-_torch_kinds = {}  # (device index, dtype name) -> an empty tensor of that kind, made once
-
-
-def new_array(lib, index, shape, name):
-    """A new array of `lib` (torch or cupy) on CUDA device `index`, from its library's memory
-    pool on that device's current stream; `name` numpy's name of its dtype (or 'bfloat16')."""
-    if lib == "torch":
-        kind = _torch_kinds.get((index, name))
-        if kind is None:  # new_empty of a tensor of the kind parses no dtype or device keywords
-            torch = _torch()
-            kind = _torch_kinds[index, name] = torch.empty(0, dtype=getattr(torch, name),
-                                                           device=torch.device("cuda", index))
-        return kind.new_empty(shape)
-    cupy = _cupy()
-    with cupy.cuda.Device(index):  # cupy allocates on the current device
-        return cupy.empty(shape, name)
-
-
-def size(lib, a):
-    """The number of elements of a torch or cupy array."""
-    return a.numel() if lib == "torch" else a.size
-
-
-def new_like(lib, a):
-    """A new C-contiguous array of a's shape and dtype, `a` a torch or cupy array of the current
-    device (whatever a's strides, as new_array: empty_like alone would keep a channels_last
-    layout, say)."""
-    if lib == "torch":
-        torch = _torch()
-        return torch.empty_like(a, memory_format=torch.contiguous_format)
-    return _cupy().empty_like(a, order="C")
-
-
-def address(lib, a):
-    """The data address of an array of `lib` (torch or cupy), its offset into its memory included."""
-    return a.data_ptr() if lib == "torch" else a.data.ptr
-
-
 def fill_address(lib, a, axes, sample_type, index, stream, strategy, flow, weights=None, weight_type=""):
     """The extension's one-shot fill of contiguous `a` (and contiguous `weights` of `weight_type`,
     float64 sums) on `stream` of device `index` (current), the result as an array of `lib` in
@@ -181,42 +93,6 @@ def count_address(lib, a, n, axes, bins, sample_type, index, stream, strategy, o
     out = new_array(lib, index, (bins,), NUMPY_NAMES[out_type])
     _tally.count_address(axes, address(lib, a), n, sample_type, strategy, stream, address(lib, out), out_type)
     return out
-
-
-@functools.lru_cache(maxsize=1)
-def cuda_usable():
-    """Whether tally's CUDA backend is usable here (asked once: it does not change within a process)."""
-    return any(name == "cuda" and usable for name, _, usable, _ in _tally.backends())
-
-
-_TORCH_WITHOUT_AMINMAX = ("u16", "u32", "u64")
-
-
-def min_max(lib, a):
-    """[min, max] of a torch or cupy array (not empty) as Python numbers, read back once. torch:
-    torch.aminmax into one two-element array (one pass over the data). cupy, and torch's unsigned
-    types wider than 8 bits (which aminmax lacks on CUDA in some versions): a C-contiguous array of the current device of a
-    type tally reduces, by two launches of tally's reduction into one two-element array of its
-    type (cupy's min, max and stack cost 3 launches from Python and two passes); else by torch,
-    or by cupy."""
-    key = tensor_key(a)
-    type_name = type_of_dtype(key[1]) if key is not None else None
-    if key is not None and (lib == "cupy" or type_name in _TORCH_WITHOUT_AMINMAX):
-        stream = current_stream(lib, key[2]) if type_name in EXTREME_TYPES and cuda_usable() else None
-        if stream is not None:
-            both = new_array(lib, key[2], (2,), NUMPY_NAMES[type_name])
-            x, n, at = address(lib, a), size(lib, a), address(lib, both)
-            _tally.reduce_address("min", type_name, x, 1, n, False, type_name, at, stream)
-            _tally.reduce_address("max", type_name, x, 1, n, False, type_name, at + both.nbytes // 2, stream)
-            return both.tolist() if lib == "torch" else both.get().tolist()
-    if lib == "torch":
-        torch = _torch()
-        both = torch.empty(2, dtype=a.dtype, device=a.device)
-        torch.aminmax(a, out=(both[0], both[1]))
-        return both.tolist()
-    cupy = _cupy()  # its reductions into views (out=) fail on its CUB path: cupy 14
-    with cupy.cuda.Device(a.data.device_id):
-        return cupy.stack([a.min(), a.max()]).get().tolist()
 
 
 class KeptCall:

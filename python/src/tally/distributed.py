@@ -19,7 +19,8 @@ rank must pass a histogram of the same axes and options: the collective cannot c
 import numpy as np
 
 from . import _functions
-from ._arrays import _cupy, _torch, to_host
+from ._arrays import to_host
+from ._devices import _cupy, _torch
 from ._histogram import Histogram
 
 __all__ = ["all_reduce", "sharded_histogram"]

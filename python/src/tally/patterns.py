@@ -6,10 +6,10 @@ written by the extension. The package's top level exports the same functions."""
 
 import numpy as np
 
-from . import _kept, _tally
-from ._arrays import Source, _cupy, _torch, same_device
+from . import _devices, _tally
+from ._arrays import Source, same_device
+from ._devices import _torch, device_of, empty, require_cuda
 from ._types import EXTREME_TYPES, NUMPY_NAMES, type_of_dtype
-from ._functions import _device_of, _require_cuda
 from ._user_kernels import ElementwiseKernel, ReductionKernel
 
 __all__ = ["ElementwiseKernel", "ReductionKernel", "add", "div", "gelu", "matmul", "max", "mean", "min", "mul",
@@ -29,14 +29,6 @@ def _operand(x, what="x", types=_TYPES):
     return src
 
 
-def _empty(src, shape, type_name):
-    """A new array of `shape` in src's library on its device."""
-    name = NUMPY_NAMES[type_name]
-    if src.lib in ("torch", "cupy"):
-        return _kept.new_array(src.lib, src.index, shape, name)
-    return np.empty(shape, name)
-
-
 def _cast(lib, obj, type_name):
     """obj (an array of `lib`) converted to tally type `type_name`."""
     if lib == "torch":
@@ -47,8 +39,8 @@ def _cast(lib, obj, type_name):
 def _run(src, call):
     """call(stream) with src's CUDA device current; stream is the caller's current stream (0 for
     host memory)."""
-    _require_cuda(src)
-    with _device_of(src, wait=False) as stream:
+    require_cuda(src)
+    with device_of(src, wait=False) as stream:
         return call(stream)
 
 
@@ -66,10 +58,10 @@ def _unary(op, x, out):
             raise ValueError(f"tally: out has shape {o.shape}, expected {src.shape}")
 
     def call(stream):
-        y = _empty(src, src.shape, src.type) if out is None else out
-        if _kept.tensor_key(src.obj) and _kept.tensor_key(y):  # contiguous CUDA arrays: by address
-            _tally.unary_address(op, src.type, _kept.address(src.lib, src.obj), _kept.address(src.lib, y), src.size,
-                                 stream)
+        y = empty(src, src.shape, src.type) if out is None else out
+        if _devices.tensor_key(src.obj) and _devices.tensor_key(y):  # contiguous CUDA arrays: by address
+            _tally.unary_address(op, src.type, _devices.address(src.lib, src.obj), _devices.address(src.lib, y),
+                                 src.size, stream)
         else:
             _tally.unary(op, src.obj, y, stream)
         return y
@@ -79,16 +71,16 @@ def _unary(op, x, out):
 def _by_address(x, types=_TYPES):
     """(key, type name, stream) of a C-contiguous torch/cupy CUDA array of a pattern's type on the
     current device (the usual case), which the patterns hand to the extension by address with no
-    Source and no device switch (key: _kept.tensor_key's); None otherwise: the full path then
+    Source and no device switch (key: _devices.tensor_key's); None otherwise: the full path then
     takes the call (and its errors)."""
-    key = _kept.tensor_key(x)
+    key = _devices.tensor_key(x)
     if key is None:
         return None
     type_name = type_of_dtype(key[1])
     if type_name not in types:
         return None
-    stream = _kept.current_stream(key[0], key[2])
-    if stream is None or not _kept.cuda_usable():
+    stream = _devices.current_stream(key[0], key[2])
+    if stream is None or not _devices.cuda_usable():
         return None
     return key, type_name, stream
 
@@ -100,11 +92,12 @@ def _unary_by_address(op, x, out):
     if found is None:
         return None
     key, type_name, stream = found
-    if out is not None and (_kept.tensor_key(out) != key or out.shape != x.shape):
+    if out is not None and (_devices.tensor_key(out) != key or out.shape != x.shape):
         return None
     lib = key[0]
-    y = _kept.new_like(lib, x) if out is None else out
-    _tally.unary_address(op, type_name, _kept.address(lib, x), _kept.address(lib, y), _kept.size(lib, x), stream)
+    y = _devices.new_like(lib, x) if out is None else out
+    _tally.unary_address(op, type_name, _devices.address(lib, x), _devices.address(lib, y), _devices.size(lib, x),
+                         stream)
     return y
 
 
@@ -142,7 +135,7 @@ def _binary(op, a, b):
     type_name = sa.type if sa.type == sb.type else "f32"
 
     def call(stream):
-        out = _empty(sa, shape, type_name)
+        out = empty(sa, shape, type_name)
         _tally.binary(op, sa.obj, sb.obj, out, stream)
         return out
     return _run(sa, call)
@@ -187,7 +180,7 @@ def _reduce(op, a, axis):
     result_type = "f32" if op in ("sum", "mean") else src.type
 
     def call(stream):
-        out = _empty(src, shape, result_type)
+        out = empty(src, shape, result_type)
         _tally.reduce(op, src.obj, axis is not None, out, stream)
         return out if result_type == src.type else _cast(src.lib, out, src.type)
     result = _run(src, call)
@@ -209,10 +202,10 @@ def _reduce_by_address(op, a, axis, types):
     else:
         return None
     result_type = "f32" if op in ("sum", "mean") else type_name
-    out = _kept.new_array(lib, index, shape, NUMPY_NAMES[result_type])
-    cols = _kept.size(lib, a) if axis is None else a.shape[-1]
-    _tally.reduce_address(op, type_name, _kept.address(lib, a), _kept.size(lib, out), cols, axis is not None,
-                          result_type, _kept.address(lib, out), stream)
+    out = _devices.new_array(lib, index, shape, NUMPY_NAMES[result_type])
+    cols = _devices.size(lib, a) if axis is None else a.shape[-1]
+    _tally.reduce_address(op, type_name, _devices.address(lib, a), _devices.size(lib, out), cols, axis is not None,
+                          result_type, _devices.address(lib, out), stream)
     return out if result_type == type_name else _cast(lib, out, type_name)
 
 
@@ -249,7 +242,7 @@ def matmul(a, b):
     sa, sb = sa.contiguous(), sb.contiguous()
 
     def call(stream):
-        out = _empty(sa, (sa.shape[0], sb.shape[1]), "f32")
+        out = empty(sa, (sa.shape[0], sb.shape[1]), "f32")
         _tally.matmul(sa.obj, sb.obj, out, stream)
         return out
     return _run(sa, call)
