@@ -1,0 +1,91 @@
+// Axes (tally.axis's C++ side) and UHI's PlottableAxis protocol on them.
+#include "bindings.hpp"
+#include <nanobind/stl/string.h>
+
+using namespace nb::literals;
+
+namespace tally_bindings {
+
+namespace {
+
+/// UHI's axis traits: tally's axes never wrap around; integer axes are discrete.
+struct axis_traits {
+  bool circular;
+  bool discrete;
+};
+
+/// Bin i of the axis as UHI reads it (negative i from the end, as a sequence).
+nb::object uhi_bin(const tally::axis& a, std::int64_t i) {
+  if (i < 0) i += a.bins();
+  if (i < 0 || i >= a.bins())
+    throw nb::index_error(("axis index out of range for " + std::to_string(a.bins()) + " bins").c_str());
+  if (a.kind() == tally::axis_kind::integer) return nb::int_(a.integer_lo() + i);
+  return nb::make_tuple(a.edge(i), a.edge(i + 1));
+}
+
+nb::ndarray<nb::numpy, double> numpy_edges(const std::vector<double>& e) {
+  return cell_copy<double>(e.data(), {static_cast<std::int64_t>(e.size())}).to_numpy();
+}
+
+}  // namespace
+
+void register_axes(nb::module_& m) {
+  nb::class_<tally::axis>(m, "Axis")
+      .def_static("regular", [](std::int64_t bins, double lo, double hi, const std::string& edge_type) {
+        return tally::axis::regular(bins, lo, hi, tally::dtype_from_name(edge_type));
+      }, "bins"_a, "lo"_a, "hi"_a, "edge_type"_a = "f64")
+      .def_static("regular_exact", [](std::int64_t bins, bool lo_negative, std::uint64_t lo_magnitude,
+                                      bool hi_negative, std::uint64_t hi_magnitude) {
+        tally::integer_value lo, hi;
+        lo.negative = lo_negative;
+        lo.magnitude = lo_magnitude;
+        hi.negative = hi_negative;
+        hi.magnitude = hi_magnitude;
+        return tally::axis::regular_exact(bins, lo, hi);
+      }, "bins"_a, "lo_negative"_a, "lo_magnitude"_a, "hi_negative"_a, "hi_magnitude"_a)
+      .def_static("variable", [](nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu> e) {
+        return tally::axis::variable(std::vector<double>(e.data(), e.data() + e.shape(0)));
+      }, "edges"_a)
+      .def_static("variable_integers", [](nb::ndarray<const std::int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> e) {
+        return tally::axis::variable_integers(std::vector<std::int64_t>(e.data(), e.data() + e.shape(0)));
+      }, "edges"_a)
+      .def_static("variable_integers", [](nb::ndarray<const std::uint64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> e) {
+        return tally::axis::variable_integers(std::vector<std::uint64_t>(e.data(), e.data() + e.shape(0)));
+      }, "edges"_a)
+      .def_static("integer", &tally::axis::integer, "lo"_a, "hi"_a)
+      .def_prop_ro("kind", [](const tally::axis& a) {
+        switch (a.kind()) {
+          case tally::axis_kind::regular: return "regular";
+          case tally::axis_kind::variable: return "variable";
+          default: return "integer";
+        }
+      })
+      .def_prop_ro("bins", &tally::axis::bins)
+      .def_prop_ro("edge_type", [](const tally::axis& a) { return std::string(tally::name_of(a.edge_type())); })
+      .def_prop_ro("lo", &tally::axis::lo)
+      .def_prop_ro("hi", &tally::axis::hi)
+      .def("edges", [](const tally::axis& a) { return numpy_edges(a.edges()); })
+      .def("widths", [](const tally::axis& a) { return numpy_edges(a.widths()); })
+      .def("__eq__", [](const tally::axis& a, const tally::axis& b) { return a == b; })
+      // UHI's PlottableAxis: bins as (lower, upper) edge pairs, or for an integer axis (discrete)
+      // as the integer each bin holds, as boost-histogram's Integer axis.
+      .def_prop_ro("traits", [](const tally::axis& a) { return axis_traits{false, a.kind() == tally::axis_kind::integer}; })
+      .def("__len__", [](const tally::axis& a) { return a.bins(); })
+      .def("__getitem__", [](const tally::axis& a, std::int64_t i) { return uhi_bin(a, i); }, "index"_a)
+      .def("__iter__", [](const tally::axis& a) {
+        nb::list bins;
+        for (std::int64_t i = 0; i < a.bins(); ++i) bins.append(uhi_bin(a, i));
+        return bins.attr("__iter__")();
+      });
+
+
+  nb::class_<axis_traits>(m, "AxisTraits")
+      .def_ro("circular", &axis_traits::circular)
+      .def_ro("discrete", &axis_traits::discrete)
+      .def("__repr__", [](const axis_traits& t) {
+        return std::string("AxisTraits(circular=") + (t.circular ? "True" : "False") +
+               ", discrete=" + (t.discrete ? "True" : "False") + ")";
+      });
+}
+
+}  // namespace tally_bindings

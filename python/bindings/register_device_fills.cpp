@@ -1,0 +1,112 @@
+// Fills of samples in CUDA memory on the caller's stream (the package's path for torch, cupy and
+// other device arrays): the cells come back as a device array, or are written into one.
+#include "bindings.hpp"
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <utility>
+
+using namespace nb::literals;
+
+namespace tally_bindings {
+
+namespace {
+
+/// The flow counts of a one-shot fill (fill_views_on_stream), read when the caller asks: read()
+/// waits for the fill on its stream and returns (underflow, overflow, nan).
+struct flow_reader {
+  std::shared_ptr<tally::device_histogram> h;
+  void* stream;
+  nb::tuple read() const {
+    tally::flow_counts dropped;
+    {
+      nb::gil_scoped_release release;
+      dropped = h->flow(stream);
+    }
+    return nb::make_tuple(dropped.underflow, dropped.overflow, dropped.nan);
+  }
+};
+
+/// A one-shot fill of samples in CUDA memory, enqueued on the caller's stream with no host wait:
+/// a tally::device_histogram on the current device, whose cells are handed to Python in place as
+/// a DLPack array that owns the histogram (its memory is freed with the array). Counts come as
+/// int64 (the u64 counts' bits; no bin reaches 2^63), sums as float64.
+/// With `flow`, returns (values, a flow_reader): its read() is the one wait of such a call, left
+/// to the caller so that it wraps the values while the fill runs.
+nb::object fill_views_on_stream(std::vector<tally::axis> axes, const fill_views& v, const std::string& strategy,
+                                std::uintptr_t stream_handle, int device, bool flow) {
+  auto* stream = reinterpret_cast<void*>(stream_handle);
+  auto h = std::make_shared<tally::device_histogram>(
+      std::move(axes), make_options(v.weights.has_value(), strategy, tally::backend::cuda, flow), stream);
+  if (h->device() != device)
+    throw tally::error("tally: the current CUDA device is " + std::to_string(h->device()) +
+                       ", the samples are on device " + std::to_string(device));
+  {
+    nb::gil_scoped_release release;
+    if (v.weights) h->fill(v.columns, *v.weights, stream);
+    else h->fill(v.columns, stream);
+  }
+  std::vector<std::size_t> dims;
+  for (auto s : h->shape()) dims.push_back(static_cast<std::size_t>(s));
+  void* cells = h->weighted() ? static_cast<void*>(const_cast<double*>(h->sums_data()))
+                              : static_cast<void*>(const_cast<std::uint64_t*>(h->counts_data()));
+  const auto type = h->weighted() ? nb::dtype<double>() : nb::dtype<std::int64_t>();
+  const int at = h->device();
+  h->release_on_default_stream();  // the array may outlive the caller's stream
+  using shared = std::shared_ptr<tally::device_histogram>;
+  nb::capsule owner(new shared(h), [](void* p) noexcept { delete static_cast<shared*>(p); });
+  nb::ndarray<> values(cells, dims.size(), dims.data(), owner, nullptr, type, nb::device::cuda::value, at);
+  if (!flow) return nb::cast(values);
+  return nb::make_tuple(values, flow_reader{std::move(h), stream});
+}
+
+nb::object fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_array>& columns,
+                          const std::optional<any_array>& weights, const std::string& strategy,
+                          std::uintptr_t stream_handle, int device, bool flow) {
+  return fill_views_on_stream(std::move(axes), fill_views(columns, weights), strategy, stream_handle, device, flow);
+}
+
+/// fill_on_stream of one contiguous column given by its CUDA address, element count and sample
+/// type (what a torch tensor's data_ptr() and numel() give), with contiguous weights of
+/// `weight_type` at `weights` where that is not 0: the package's repeated calls, for which a
+/// DLPack export of each input costs a third of a small fill. The fill checks that the addresses
+/// are memory of `device`.
+nb::object fill_address(std::vector<tally::axis> axes, std::uintptr_t data, std::int64_t size,
+                        const std::string& type, const std::string& strategy, std::uintptr_t stream_handle,
+                        int device, bool flow, std::uintptr_t weights, const std::string& weight_type) {
+  fill_views v;
+  v.columns.push_back({reinterpret_cast<const void*>(data), size, 1, tally::dtype_from_name(type)});
+  if (weights) v.weights = tally::view{reinterpret_cast<const void*>(weights), size, 1, tally::dtype_from_name(weight_type)};
+  return fill_views_on_stream(std::move(axes), v, strategy, stream_handle, device, flow);
+}
+
+/// tally::count_into of one contiguous column given by address, element count and sample type:
+/// the counts written as `out_type` into `out`, an array the package allocated in the caller's
+/// library (its memory pool, its dtype). The small calls' path: a small fill is one launch.
+void count_address(std::vector<tally::axis> axes, std::uintptr_t data, std::int64_t size, const std::string& type,
+                   const std::string& strategy, std::uintptr_t stream, std::uintptr_t out,
+                   const std::string& out_type) {
+  const std::vector<tally::view> columns = {{reinterpret_cast<const void*>(data), size, 1, tally::dtype_from_name(type)}};
+  const auto options = make_options(false, strategy, tally::backend::cuda, false);
+  const auto counted = tally::dtype_from_name(out_type);
+  nb::gil_scoped_release release;
+  tally::count_into(std::move(axes), columns, reinterpret_cast<void*>(out), counted, reinterpret_cast<void*>(stream),
+                    options);
+}
+
+}  // namespace
+
+void register_device_fills(nb::module_& m) {
+  nb::class_<flow_reader>(m, "FlowReader").def("read", &flow_reader::read);
+  m.def("fill_on_stream", &fill_on_stream, "axes"_a, "columns"_a, "weights"_a.none(), "strategy"_a,
+        "stream"_a, "device"_a, "flow"_a = false);
+  m.attr("write_once_max_samples") = tally::write_once_max_samples;
+  m.attr("write_once_max_cells") = tally::write_once_max_cells;
+  m.def("count_address", &count_address, "axes"_a, "data"_a, "size"_a, "type"_a, "strategy"_a, "stream"_a, "out"_a,
+        "out_type"_a);
+  m.def("fill_address", &fill_address, "axes"_a, "data"_a, "size"_a, "type"_a, "strategy"_a, "stream"_a,
+        "device"_a, "flow"_a = false, "weights"_a = 0, "weight_type"_a = "");
+}
+
+}  // namespace tally_bindings

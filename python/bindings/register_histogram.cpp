@@ -1,0 +1,286 @@
+// The histogram class (tally.Histogram's C++ side) with its lock, and the calls over several
+// histograms at once (merge, equal, copy, fill_channels), which take their locks in one order.
+#include "bindings.hpp"
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <functional>
+#include <mutex>
+#include <tuple>
+#include <utility>
+
+using namespace nb::literals;
+
+namespace tally_bindings {
+
+namespace {
+
+/// tally::histogram for Python: axes and options by name, fills from arrays. Safe from any
+/// thread: every call that reads or changes the cells holds the histogram's lock, taken with
+/// the GIL released (fills run without the GIL, so other Python threads go on meanwhile).
+class py_histogram {
+ public:
+  py_histogram(std::vector<tally::axis> axes, bool weighted, const std::string& strategy,
+               const std::string& backend, bool flow, bool counts32, int threads, bool exact_sums,
+               std::int64_t sum_block)
+      : h_(std::move(axes),
+           make_options(weighted, strategy, backend_named(backend), flow, counts32, threads, exact_sums, sum_block)) {}
+  explicit py_histogram(tally::histogram h) : h_(std::move(h)) {}
+
+  /// f(histogram) under the lock, without the GIL.
+  template <class F> decltype(auto) locked(F&& f) const {
+    nb::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return f(h_);
+  }
+  template <class F> decltype(auto) locked(F&& f) {
+    nb::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return f(h_);
+  }
+
+  void fill(const std::vector<any_array>& columns, const std::optional<any_array>& weights) {
+    const fill_views v(columns, weights);
+    locked([&](tally::histogram& h) {
+      if (v.weights) h.fill(v.columns, *v.weights);
+      else h.fill(v.columns);
+    });
+  }
+
+  /// fill's samples, in host memory, streamed through the current CUDA device
+  /// (device_histogram::fill_from_host in rounds of `buffer_bytes`); the device's cells are then
+  /// added into this histogram, so data larger than the device's memory fill it.
+  void fill_streamed(const std::vector<any_array>& columns, const std::optional<any_array>& weights,
+                     std::size_t buffer_bytes, int buffers) {
+    const fill_views v(columns, weights);
+    locked([&](tally::histogram& h) {
+      tally::options o = h.opts();
+      o.backend = tally::backend::cuda;
+      o.counts = tally::count_type::u64;  // the device's; assign and += check a u32 histogram's bound
+      tally::device_histogram d(h.axes(), o);
+      tally::stream_options so;
+      so.buffer_bytes = buffer_bytes;
+      so.buffers = buffers;
+      if (v.weights) d.fill_from_host(v.columns, *v.weights, nullptr, so);
+      else d.fill_from_host(v.columns, nullptr, so);
+      tally::histogram part(h.axes(), h.opts());
+      const tally::flow_counts dropped = o.flow ? d.flow() : tally::flow_counts{};
+      const auto n = static_cast<std::uint64_t>(v.columns[0].size);
+      if (h.weighted()) part.assign(d.sums(), dropped, n);
+      else part.assign(d.counts(), dropped, n);
+      h += part;
+    });
+  }
+
+  nb::object values() const {
+    const auto shape = h_.shape();
+    if (h_.weighted())
+      return nb::cast(locked([&](const tally::histogram& h) { return cell_copy<double>(h.sums_data(), shape); }).to_numpy());
+    nb::object counts = nb::cast(locked([&](const tally::histogram& h) {
+                                   if (const auto* c = h.counts_u64()) return cell_copy<std::int64_t>(c, shape);
+                                   return cell_copy<std::int64_t>(h.counts_u32(), shape);
+                                 }).to_numpy());
+    // nanobind hands int64 cells over as numpy's longlong ('q'); numpy's counts are int64 ('l').
+    return counts.attr("view")(nb::module_::import_("numpy").attr("int64"));
+  }
+
+  nb::object density() const {
+    const auto shape = h_.shape();
+    return nb::cast(locked([&](const tally::histogram& h) { return cell_copy<double>(h.density().data(), shape); }).to_numpy());
+  }
+
+  std::tuple<std::uint64_t, std::uint64_t, std::uint64_t> flow() const {
+    const auto f = locked([](const tally::histogram& h) { return h.flow(); });
+    return {f.underflow, f.overflow, f.nan};
+  }
+
+  std::uint64_t samples() const {
+    return locked([](const tally::histogram& h) { return h.samples(); });
+  }
+
+  void reset() {
+    locked([](tally::histogram& h) { h.reset(); });
+  }
+
+  /// tally::serialize's bytes.
+  nb::bytes to_bytes() const {
+    const auto bytes = locked([](const tally::histogram& h) { return tally::serialize(h); });
+    return nb::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+
+  /// The histogram of to_bytes' bytes, filling on `backend` (rebuilt with it where the bytes
+  /// name another backend). A `saved` backend (a pickle state's device) is the one the bytes
+  /// must name, else an error.
+  static py_histogram* from_bytes(const nb::bytes& data, const std::string& backend, const std::string& saved) {
+    const tally::backend wanted = backend_named(backend), expected = backend_named(saved);
+    nb::gil_scoped_release release;  // the bytes object is immutable and kept alive by the caller
+    tally::histogram h = tally::deserialize(data.c_str(), data.size());
+    if (!saved.empty() && h.opts().backend != expected)
+      throw tally::error("tally.Histogram: the pickle state's device is " + std::string(tally::name_of(expected)) +
+                         ", its histogram's bytes name backend " + std::string(tally::name_of(h.opts().backend)));
+    if (h.opts().backend == wanted) return new py_histogram(std::move(h));
+    tally::options o = h.opts();
+    o.backend = wanted;
+    tally::histogram on(h.axes(), o);
+    on += h;
+    return new py_histogram(std::move(on));
+  }
+
+  nb::dict plan(const std::string& type, std::int64_t n, const std::string& weight_type) const {
+    return policy_dict(h_.plan_for(tally::dtype_from_name(type), n, tally::dtype_from_name(weight_type)));
+  }
+
+  /// The histogram, for calls that hold the lock themselves (lock()) or read what never changes
+  /// (axes, shape, options).
+  tally::histogram& get() { return h_; }
+  const tally::histogram& get() const { return h_; }
+  std::mutex& lock() { return mutex_; }
+
+ private:
+  tally::histogram h_;
+  mutable std::mutex mutex_;
+};
+
+/// tally::histogram::assign from a flat array of counts (uint64) or sums (float64).
+template <class T>
+void assign_cells(py_histogram& h, nb::ndarray<const T, nb::ndim<1>, nb::c_contig, nb::device::cpu> cells,
+                  std::tuple<std::uint64_t, std::uint64_t, std::uint64_t> dropped, std::uint64_t samples) {
+  const std::vector<T> v(cells.data(), cells.data() + cells.shape(0));
+  const tally::flow_counts f{std::get<0>(dropped), std::get<1>(dropped), std::get<2>(dropped)};
+  h.locked([&](tally::histogram& t) { t.assign(v, f, samples); });
+}
+
+/// tally::histogram::exact_digits as a (cells, exact_digits_per_cell) uint64 array that owns them.
+nb::ndarray<nb::numpy, std::uint64_t, nb::ndim<2>> exact_digits(const py_histogram& h) {
+  auto digits = std::make_unique<std::vector<std::uint64_t>>(
+      h.locked([](const tally::histogram& t) { return t.exact_digits(); }));
+  const std::size_t dims[2] = {static_cast<std::size_t>(h.get().size()),
+                               static_cast<std::size_t>(tally::exact_digits_per_cell)};
+  nb::capsule owner(digits.get(), [](void* p) noexcept { delete static_cast<std::vector<std::uint64_t>*>(p); });
+  return nb::ndarray<nb::numpy, std::uint64_t, nb::ndim<2>>(digits.release()->data(), 2, dims, owner);
+}
+
+/// tally::histogram::assign_exact_digits from exact_digits' digits (or their sums), of any shape.
+void assign_exact_digits(py_histogram& h, nb::ndarray<const std::uint64_t, nb::c_contig, nb::device::cpu> digits,
+                         std::tuple<std::uint64_t, std::uint64_t, std::uint64_t> dropped, std::uint64_t samples) {
+  const std::vector<std::uint64_t> v(digits.data(), digits.data() + digits.size());
+  const tally::flow_counts f{std::get<0>(dropped), std::get<1>(dropped), std::get<2>(dropped)};
+  h.locked([&](tally::histogram& t) { t.assign_exact_digits(v, f, samples); });
+}
+
+/// The locks of several histograms (each once, however often it appears), taken in address
+/// order: every call that holds more than one lock takes them in this one order, so two calls
+/// over the same histograms in different orders (a += b and b += a) cannot deadlock.
+std::vector<std::unique_lock<std::mutex>> lock_all(const std::vector<py_histogram*>& hs) {
+  std::vector<std::mutex*> mutexes;
+  for (auto* h : hs) mutexes.push_back(&h->lock());
+  std::sort(mutexes.begin(), mutexes.end(), std::less<std::mutex*>());
+  mutexes.erase(std::unique(mutexes.begin(), mutexes.end()), mutexes.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (auto* m : mutexes) locks.emplace_back(*m);
+  return locks;
+}
+
+void check_pairs(const std::vector<py_histogram*>& a, const std::vector<py_histogram*>& b) {
+  if (a.size() != b.size())
+    throw tally::error("tally: " + std::to_string(a.size()) + " histograms against " + std::to_string(b.size()));
+}
+
+/// into[c] += from[c] for every c, all or nothing: where one merge would throw (different axes,
+/// a count that would overflow), no histogram changes. The histograms are changed in place, never
+/// replaced, so what calls read without the lock (axes, shape) stays valid.
+void merge_all(const std::vector<py_histogram*>& into, const std::vector<py_histogram*>& from) {
+  check_pairs(into, from);
+  std::vector<py_histogram*> all(into);
+  all.insert(all.end(), from.begin(), from.end());
+  nb::gil_scoped_release release;
+  const auto locks = lock_all(all);
+  for (std::size_t c = 0; c < into.size() && into.size() > 1; ++c) {
+    const std::string why = into[c]->get().layout_difference(from[c]->get());
+    if (!why.empty()) throw tally::error("merge: the histograms of channel " + std::to_string(c) + " differ: " + why);
+    tally::histogram trial = into[c]->get();  // an overflow shows here, before any change
+    trial += from[c]->get();
+  }
+  for (std::size_t c = 0; c < into.size(); ++c) into[c]->get() += from[c]->get();
+}
+
+bool equal_all(const std::vector<py_histogram*>& a, const std::vector<py_histogram*>& b) {
+  if (a.size() != b.size()) return false;
+  std::vector<py_histogram*> all(a);
+  all.insert(all.end(), b.begin(), b.end());
+  nb::gil_scoped_release release;
+  const auto locks = lock_all(all);
+  for (std::size_t c = 0; c < a.size(); ++c)
+    if (a[c]->get() != b[c]->get()) return false;
+  return true;
+}
+
+/// Copies of the histograms, taken together (a consistent copy of every channel).
+std::vector<py_histogram*> copy_all(const std::vector<py_histogram*>& hs) {
+  std::vector<tally::histogram> copies;
+  {
+    nb::gil_scoped_release release;
+    const auto locks = lock_all(hs);
+    for (auto* h : hs) copies.push_back(h->get());
+  }
+  std::vector<py_histogram*> out;
+  for (auto& c : copies) out.push_back(new py_histogram(std::move(c)));
+  return out;
+}
+
+}  // namespace
+
+void register_histogram(nb::module_& m) {
+  nb::class_<py_histogram>(m, "Hist")
+      .def(nb::init<std::vector<tally::axis>, bool, const std::string&, const std::string&, bool, bool, int, bool,
+                    std::int64_t>(),
+           "axes"_a, "weighted"_a = false, "strategy"_a = "automatic", "backend"_a = "auto",
+           "flow"_a = false, "counts32"_a = false, "threads"_a = 0, "exact_sums"_a = false, "sum_block"_a = 65536)
+      .def("fill", &py_histogram::fill, "columns"_a, "weights"_a = nb::none())
+      .def("fill_streamed", &py_histogram::fill_streamed, "columns"_a, "weights"_a.none(), "buffer_bytes"_a, "buffers"_a)
+      .def("reset", &py_histogram::reset)
+      .def("values", &py_histogram::values)
+      .def("density", &py_histogram::density)
+      .def("flow", &py_histogram::flow)
+      .def("plan", &py_histogram::plan, "sample_type"_a, "n"_a, "weight_type"_a = "f64")
+      .def_prop_ro("samples", &py_histogram::samples)
+      .def_prop_ro("weighted", [](const py_histogram& h) { return h.get().weighted(); })
+      .def_prop_ro("exact_sums", [](const py_histogram& h) { return h.get().opts().exact_sums; })
+      // Options a pickle's state is checked against.
+      .def_prop_ro("flow_counters", [](const py_histogram& h) { return h.get().opts().flow; })
+      .def_prop_ro("counts32", [](const py_histogram& h) { return h.get().opts().counts == tally::count_type::u32; })
+      .def_prop_ro("shape", [](const py_histogram& h) { return h.get().shape(); })
+      .def_prop_ro("axes", [](const py_histogram& h) { return h.get().axes(); })
+      .def("assign", &assign_cells<std::uint64_t>, "cells"_a, "flow"_a, "samples"_a)
+      .def("assign", &assign_cells<double>, "cells"_a, "flow"_a, "samples"_a)
+      .def("exact_digits", &exact_digits)
+      .def("assign_exact_digits", &assign_exact_digits, "digits"_a, "flow"_a, "samples"_a)
+      .def("to_bytes", &py_histogram::to_bytes)
+      .def_static("from_bytes", &py_histogram::from_bytes, "data"_a, "backend"_a, "saved"_a = "",
+                  nb::rv_policy::take_ownership);
+
+  m.def("merge", &merge_all, "into"_a, "other"_a);
+  m.def("equal", &equal_all, "a"_a, "b"_a);
+  m.def("copy", &copy_all, "histograms"_a, nb::rv_policy::take_ownership);
+
+  m.def("fill_channels", [](std::vector<py_histogram*> per_channel, const any_array& samples, int channels) {
+    const tally::view v = one_view(samples, false);
+    nb::gil_scoped_release release;
+    const auto locks = lock_all(per_channel);
+    std::vector<tally::histogram> hs;
+    // fill_channels takes the histograms by vector; fill moved copies and move them back.
+    for (auto* h : per_channel) hs.push_back(std::move(h->get()));
+    try {
+      tally::fill_channels(hs, v, channels);
+    } catch (...) {
+      for (std::size_t c = 0; c < hs.size(); ++c) per_channel[c]->get() = std::move(hs[c]);
+      throw;
+    }
+    for (std::size_t c = 0; c < hs.size(); ++c) per_channel[c]->get() = std::move(hs[c]);
+  }, "per_channel"_a, "samples"_a, "channels"_a);
+}
+
+}  // namespace tally_bindings
