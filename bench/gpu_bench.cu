@@ -112,10 +112,14 @@ template <class Call> double time_cub(Call call) {
   return ms;
 }
 
-constexpr tally::strategy kStrategies[] = {
-    tally::strategy::global_atomic,     tally::strategy::global_atomic_vec, tally::strategy::warp_aggregated,
-    tally::strategy::shared,            tally::strategy::shared_replicated, tally::strategy::cluster,
-    tally::strategy::registers,         tally::strategy::partitioned,       tally::strategy::automatic};
+/// The registry's CUDA strategies, then automatic.
+std::vector<tally::strategy> cuda_strategies() {
+  std::vector<tally::strategy> out;
+  for (const tally::strategy_info& s : tally::strategies())
+    if (s.where == tally::backend::cuda) out.push_back(s.which);
+  out.push_back(tally::strategy::automatic);
+  return out;
+}
 
 /// One workload: 1 GiB of T over `bins` bins (arbitrary edges if `arbitrary`), CUB then every
 /// tally strategy that applies.
@@ -155,7 +159,7 @@ void run_case(const std::string& workload, int bins, spread s, bool arbitrary, s
                         : std::is_floating_point_v<T> ? tally::axis::regular(bins, 0.0, 1.0, tally::dtype::f32)
                                                       : tally::axis::integer(0, bins);
   const auto v = tally::make_view(d, static_cast<std::int64_t>(n));
-  for (auto strat : kStrategies) {
+  for (auto strat : cuda_strategies()) {
     const bool shared = strat == tally::strategy::shared || strat == tally::strategy::shared_replicated;
     if (shared && bins > 50000) continue;
     if (strat == tally::strategy::cluster && (sizeof(T) == 1 || bins > 300000)) continue;

@@ -10,6 +10,8 @@
 
 #include "errors.hpp"
 #include "format.hpp"
+#include "tally/edges.hpp"
+#include "tally/error.hpp"
 
 namespace tally_cli {
 namespace {
@@ -87,19 +89,19 @@ tally::axis integer_axis(const axis_spec& spec, const source_info& input, const 
   return tally::axis::integer(lo, hi + 1);
 }
 
-/// numpy: an empty input gets [0, 1], a constant one [v - 0.5, v + 0.5].
-std::pair<double, double> data_range(const extrema& data) {
-  if (!data.any) return {0.0, 1.0};
-  double lo = to_double(data.lo), hi = to_double(data.hi);
-  if (!std::isfinite(lo) || !std::isfinite(hi))
-    throw failure("the data's range [" + sig(lo) + ", " + sig(hi) +
-                  "] is not finite; give --range");
-  if (lo == hi) lo -= 0.5, hi += 0.5;
-  return {lo, hi};
+/// numpy's range from the data (tally::data_range: an empty input gets [0, 1], a constant one
+/// [v - 0.5, v + 0.5]), with the option that fixes a range that is not finite.
+std::pair<double, double> data_range(const extrema& data, tally::dtype sample) {
+  try {
+    return tally::data_range(data.any, to_double(data.lo), to_double(data.hi), sample);
+  } catch (const tally::error& e) {
+    throw failure(std::string(e.what()) + "; give --range");
+  }
 }
 
+/// numpy's bin type (the edges' float type) for samples of type `sample`: their own for f16 and
+/// f32 (bf16, which numpy lacks, as tally's regular axis rounds), f64 for the others.
 tally::dtype edge_type_for(tally::dtype sample) {
-  // numpy computes the edges of f16/f32 samples in their own type.
   switch (sample) {
     case tally::dtype::f16:
     case tally::dtype::bf16:
@@ -158,8 +160,12 @@ tally::axis make_axis(const axis_spec& spec, const source_info& input, const ext
         return tally::axis::integer(*lo, *hi + 1);
     }
   }
-  const auto [lo, hi] = spec.range ? *spec.range : data_range(data);
-  return tally::axis::regular(spec.bins.value_or(kDefaultBins), lo, hi, edge_type_for(input.type));
+  // numpy computes the edges in the range's type: f64 for --range (decimal numbers, as Python's
+  // floats), the samples' own float type for a range from the data (f64 for integers; bf16 as f64).
+  const tally::dtype edges = edge_type_for(input.type);
+  const tally::dtype arithmetic = spec.range || edges == tally::dtype::bf16 ? tally::dtype::f64 : edges;
+  const auto [lo, hi] = spec.range ? *spec.range : data_range(data, input.type);
+  return tally::equal_bins(spec.bins.value_or(kDefaultBins), lo, hi, arithmetic, edges);
 }
 
 }  // namespace tally_cli

@@ -9,5 +9,6 @@ namespace tally_cli {
 int run_hist(const hist_args& args);
 int run_info();
 int run_plan(const plan_args& args);
+int run_strategies();
 
 }  // namespace tally_cli

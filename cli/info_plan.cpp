@@ -1,11 +1,14 @@
-// `tally info` (version, backends, devices) and `tally plan` (what the planner would choose).
+// `tally info` (version, backends, devices), `tally strategies` (the strategy registry) and
+// `tally plan` (what the planner would choose).
 #include <iostream>
 #include <limits>
+#include <string>
 
 #include "commands.hpp"
 #include "errors.hpp"
 #include "format.hpp"
 #include "tally/plan.hpp"
+#include "tally/strategy.hpp"
 
 namespace tally_cli {
 
@@ -17,6 +20,39 @@ int run_info() {
                                           : "compiled, not usable";
     std::cout << "  " << pad_right(std::string(tally::name_of(b.which)), 6) << pad_right(state, 22)
               << b.detail << "\n";
+  }
+  return 0;
+}
+
+namespace {
+
+/// `text` as lines of at most `width` characters after `indent` spaces, broken at spaces.
+std::string wrapped(const std::string& text, std::size_t indent, std::size_t width = 100) {
+  std::string out, line;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (!line.empty() && indent + line.size() + 1 + word.size() > width) {
+      out += std::string(indent, ' ') + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  if (!line.empty()) out += std::string(indent, ' ') + line + "\n";
+  return out;
+}
+
+}  // namespace
+
+int run_strategies() {
+  for (const tally::strategy_info& s : tally::strategies()) {
+    const std::string where = s.where == tally::backend::automatic ? "cpu or cuda" : std::string(tally::name_of(s.where));
+    std::cout << s.name << " (" << where << ")\n"
+              << wrapped(std::string(s.technique), 4) << wrapped("applies to: " + std::string(s.applies), 4)
+              << wrapped("chosen: " + std::string(s.chosen_when), 4);
   }
   return 0;
 }

@@ -1,5 +1,5 @@
-// The `tally` command line: subcommands hist, info and plan; every error becomes one line on
-// stderr and an exit code (2: usage, 1: anything else).
+// The `tally` command line: subcommands hist, info, strategies and plan; every error becomes one
+// line on stderr and an exit code (2: usage, 1: anything else).
 #include <CLI/CLI.hpp>
 #include <climits>
 #include <cmath>
@@ -44,7 +44,7 @@ const CLI::Validator non_empty(
 void add_run_options(CLI::App* cmd, run_args& run) {
   cmd->add_option("--backend", run.backend, "Where to compute: auto, cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  cmd->add_option("--strategy", run.strategy, "A named strategy (see `tally plan`), or auto");
+  cmd->add_option("--strategy", run.strategy, "A named strategy (see `tally strategies`), or auto");
   const std::string cap = std::to_string(machine_threads());
   cmd->add_option("--threads", run.threads,
                   "CPU threads, 0 for all; more than this machine's " + cap + " are capped at " + cap)
@@ -138,13 +138,15 @@ int fail(const std::string& message, int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tally: histograms with numpy's exact semantics (CPU backend; CUDA engine planned)", "tally"};
+  CLI::App app{"tally: histograms with numpy's exact semantics, on the CPU and on CUDA GPUs", "tally"};
   app.set_version_flag("--version", std::string(tally::version()));
   app.require_subcommand(1);
   hist_args h;
   plan_args p;
   add_hist(app, h);
   CLI::App* info = app.add_subcommand("info", "Version, backends and devices");
+  CLI::App* strategies =
+      app.add_subcommand("strategies", "The named strategies: what each is, where it applies, when it is chosen");
   add_plan(app, p);
 
   try {
@@ -160,6 +162,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (info->parsed()) return run_info();
+    if (strategies->parsed()) return run_strategies();
     if (app.got_subcommand("plan")) return run_plan(p);
     return run_hist(h);
   } catch (const usage_error& e) {

@@ -1,6 +1,9 @@
 // The planner's CUDA rules, on any machine: plan() is pure and takes the device's figures as data.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "partition_limit.hpp"
 #include "tally/tally.hpp"
 
@@ -513,13 +516,53 @@ TEST(CudaPlan, HonoursTheAskedStrategyOrSaysWhyNot) {
   EXPECT_THROW(tally::plan(r), tally::error);
 }
 
-TEST(CudaPlan, StrategyNamesRoundTrip) {
-  for (auto s : {tally::strategy::global_atomic, tally::strategy::global_atomic_vec, tally::strategy::warp_aggregated,
-                 tally::strategy::shared, tally::strategy::shared_replicated, tally::strategy::cluster,
-                 tally::strategy::registers, tally::strategy::partitioned})
-    EXPECT_EQ(tally::strategy_from_name(tally::name_of(s)), s);
+TEST(Registry, EveryStrategyOnceInTheEnumsOrderWithItsName) {
+  const auto& rows = tally::strategies();
+  ASSERT_EQ(rows.size(), static_cast<std::size_t>(tally::strategy::partitioned) + 1);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const tally::strategy s = static_cast<tally::strategy>(i);
+    EXPECT_EQ(rows[i].which, s);
+    EXPECT_EQ(&tally::info_of(s), &rows[i]);
+    EXPECT_EQ(tally::name_of(s), rows[i].name);
+    EXPECT_EQ(tally::strategy_from_name(rows[i].name), s);
+    EXPECT_FALSE(rows[i].technique.empty() || rows[i].applies.empty() || rows[i].chosen_when.empty()) << rows[i].name;
+    EXPECT_EQ(rows[i].where, i == 0 ? tally::backend::automatic : i == 1 ? tally::backend::cpu : tally::backend::cuda);
+  }
   EXPECT_EQ(tally::name_of(tally::strategy::registers), "register");
-  EXPECT_EQ(tally::name_of(tally::strategy::global_atomic), "global_atomic");
+  try {
+    tally::strategy_from_name("gpu_magic");
+    ADD_FAILURE() << "an unknown name was accepted";
+  } catch (const tally::error& e) {  // the message lists every registered name
+    for (const auto& row : rows) EXPECT_NE(std::string(e.what()).find(std::string(row.name)), std::string::npos);
+  }
+}
+
+TEST(Registry, EveryStrategyIsPlannedWhereItApplies) {
+  // Each named strategy, asked for, is the plan's choice for some fill it applies to: counts of
+  // few or many cells, 8-bit or wider samples, and exact sums of f32 and f64 weights.
+  std::vector<tally::plan_request> fills;
+  for (std::int64_t cells : {16, 4096, 65536, 1 << 20})
+    for (tally::dtype t : {tally::dtype::u8, tally::dtype::i32}) fills.push_back(h100_request(cells, t));
+  for (tally::dtype w : {tally::dtype::f32, tally::dtype::f64}) {
+    tally::plan_request r = h100_request(256);
+    r.weighted = true;
+    r.weight_type = w;
+    r.exact_sums = true;
+    fills.push_back(r);
+  }
+  for (const auto& row : tally::strategies()) {
+    if (row.which == tally::strategy::automatic) continue;
+    bool planned = false;
+    for (tally::plan_request r : fills) {
+      r.where = row.where;
+      r.wanted = row.which;
+      try {
+        planned = planned || tally::plan(r).chosen == row.which;
+      } catch (const tally::error&) {  // not a fill it applies to
+      }
+    }
+    EXPECT_TRUE(planned) << row.name;
+  }
 }
 
 }  // namespace

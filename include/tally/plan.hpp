@@ -14,27 +14,8 @@ namespace tally {
 /// Where a histogram is computed. automatic: where the data live (device memory -> cuda).
 enum class backend : std::uint8_t { automatic, cpu, cuda };
 
-/// Named strategies. automatic lets the planner choose.
-///  - cpu_private: each thread fills private histograms (several replicas for few bins, so
-///    that equal neighbouring samples do not serialise on one counter) merged at the end.
-///  - global_atomic (CUDA): one atomic add per sample in device memory, one sample per thread.
-///  - global_atomic_vec (CUDA): as global_atomic, with 16-byte loads of several samples per
-///    thread (scalar loads for the unaligned head and tail); each thread keeps two runs of equal
-///    bins in registers and adds a run with one atomic.
-///  - warp_aggregated (CUDA): as global_atomic, but lanes of a warp with the same bin add once.
-///  - shared (CUDA): one shared-memory histogram per block, added to device memory at the end.
-///  - shared_replicated (CUDA): several interleaved copies per block; lane l uses copy
-///    l mod R, so neighbouring lanes hit different banks and a hot bin spreads over R counters.
-///  - cluster (CUDA, Hopper): one copy of the counters spread over the shared memory of a
-///    thread-block cluster (2-8 blocks on as many multiprocessors), reached through distributed
-///    shared memory: for more bins than one block's shared memory holds (one contiguous column).
-///  - register (CUDA): lane l of each warp counts slot l in a register, from 6 ballots per 32
-///    samples, no atomics until the end: for at most 29 bins (32 slots with the 3 flow
-///    counters; one contiguous column).
-///  - partitioned (CUDA): for more bins than one block's shared memory holds (one contiguous
-///    column of samples wider than 8 bits). A first pass sorts each tile of samples by the high
-///    bits of their slots (a bucket of 2^bits slots) into temporary memory; a second counts each
-///    bucket in the shared memory of the blocks that own it.
+/// Named strategies; automatic lets the planner choose. What each is, where it applies and when
+/// the planner picks it: the registry, tally::strategies() (tally/strategy.hpp).
 enum class strategy : std::uint8_t {
   automatic,
   cpu_private,

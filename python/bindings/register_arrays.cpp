@@ -1,5 +1,7 @@
 // Array views: nanobind arrays as tally::view (no copy), and cells copied out as numpy arrays.
 #include <algorithm>
+#include <cmath>
+#include <type_traits>
 #include <utility>
 
 #include "bindings.hpp"
@@ -96,8 +98,12 @@ cell_copy<Out>::cell_copy(const In* values, const std::vector<std::int64_t>& sha
     throw tally::memory_error("tally: the result's " + std::to_string(n) + " cells (" + std::to_string(n * sizeof(Out)) +
                               " bytes) do not fit the memory this process can have");
   Out* out = data.get();
-  for (std::size_t i = 0; i < n; ++i)
-    if (values[i] != In{}) out[i] = static_cast<Out>(values[i]);
+  // calloc's pages hold the zeros: only other values are written (a negative zero too).
+  for (std::size_t i = 0; i < n; ++i) {
+    bool zero = values[i] == In{};
+    if constexpr (std::is_floating_point_v<In>) zero = zero && !std::signbit(values[i]);
+    if (!zero) out[i] = static_cast<Out>(values[i]);
+  }
 }
 
 template <class Out> nb::ndarray<nb::numpy, Out> cell_copy<Out>::to_numpy() {

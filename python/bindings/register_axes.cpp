@@ -78,6 +78,19 @@ void register_axes(nb::module_& m) {
         return bins.attr("__iter__")();
       });
 
+  // numpy.histogram's edge rules (tally/edges.hpp); types by tally's names (f16, f32, f64).
+  m.def("linspace_edges", [](std::int64_t bins, double first, double last, const std::string& arithmetic,
+                             const std::string& edge_type) {
+    return numpy_edges(tally::linspace_edges(bins, first, last, tally::dtype_from_name(arithmetic),
+                                             tally::dtype_from_name(edge_type)));
+  }, "bins"_a, "first"_a, "last"_a, "arithmetic"_a, "edge_type"_a);
+  m.def("equal_bins", [](std::int64_t bins, double first, double last, const std::string& arithmetic,
+                         const std::string& edge_type) {
+    return tally::equal_bins(bins, first, last, tally::dtype_from_name(arithmetic), tally::dtype_from_name(edge_type));
+  }, "bins"_a, "first"_a, "last"_a, "arithmetic"_a, "edge_type"_a);
+  m.def("axis_of_edges", [](nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu> e) {
+    return tally::axis_of_edges(std::vector<double>(e.data(), e.data() + e.shape(0)));
+  }, "edges"_a);
 
   nb::class_<axis_traits>(m, "AxisTraits")
       .def_ro("circular", &axis_traits::circular)

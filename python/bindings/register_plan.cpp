@@ -60,11 +60,19 @@ void register_plan(nb::module_& m) {
       out.emplace_back(std::string(tally::name_of(b.which)), b.compiled, b.usable, b.detail);
     return out;
   });
-  m.def("strategy_names", [] {
-    std::vector<std::string> names;
-    for (unsigned i = 0; i <= static_cast<unsigned>(tally::strategy::registers); ++i)
-      names.emplace_back(tally::name_of(static_cast<tally::strategy>(i)));
-    return names;
+  // The strategy registry (tally/strategy.hpp), a dict a row.
+  m.def("strategies", [] {
+    nb::list rows;
+    for (const tally::strategy_info& s : tally::strategies()) {
+      nb::dict row;
+      row["name"] = std::string(s.name);
+      row["backend"] = std::string(tally::name_of(s.where));
+      row["technique"] = std::string(s.technique);
+      row["applies"] = std::string(s.applies);
+      row["chosen_when"] = std::string(s.chosen_when);
+      rows.append(row);
+    }
+    return rows;
   });
 }
 

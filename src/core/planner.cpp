@@ -47,12 +47,6 @@ std::string_view to_name(E value, const std::pair<E, std::string_view> (&names)[
 
 constexpr std::pair<backend, std::string_view> kBackends[] = {
     {backend::automatic, "auto"}, {backend::cpu, "cpu"}, {backend::cuda, "cuda"}};
-constexpr std::pair<strategy, std::string_view> kStrategies[] = {
-    {strategy::automatic, "automatic"}, {strategy::cpu_private, "cpu_private"},
-    {strategy::global_atomic, "global_atomic"}, {strategy::global_atomic_vec, "global_atomic_vec"},
-    {strategy::warp_aggregated, "warp_aggregated"}, {strategy::shared, "shared"},
-    {strategy::shared_replicated, "shared_replicated"}, {strategy::cluster, "cluster"},
-    {strategy::registers, "register"}, {strategy::partitioned, "partitioned"}};
 constexpr std::pair<count_type, std::string_view> kCounts[] = {
     {count_type::u64, "u64"}, {count_type::u32, "u32"}};
 
@@ -71,7 +65,7 @@ policy plan_cpu(const plan_request& r) {
 
   // Threads: every thread zeroes and merges a private copy of all cells, so each needs
   // enough samples to pay for it; below that, fewer threads are faster. Measured (2-core VM,
-  // 2^26 i64, cpu results at fcf2e16): 2 threads 1.3-2.0x one thread.
+  // 2^26 i64; bench/PERFORMANCE.md, "CPU backend"): 2 threads 1.3-2.0x one thread.
   // Threads beyond the machine's would only cost memory and thread starts (and a thread the
   // system cannot start ends the process in the OpenMP runtime).
   const int hardware = detail::hardware_threads();
@@ -92,7 +86,7 @@ policy plan_cpu(const plan_request& r) {
 
   // Replicas: a thread alternates between R copies of the counters, so runs of equal
   // samples do not wait on one counter's store-to-load latency. Only for few cells, where
-  // R copies stay in L1. Measured (i64, 256 bins, 1 thread, bench/PERFORMANCE.md entry 3):
+  // R copies stay in L1. Measured (i64, 256 bins, 1 thread; bench/PERFORMANCE.md, "CPU backend"):
   // skewed80 538 -> 952 Melem/s, uniform 1029 -> 947.
   if (!r.weighted && r.cells * 4 <= 4096 && r.dims == 1) {
     p.replicas = 4;
@@ -104,7 +98,7 @@ policy plan_cpu(const plan_request& r) {
   }
 
   // Edge table: a regular axis looks its (rounded) edges up instead of computing them
-  // (bench/PERFORMANCE.md entry 4: 175 -> 390 Melem/s per thread with the table-only rule).
+  // (175 -> 390 Melem/s per thread with the table-only rule; bench/PERFORMANCE.md, "CPU backend").
   p.edge_table = r.kind == axis_kind::regular && r.cells <= (1 << 20);
   p.reasons.push_back(p.edge_table ? "edge table: regular edges looked up (<= 2^20 bins)"
                                    : "edges computed per sample (table would not fit in cache)");
@@ -117,7 +111,7 @@ policy plan_cpu(const plan_request& r) {
 /// in any order to the same words: exact, correctly rounded sums, the same bits on every run,
 /// grid and device, with no fixed order to keep. Measured: 318-322 G samples/s uniform, 349 hot,
 /// 312-315 skewed80, 321-325 normal for i32 + f32 weights over 256 bins (device_histogram),
-/// against 82-93 with the fixed-order tree (bench/PERFORMANCE.md entries 23, 27, 35 and 38).
+/// against 82-93 with the fixed-order tree (bench/PERFORMANCE.md, "Exact sums of weights").
 policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
   if (r.wanted != strategy::automatic && r.wanted != strategy::shared && r.wanted != strategy::global_atomic &&
       r.wanted != strategy::partitioned)
@@ -161,7 +155,8 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
   p.reasons.push_back("weighted, f32 weights: exact sums, each weight an integer addition at one 16-bit "
                       "digit of its cell's 9 fixed-point words; any order gives the same bits, correctly rounded");
   if (p.chosen == strategy::partitioned) {
-    // Prediction (bench/PERFORMANCE.md entry 55): 8 bytes read, 6 written and read again a sample.
+    // Prediction: 8 bytes read, 6 written and read again a sample (bench/PERFORMANCE.md,
+    // "Exact sums of weights").
     p.partition_bits = part_bits;
     p.partition_buckets = static_cast<int>(part_buckets);
     p.partition_chunk = partition_chunk(r.n, kPartitionExactChunk);
@@ -184,8 +179,8 @@ policy plan_cuda_exact(const plan_request& r, policy p, std::int64_t budget) {
   p.shared_bytes = p.chosen == strategy::shared ? shared : 0;
   // A contiguous column streams through a ring after the words where two blocks still fit a
   // multiprocessor: loads always in flight, with no barrier. i32 + f32 weights over 256 bins,
-  // 307 -> 321 G samples/s uniform, 280 -> 304 skewed80 (with f64 runs; bench/PERFORMANCE.md
-  // entry 35). Beyond that room (about 1800 cells) each round loads its group itself.
+  // 307 -> 321 G samples/s uniform, 280 -> 304 skewed80 (with f64 runs). Beyond that room (about
+  // 1800 cells) each round loads its group itself.
   const std::int64_t ringed = detail::exact_ring_offset(p.shared_bytes) + detail::kExactRingBytes;
   const bool ring = r.contiguous && ringed <= budget;
   if (ring) p.shared_bytes = ringed;
@@ -234,8 +229,8 @@ policy plan_cuda_exact_wide(const plan_request& r, policy p) {
 
 /// Weighted sums of f64 weights on the GPU: each warp sums into its own f64 copy of a window of cells (no
 /// float atomics), warps and blocks are combined in a fixed order, and the grid is a function
-/// of n alone, so the bits are the same on every run and every device (bench/PERFORMANCE.md
-/// entry 86 for what it reads).
+/// of n alone, so the bits are the same on every run and every device (what it reads:
+/// bench/PERFORMANCE.md, "Fixed-order f64 weighted sums").
 policy plan_cuda_weighted(const plan_request& r, policy p, std::int64_t budget) {
   if (r.wanted != strategy::automatic && r.wanted != strategy::shared)
     throw error("strategy " + std::string(name_of(r.wanted)) +
@@ -263,247 +258,239 @@ policy plan_cuda_weighted(const plan_request& r, policy p, std::int64_t budget) 
   return p;
 }
 
-policy plan_cuda(const plan_request& r) {
-  if (r.wanted == strategy::cpu_private)
-    throw error("strategy cpu_private does not run on the GPU");
-  policy p;
-  p.where = backend::cuda;
-  p.threads = 0;
-  const std::int64_t sms = std::max(1, r.device_sms);
-  const std::int64_t per_block = r.device_shared_bytes > 0 ? r.device_shared_bytes : 48 * 1024;
-  const std::int64_t per_sm = r.device_shared_per_sm > 0 ? r.device_shared_per_sm : per_block;
-  // Shared memory for one of two blocks per multiprocessor (1 KiB of each block is the runtime's).
-  const std::int64_t budget = std::min(per_block, per_sm / 2 - 1024);
-  // The exact kernel keys a thread's runs by cell x 16 + digit in 32 bits: below 2^27 cells (a
-  // fill of more would need 9 x 8 bytes of device words per cell, over 9 GiB).
-  if (r.weighted) {
-    if (r.weight_type == dtype::f32 && r.cells < (std::int64_t{1} << 27)) return plan_cuda_exact(r, p, budget);
-    return r.exact_sums ? plan_cuda_exact_wide(r, p) : plan_cuda_weighted(r, p, budget);
-  }
+/// Shared memory of the device a CUDA plan is for.
+struct cuda_room {
+  std::int64_t sms = 1;
+  std::int64_t per_block = 48 * 1024;  // one block may use
+  std::int64_t per_sm = 48 * 1024;     // one multiprocessor has
+  std::int64_t budget = 0;             // for one of two blocks a multiprocessor (1 KiB each is the runtime's)
+};
 
-  // write_once (count_into): a small fill is one cluster of blocks that count the samples in
-  // their shared memory; then each cell, summed over the cluster's copies, is written once into
-  // the caller's output, converted to its type: one launch, no allocation, no zeroing and no
-  // atomics in device memory. A one-shot call through a device_histogram was 12.3 us on an H200
-  // against the runtime's 6.4 for one memset and one launch (bench/PERFORMANCE.md entry 63).
-  // Up to 16 samples a thread: one block of 256 threads, or a cluster of up to 8 (the portable
-  // size) of 1024, and up to 16384 cells (128 KiB of 64-bit output).
-  // add_once: a larger fill of up to 2^20 samples into as few cells counts 4096 samples a block
-  // in shared memory, and each block adds its nonzero counts into the output, zeroed first: one
-  // memset and one launch, no histogram's memory and no conversion. Only into types whose adds
-  // are exact in any order: 64-bit integers, and f64 and f32, whose counts stay below 2^24 here
-  // (f16 and bf16 would round at every add; they take a histogram's fill and one conversion).
+cuda_room room_of(const plan_request& r) {
+  cuda_room m;
+  m.sms = std::max(1, r.device_sms);
+  if (r.device_shared_bytes > 0) m.per_block = r.device_shared_bytes;
+  m.per_sm = r.device_shared_per_sm > 0 ? r.device_shared_per_sm : m.per_block;
+  m.budget = std::min(m.per_block, m.per_sm / 2 - 1024);
+  return m;
+}
+
+/// write_once (count_into): a small fill is one cluster of blocks that count the samples in
+/// their shared memory; then each cell, summed over the cluster's copies, is written once into
+/// the caller's output, converted to its type: one launch, no allocation, no zeroing and no
+/// atomics in device memory (a one-shot call through a device_histogram costs about twice the
+/// runtime's one memset and one launch). Up to 16 samples a thread: one block of 256 threads, or
+/// a cluster of up to 8 (the portable size) of 1024, and up to 16384 cells (128 KiB of 64-bit
+/// output).
+/// add_once: a larger fill of up to 2^20 samples into as few cells counts 4096 samples a block
+/// in shared memory, and each block adds its nonzero counts into the output, zeroed first: one
+/// memset and one launch, no histogram's memory and no conversion. Only into types whose adds
+/// are exact in any order: 64-bit integers, and f64 and f32, whose counts stay below 2^24 here
+/// (f16 and bf16 would round at every add; they take a histogram's fill and one conversion).
+bool takes_count_into(const plan_request& r, const cuda_room& m) {
   const bool exact_adds = r.write_type == dtype::u64 || r.write_type == dtype::i64 || r.write_type == dtype::f64 ||
                           r.write_type == dtype::f32;
-  if (r.write_once && r.wanted == strategy::automatic && r.channels == 1 && r.cells <= write_once_max_cells &&
-      (r.cells + 3) * 4 <= per_block && (r.n <= write_once_max_samples || (r.n <= add_once_max_samples && exact_adds))) {
-    constexpr std::int64_t per_thread = 16, small_block = 256, block = 1024;
-    static_assert(write_once_max_samples == 8 * block * per_thread, "write_once's grid is one portable cluster");
-    p.chosen = strategy::shared;
-    p.shared_bytes = (r.cells + 3) * 4;
-    if (r.n <= write_once_max_samples) {
-      p.write_once = true;
-      p.block_threads = r.n <= small_block * per_thread ? small_block : block;
-      p.grid_blocks = std::max<std::int64_t>(1, (r.n + block * per_thread - 1) / (block * per_thread));
-      p.reasons.push_back("write_once: " + std::to_string(r.n) + " samples counted by a cluster of " +
-                          std::to_string(p.grid_blocks) + " block(s) of " + std::to_string(p.block_threads) +
-                          " threads in shared memory, each cell summed over the cluster and written once into the "
-                          "output (one launch; no zeroing, no atomics in device memory)");
-      return p;
-    }
-    p.add_once = true;
-    p.block_threads = small_block;
-    p.grid_blocks = (r.n + small_block * per_thread - 1) / (small_block * per_thread);
-    p.reasons.push_back("add_once: " + std::to_string(r.n) + " samples counted by " + std::to_string(p.grid_blocks) +
-                        " blocks of 256 threads in shared memory, each adding its nonzero counts into the zeroed "
-                        "output (one memset and one launch; exact adds into " + std::string(name_of(r.write_type)) + ")");
+  return r.write_once && r.wanted == strategy::automatic && r.channels == 1 && r.cells <= write_once_max_cells &&
+         (r.cells + 3) * 4 <= m.per_block &&
+         (r.n <= write_once_max_samples || (r.n <= add_once_max_samples && exact_adds));
+}
+
+policy plan_count_into(const plan_request& r, policy p) {
+  constexpr std::int64_t per_thread = 16, small_block = 256, block = 1024;
+  static_assert(write_once_max_samples == 8 * block * per_thread, "write_once's grid is one portable cluster");
+  p.chosen = strategy::shared;
+  p.shared_bytes = (r.cells + 3) * 4;
+  if (r.n <= write_once_max_samples) {
+    p.write_once = true;
+    p.block_threads = r.n <= small_block * per_thread ? small_block : block;
+    p.grid_blocks = std::max<std::int64_t>(1, (r.n + block * per_thread - 1) / (block * per_thread));
+    p.reasons.push_back("write_once: " + std::to_string(r.n) + " samples counted by a cluster of " +
+                        std::to_string(p.grid_blocks) + " block(s) of " + std::to_string(p.block_threads) +
+                        " threads in shared memory, each cell summed over the cluster and written once into the "
+                        "output (one launch; no zeroing, no atomics in device memory)");
     return p;
   }
+  p.add_once = true;
+  p.block_threads = small_block;
+  p.grid_blocks = (r.n + small_block * per_thread - 1) / (small_block * per_thread);
+  p.reasons.push_back("add_once: " + std::to_string(r.n) + " samples counted by " + std::to_string(p.grid_blocks) +
+                      " blocks of 256 threads in shared memory, each adding its nonzero counts into the zeroed "
+                      "output (one memset and one launch; exact adds into " + std::string(name_of(r.write_type)) + ")");
+  return p;
+}
 
-  if (r.wanted == strategy::global_atomic_vec && !r.contiguous)
-    throw error("strategy global_atomic_vec needs one contiguous column aligned to its sample type");
-  // 8-bit samples take 256 values: the shared strategies count each value, then map the 256
-  // values to bins once. Their counters always fit. Interleaved 8-bit channels (2-4, as RGB and
-  // RGBA pixels) are counted in one pass, one value table per channel; other channels are
-  // filled one by one, each a strided column. RGBA u8, 3 x 256 bins: 1078 GB/s uniform and 1328
-  // hot in one pass against 370 / 372 channel by channel (h100-gpu results at 97ce624).
-  const bool eight_bit = r.sample == dtype::u8 || r.sample == dtype::i8;
-  const bool one_pass = r.channels > 1 && r.channels <= 4 && eight_bit && r.contiguous &&
-                        r.wanted == strategy::automatic;
-  if (r.channels > 1 && !one_pass) {
-    plan_request each = r;
-    each.channels = 1;
-    each.contiguous = false;
-    policy p_each = plan_cuda(each);
-    p_each.reasons.insert(p_each.reasons.begin(),
-                          std::to_string(r.channels) + " channels filled one by one (one pass takes 2-4 channels of "
-                          "8-bit samples, automatic strategy)");
-    return p_each;
+/// What the counting strategies' counters need of shared memory, and which of them fit a fill
+/// (one channel): the facts the planner's choice and the checks of an asked-for strategy read.
+struct counting_fit {
+  bool bytes = false;               // one contiguous column of 8-bit samples: counted per value
+  bool one_pass = false;            // 2-4 interleaved 8-bit channels counted in one pass
+  int counted = 1;                  // channels counted (one value table each)
+  std::int64_t values = 256;        // value counters of the 8-bit tables
+  std::int64_t counter_bytes = 0;   // one copy of 32-bit counters and the 3 flow counters
+  int replicas = 32;                // copies that fit the budget
+  bool fits = false;                // one copy fits a block
+  std::int64_t packed_bytes = 0;    // one copy of 16-bit counters, two a word
+  bool packed = false;              // only 16-bit counters fit, for one contiguous column
+  int cluster_k = 0;                // blocks of a cluster holding one copy (0: none fits)
+  bool cluster_fits = false;
+  int part_bits = kPartitionMinBits;  // partitioned: slots a bucket, as a power of two
+  std::int64_t part_buckets = 0;
+  bool partition_fits = false;
+  bool registers_fit = false;       // a lane a slot: at most 32 slots
+
+  std::int64_t cluster_share(std::int64_t cells, int k) const {
+    std::int64_t slice = 1;
+    while (slice * k < cells) slice *= 2;
+    return (slice + 3) * 4;
   }
-  const bool bytes = r.contiguous && eight_bit;
-  // Only the channels that histograms take are counted (RGBA's alpha is skipped for three):
-  // 3 x 256 values fit 32 copies, the RGBA kernel 354 us against 365 with 4 x 256 in 16, and
-  // 2792-2808 GB/s against 2728-2748 with 16 (bench/PERFORMANCE.md entry 31).
-  const int counted = r.counted_channels > 0 ? std::min(r.counted_channels, r.channels) : r.channels;
-  const std::int64_t values = 256 * std::max(1, counted);
-  const std::int64_t counter_bytes = ((bytes ? values : r.cells) + 3) * 4;  // and 3 flow counters
+};
 
-  // Copies per block: as many (up to one per lane, 32) as leave two blocks per multiprocessor.
-  // Measured (h100-gpu results at 92639ad): u8 skewed80 1159 GB/s with one copy,
-  // 1537 with 32; f32 256 edges 990 -> 1045 uniform; elsewhere within 1.5% either way.
-  int replicas = 32;
-  while (replicas > 1 && counter_bytes * replicas > budget) replicas /= 2;
-  const bool fits = counter_bytes <= per_block;
+counting_fit fit_of(const plan_request& r, const cuda_room& m) {
+  counting_fit f;
+  const bool eight_bit = r.sample == dtype::u8 || r.sample == dtype::i8;
+  // Interleaved 8-bit channels (2-4, as RGB and RGBA pixels) are counted in one pass, one value
+  // table per channel (RGBA u8, 3 x 256 bins: 1078 GB/s uniform against 370 channel by channel).
+  f.one_pass = r.channels > 1 && r.channels <= 4 && eight_bit && r.contiguous && r.wanted == strategy::automatic;
+  // 8-bit samples take 256 values: the shared strategies count each value, then map the 256
+  // values to bins once. Their counters always fit.
+  f.bytes = r.contiguous && eight_bit;
+  // Only the channels that histograms take are counted (RGBA's alpha is skipped for three):
+  // 3 x 256 values fit 32 copies, which is 2-3% faster than 4 x 256 in 16.
+  f.counted = r.counted_channels > 0 ? std::min(r.counted_channels, r.channels) : r.channels;
+  f.values = 256 * std::max(1, f.counted);
+  f.counter_bytes = ((f.bytes ? f.values : r.cells) + 3) * 4;  // and 3 flow counters
+  // Copies per block: as many (up to one per lane, 32) as leave two blocks per multiprocessor
+  // (u8 skewed80 1159 GB/s with one copy, 1537 with 32; elsewhere within 1.5% either way).
+  while (f.replicas > 1 && f.counter_bytes * f.replicas > m.budget) f.replicas /= 2;
+  f.fits = f.counter_bytes <= m.per_block;
   // Beyond that, one copy of 16-bit counters, two per word, holds twice the slots (a half that
   // wraps hands 2^16 to device memory): one contiguous column of samples wider than 8 bits.
-  const std::int64_t packed_bytes = (r.cells + 3 + 1) / 2 * 4;
-  const bool packed = !fits && r.contiguous && !bytes && packed_bytes <= per_block;
-  if ((r.wanted == strategy::shared || r.wanted == strategy::shared_replicated) && !fits && !packed)
-    throw error("strategy " + std::string(name_of(r.wanted)) + ": " + std::to_string(r.cells) +
-                " cells need " + std::to_string(counter_bytes) + " bytes of shared memory (" +
-                std::to_string(packed_bytes) + " as 16-bit counters, for one contiguous column), the device has " +
-                std::to_string(per_block) + " per block");
-
+  f.packed_bytes = (r.cells + 3 + 1) / 2 * 4;
+  f.packed = !f.fits && r.contiguous && !f.bytes && f.packed_bytes <= m.per_block;
   // A cluster of K blocks holds one copy of the cells, 2^k cells per block (so that a slot's
   // block is its high bits), and each block its own 3 flow counters: the smallest K of 2, 4 and
   // 8 whose share fits half a multiprocessor, else a whole one.
-  const auto cluster_share = [&](int k) {
-    std::int64_t slice = 1;
-    while (slice * k < r.cells) slice *= 2;
-    return (slice + 3) * 4;
-  };
-  int cluster_k = 0;
-  for (std::int64_t limit : {budget, per_block}) {
-    for (int k = 2; k <= 8 && !cluster_k; k *= 2)
-      if (cluster_share(k) <= limit) cluster_k = k;
-    if (cluster_k) break;
+  for (std::int64_t limit : {m.budget, m.per_block}) {
+    for (int k = 2; k <= 8 && !f.cluster_k; k *= 2)
+      if (f.cluster_share(r.cells, k) <= limit) f.cluster_k = k;
+    if (f.cluster_k) break;
   }
-  const bool cluster_fits = r.contiguous && !bytes && cluster_k > 0;
-  if (r.wanted == strategy::cluster && !cluster_fits)
-    throw error("strategy cluster needs one contiguous column of samples wider than 8 bits and no more "
-                "cells than 8 blocks' shared memory holds (" + std::to_string(per_block) + " bytes each); got " +
-                std::to_string(r.cells) + " cells of " + std::string(name_of(r.sample)) +
-                (r.contiguous ? "" : " in a strided or N-D fill"));
-
+  f.cluster_fits = r.contiguous && !f.bytes && f.cluster_k > 0;
   // Partitioned: buckets of 2^bits slots, a bucket's slots counted in one block's shared memory.
   // At most 32 buckets of bins where 2^15 slots allow (the flow counters may take one more), at
   // least 2^10 slots a bucket, at most 256 buckets. The sort's bucket counters and starts then
-  // fall in 32 banks: i32 2^20 bins, a pass of 2^26 samples sorted in 140 us in 33 buckets, 197
-  // in 65, 294 in 129, and counted in 98, 89 and 91 us (the counters of four blocks per bucket
-  // added to device memory instead of two; bench/PERFORMANCE.md entry 36).
-  int part_bits = kPartitionMinBits;
-  while (part_bits < kPartitionMaxBits && ((r.cells - 1) >> part_bits) >= 32) ++part_bits;
-  const std::int64_t part_buckets = ((r.cells + 2) >> part_bits) + 1;
-  const bool partition_fits = r.contiguous && !bytes && part_buckets <= kPartitionMaxBuckets &&
-                              (std::int64_t{4} << part_bits) <= per_block;
-  if (r.wanted == strategy::partitioned && !partition_fits)
+  // fall in 32 banks (i32 2^20 bins: a pass sorted in 140 us in 33 buckets, 294 in 129).
+  while (f.part_bits < kPartitionMaxBits && ((r.cells - 1) >> f.part_bits) >= 32) ++f.part_bits;
+  f.part_buckets = ((r.cells + 2) >> f.part_bits) + 1;
+  f.partition_fits = r.contiguous && !f.bytes && f.part_buckets <= kPartitionMaxBuckets &&
+                     (std::int64_t{4} << f.part_bits) <= m.per_block;
+  // Registers: a lane per slot, so at most 32 slots (29 bins and the 3 flow counters).
+  f.registers_fit = r.contiguous && r.cells + 3 <= 32;
+  return f;
+}
+
+/// Throws where the asked-for counting strategy does not apply to the fill.
+void check_asked(const plan_request& r, const counting_fit& f, const cuda_room& m) {
+  const std::string column = r.contiguous ? "" : " in a strided or N-D fill";
+  if ((r.wanted == strategy::shared || r.wanted == strategy::shared_replicated) && !f.fits && !f.packed)
+    throw error("strategy " + std::string(name_of(r.wanted)) + ": " + std::to_string(r.cells) +
+                " cells need " + std::to_string(f.counter_bytes) + " bytes of shared memory (" +
+                std::to_string(f.packed_bytes) + " as 16-bit counters, for one contiguous column), the device has " +
+                std::to_string(m.per_block) + " per block");
+  if (r.wanted == strategy::cluster && !f.cluster_fits)
+    throw error("strategy cluster needs one contiguous column of samples wider than 8 bits and no more "
+                "cells than 8 blocks' shared memory holds (" + std::to_string(m.per_block) + " bytes each); got " +
+                std::to_string(r.cells) + " cells of " + std::string(name_of(r.sample)) + column);
+  if (r.wanted == strategy::partitioned && !f.partition_fits)
     throw error("strategy partitioned needs one contiguous column of samples wider than 8 bits and at most " +
                 std::to_string(kPartitionMaxBuckets) + " buckets of 2^" + std::to_string(kPartitionMaxBits) +
-                " slots; got " + std::to_string(r.cells) + " cells of " + std::string(name_of(r.sample)) +
-                (r.contiguous ? "" : " in a strided or N-D fill"));
-
-  // Registers: a lane per slot, so at most 32 slots (29 bins and the 3 flow counters).
-  const bool registers_fit = r.contiguous && r.cells + 3 <= 32;
-  if (r.wanted == strategy::registers && !registers_fit)
+                " slots; got " + std::to_string(r.cells) + " cells of " + std::string(name_of(r.sample)) + column);
+  if (r.wanted == strategy::registers && !f.registers_fit)
     throw error("strategy register counts one contiguous column into at most 29 bins (32 slots with the 3 flow "
                 "counters); got " + std::to_string(r.cells) + " cells" +
                 (r.contiguous ? "" : " in a strided, N-D or multi-channel fill"));
+}
 
-  // register is never automatic: i32 16 bins 1583-1618 GB/s against shared_replicated's
-  // 2773-2854 (h100-gpu results at b1aaf73; 6 ballots per 32 samples cost more
-  // issue slots than one shared atomic per sample).
+/// The automatic choice among the counting strategies (their measurements: the registry's
+/// chosen_when, core/strategies.cpp), or the asked-for one.
+void choose_counting(const plan_request& r, const counting_fit& f, policy& p) {
   if (r.wanted != strategy::automatic) {
     p.chosen = r.wanted;
     p.reasons.push_back(std::string(name_of(p.chosen)) + ": asked for");
-  } else if (fits && replicas > 1) {
-    // Shared counters: i32 4096 bins 2942 GB/s against 148 for global atomics (uniform) and
-    // 2988 against 5.4 (one hot bin); CUB 329 / 1186 (h100-gpu results at b1aaf73).
+  } else if (f.fits && f.replicas > 1) {
     p.chosen = strategy::shared_replicated;
-    p.reasons.push_back("shared_replicated: " + std::to_string(replicas) +
+    p.reasons.push_back("shared_replicated: " + std::to_string(f.replicas) +
                         " interleaved copies of the counters fit in half a multiprocessor's "
                         "shared memory; lanes spread over banks and a hot bin over copies");
-  } else if (fits) {
+  } else if (f.fits) {
     p.chosen = strategy::shared;
     p.reasons.push_back("shared: one copy of the counters fits in a block's shared memory");
-  } else if (packed) {
-    // i32 65536 bins, GB/s uniform / one hot bin / skewed80 (device_histogram): 16-bit counters in
-    // one block 1919 / 2405 / 1715 against the cluster's 213 / 463 / 246 and CUB's 76 / 1177 / 237
-    // (h100-gpu results at 45ea14f).
+  } else if (f.packed) {
     p.chosen = strategy::shared;
     p.reasons.push_back("shared: one copy of 16-bit counters (two per word) fits in a block's shared memory");
-  } else if (partition_fits) {
-    // i32 2^20 bins, device_histogram, GB/s uniform / hot / skewed80 / normal: 1075 / 1127 / 964 /
-    // 1037 against global_atomic_vec's 307 / 1097 / 708 / 308 (the synchronous call): its worst case
-    // 3.1x the other's. 2^18 bins: 1077-1193, the cluster 108-186 (bench/results/
-    // h100-gpu results at 28432f6; bench/PERFORMANCE.md entries 24, 28-39).
+  } else if (f.partition_fits) {
     p.chosen = strategy::partitioned;
     p.reasons.push_back("partitioned: the counters exceed one block's shared memory; each tile of samples is "
-                        "sorted by bucket (2^" + std::to_string(part_bits) + " slots) into temporary memory, then "
+                        "sorted by bucket (2^" + std::to_string(f.part_bits) + " slots) into temporary memory, then "
                         "each bucket counted in the shared memory of the blocks that own it");
-  } else if (cluster_fits) {
-    // i32 65536 bins in 4 blocks: cluster 284 GB/s uniform, 400 hot, 266 skewed80 against
-    // global_atomic_vec 296 / 21 / 17 and warp_aggregated 197 / 147 / 136; CUB 76 / 1212 / 244
-    // (h100-gpu results at 12cb132). The only one within 5% of the best
-    // everywhere; below CUB on one hot bin.
+  } else if (f.cluster_fits) {
     p.chosen = strategy::cluster;
-    p.reasons.push_back("cluster: the counters exceed one block's shared memory; " + std::to_string(cluster_k) +
+    p.reasons.push_back("cluster: the counters exceed one block's shared memory; " + std::to_string(f.cluster_k) +
                         " blocks of a cluster hold one copy in distributed shared memory");
   } else if (r.contiguous) {
-    // Beyond the partitions' 2^23 slots, one contiguous column: 16-byte loads
-    // and two runs of equal slots per thread kept across loads (a miss ends the shorter), so that
-    // a hot bin rarely reaches device memory (same-address atomics: about 1.35 G per second).
-    // i32 2^20 bins, device_histogram, GB/s uniform / hot / skewed80 / normal: 343 / 2183 / 1148 /
-    // 343 (h100-gpu-2to20 results at dc1e0c7) against warp_aggregated's 214 /
-    // 155 / 143 / 212 (h100-gpu results at 8fabfe2); CUB 49 / 359 / 136 / 50.
+    // Beyond the partitions' 2^23 slots, a hot bin rarely reaches device memory (same-address
+    // atomics: about 1.35 G per second) through the two runs a thread keeps across loads.
     p.chosen = strategy::global_atomic_vec;
     p.reasons.push_back("global_atomic_vec: the counters do not fit in shared memory; each thread keeps two "
                         "runs of equal bins in registers and adds a run with one atomic");
   } else {
-    // Strided or N-D samples: one sample per load; equal bins within a warp add once. i32 65536
-    // bins: 203 GB/s uniform, 151 hot (h100-gpu results at 92639ad).
     p.chosen = strategy::warp_aggregated;
     p.reasons.push_back("warp_aggregated: the counters do not fit in shared memory; one atomic per "
                         "warp and bin");
   }
+}
+
+/// The chosen counting strategy's copies, shared memory, loads and grid.
+void shape_counting(const plan_request& r, const counting_fit& f, const cuda_room& m, policy& p) {
   const bool in_shared = p.chosen == strategy::shared || p.chosen == strategy::shared_replicated;
   const bool in_cluster = p.chosen == strategy::cluster;
   const bool in_registers = p.chosen == strategy::registers;
   const bool partitioned = p.chosen == strategy::partitioned;
   const bool typed = r.contiguous && (in_shared || in_cluster || in_registers || partitioned ||
                                       p.chosen == strategy::global_atomic_vec);
-  p.value_table = bytes && in_shared;
+  p.value_table = f.bytes && in_shared;
   const std::int64_t tables = p.value_table ? 0 : r.table_bytes;
-  p.replicas = p.chosen == strategy::shared_replicated ? replicas : 1;
-  p.counter_bits = in_shared && !fits ? 16 : 32;
+  p.replicas = p.chosen == strategy::shared_replicated ? f.replicas : 1;
+  p.counter_bits = in_shared && !f.fits ? 16 : 32;
   // Runs of equal slots within a load add once where lanes share counters (fewer than 16
   // copies, a cluster's remote counters, device memory): a hot bin then costs one atomic per
   // load. With a copy per lane (or per two) there is little contention to save and merging costs
   // instructions: u8 256 bins in 32 copies, 1935 GB/s merged against 2869 with one atomic per
-  // sample; i32 within 3% either way (bench/PERFORMANCE.md entry 14).
+  // sample; i32 within 3% either way.
   p.merge_runs = typed && !in_registers && !partitioned && !(in_shared && p.replicas >= 16);
   if (partitioned) {
-    p.partition_bits = part_bits;
-    p.partition_buckets = static_cast<int>(part_buckets);
+    p.partition_bits = f.part_bits;
+    p.partition_buckets = static_cast<int>(f.part_buckets);
     // Counting blocks: one wave, two per multiprocessor where the counters leave room for two.
-    const std::int64_t counting = per_sm / ((std::int64_t{4} << part_bits) + kPartitionCountStatic + 1024);
-    p.partition_blocks = static_cast<int>(sms * std::clamp<std::int64_t>(counting, 1, 2048 / kPartitionCountThreads));
+    const std::int64_t counting = m.per_sm / ((std::int64_t{4} << f.part_bits) + kPartitionCountStatic + 1024);
+    p.partition_blocks = static_cast<int>(m.sms * std::clamp<std::int64_t>(counting, 1, 2048 / kPartitionCountThreads));
     // Temporary memory: 2 bytes per sample of a pass, and a tile's offsets per bucket.
     p.partition_chunk = partition_chunk(r.n, kPartitionChunk);
   }
-  if (p.chosen == strategy::shared_replicated && replicas == 1)
+  if (p.chosen == strategy::shared_replicated && f.replicas == 1)
     p.reasons.push_back("replicas 1: a second copy would not fit");
   if (p.counter_bits == 16)
-    p.reasons.push_back("16-bit counters, two per word: 32-bit ones would need " + std::to_string(counter_bytes) +
+    p.reasons.push_back("16-bit counters, two per word: 32-bit ones would need " + std::to_string(f.counter_bytes) +
                         " bytes; a half that wraps adds 2^16 to device memory");
-  p.shared_bytes = in_shared     ? (p.counter_bits == 16 ? packed_bytes : counter_bytes * p.replicas)
-                  : in_cluster  ? cluster_share(cluster_k)
+  p.shared_bytes = in_shared     ? (p.counter_bits == 16 ? f.packed_bytes : f.counter_bytes * p.replicas)
+                  : in_cluster  ? f.cluster_share(r.cells, f.cluster_k)
                   : in_registers ? 32 * 4  // the block's sum of its warps' counts
-                  : partitioned  ? kPartitionTile * 2 + (part_buckets + 1) * 8  // a sorted tile; counts, starts
+                  : partitioned  ? kPartitionTile * 2 + (f.part_buckets + 1) * 8  // a sorted tile; counts, starts
                                  : 0;
-  p.cluster_blocks = in_cluster ? cluster_k : 0;
+  p.cluster_blocks = in_cluster ? f.cluster_k : 0;
   // The partitioned sort keeps its tile after the tables at a 16-byte boundary (16-byte copies).
   const std::int64_t staged = partitioned ? (tables + 15) / 16 * 16 : tables;
-  p.tables_in_shared = (in_shared || in_registers || partitioned) && tables > 0 && p.shared_bytes + staged <= budget;
+  p.tables_in_shared = (in_shared || in_registers || partitioned) && tables > 0 && p.shared_bytes + staged <= m.budget;
   if (p.tables_in_shared) {
     p.shared_bytes += staged;
     p.reasons.push_back("edge tables in shared memory (" + std::to_string(tables) + " bytes)");
@@ -512,23 +499,23 @@ policy plan_cuda(const plan_request& r) {
     p.reasons.push_back("register: lane l of each warp counts slot l from 6 ballots per 32 samples; one "
                         "shared atomic per warp and slot at the end");
   else if (partitioned)
-    p.reasons.push_back(std::to_string(part_buckets) + " buckets; passes of " + std::to_string(p.partition_chunk) +
+    p.reasons.push_back(std::to_string(f.part_buckets) + " buckets; passes of " + std::to_string(p.partition_chunk) +
                         " samples (2 bytes each of temporary memory); up to " + std::to_string(p.partition_blocks) +
                         " counting blocks (one wave) shared out among the buckets by their samples; increments by 1 "
                         "of shared counters (a warp's lanes on one counter combine, so a hot bin costs no more)");
   else if (typed && p.chosen != strategy::global_atomic_vec)
     p.reasons.push_back(p.merge_runs ? "runs of equal slots within a load add once (lanes share counters)"
                                      : "one atomic per sample: a copy per lane or two, no run merging");
-  if (p.value_table && one_pass)
-    p.reasons.push_back("value tables: " + std::to_string(counted) + (counted < r.channels ? " of " + std::to_string(r.channels) : std::string()) +
+  if (p.value_table && f.one_pass)
+    p.reasons.push_back("value tables: " + std::to_string(f.counted) + (f.counted < r.channels ? " of " + std::to_string(r.channels) : std::string()) +
                         " channels of 8-bit samples counted per channel and value in one pass over the pixels (" +
-                        std::to_string(values) + " counters), each folded into its channel's bins once per fill");
+                        std::to_string(f.values) + " counters), each folded into its channel's bins once per fill");
   else if (p.value_table)
     p.reasons.push_back("value table: 8-bit samples counted per value (256 counters), folded "
                         "into the axis' bins once per fill");
 
   // 16-byte loads, 4 in flight per thread, 512 threads: i32 256 bins 2308 GB/s uniform against
-  // 757 for the generic one-sample-per-load kernel (h100-gpu results at 6f2dcde).
+  // 757 for the generic one-sample-per-load kernel.
   p.vector_bytes = typed ? 16 : 0;
   p.block_threads = typed ? 512 : 256;
   // partitioned: a thread's share of a tile of kPartitionTile samples, in 16-byte loads.
@@ -537,16 +524,16 @@ policy plan_cuda(const plan_request& r) {
                          : 1;
   // The sort keeps a thread's 16 slots and ranks across its barriers: 64 registers, two blocks.
   const std::int64_t by_threads = partitioned ? 2 : 2048 / p.block_threads;
-  const std::int64_t by_shared = p.shared_bytes > 0 ? per_sm / (p.shared_bytes + 1024) : by_threads;
+  const std::int64_t by_shared = p.shared_bytes > 0 ? m.per_sm / (p.shared_bytes + 1024) : by_threads;
   const std::int64_t blocks_per_sm = std::max<std::int64_t>(1, std::min(by_threads, by_shared));
   // No more blocks than one grid-stride step over the samples needs: every block zeroes and
   // flushes its copy, which is most of a small fill's time (a fill of 1 sample took 12 us on the
-  // H100 with the full grid, h100-gpu results at 97ce624).
+  // H100 with the full grid).
   const std::int64_t per_step =
       p.block_threads * (typed ? p.unroll * p.vector_bytes / static_cast<std::int64_t>(size_of(r.sample)) : 1);
   const std::int64_t needed = std::max<std::int64_t>(1, (r.n + per_step - 1) / per_step);
-  const std::int64_t k = in_cluster ? cluster_k : 1;  // whole clusters
-  const std::int64_t resident = std::max(k, sms * blocks_per_sm / k * k);
+  const std::int64_t k = in_cluster ? f.cluster_k : 1;  // whole clusters
+  const std::int64_t resident = std::max(k, m.sms * blocks_per_sm / k * k);
   p.grid_blocks = std::min(resident, (needed + k - 1) / k * k);
   const bool small = p.grid_blocks < resident;
   p.reasons.push_back(
@@ -556,6 +543,40 @@ policy plan_cuda(const plan_request& r) {
       (typed ? "; 16-byte loads, " + std::to_string(p.unroll) + " in flight per thread (" +
                    std::to_string(16 * p.unroll) + " KiB per 1024 threads in flight)"
              : "; one sample per load (strided, N-D or unaligned samples)"));
+}
+
+/// A CUDA plan: weighted sums, a count_into's one launch, channels one by one, or a count.
+policy plan_cuda(const plan_request& r) {
+  if (r.wanted == strategy::cpu_private)
+    throw error("strategy cpu_private does not run on the GPU");
+  policy p;
+  p.where = backend::cuda;
+  p.threads = 0;
+  const cuda_room m = room_of(r);
+  // The exact kernel keys a thread's runs by cell x 16 + digit in 32 bits: below 2^27 cells (a
+  // fill of more would need 9 x 8 bytes of device words per cell, over 9 GiB).
+  if (r.weighted) {
+    if (r.weight_type == dtype::f32 && r.cells < (std::int64_t{1} << 27)) return plan_cuda_exact(r, p, m.budget);
+    return r.exact_sums ? plan_cuda_exact_wide(r, p) : plan_cuda_weighted(r, p, m.budget);
+  }
+  if (takes_count_into(r, m)) return plan_count_into(r, p);
+  if (r.wanted == strategy::global_atomic_vec && !r.contiguous)
+    throw error("strategy global_atomic_vec needs one contiguous column aligned to its sample type");
+  const counting_fit f = fit_of(r, m);
+  // Channels beyond one pass are filled one by one, each a strided column.
+  if (r.channels > 1 && !f.one_pass) {
+    plan_request each = r;
+    each.channels = 1;
+    each.contiguous = false;
+    policy p_each = plan_cuda(each);
+    p_each.reasons.insert(p_each.reasons.begin(),
+                          std::to_string(r.channels) + " channels filled one by one (one pass takes 2-4 channels of "
+                          "8-bit samples, automatic strategy)");
+    return p_each;
+  }
+  check_asked(r, f, m);
+  choose_counting(r, f, p);
+  shape_counting(r, f, m, p);
   return p;
 }
 
@@ -579,12 +600,8 @@ std::int64_t& partition_pass_tiles() {
 }  // namespace detail
 
 std::string_view name_of(backend b) { return to_name(b, kBackends); }
-std::string_view name_of(strategy s) { return to_name(s, kStrategies); }
 std::string_view name_of(count_type c) { return to_name(c, kCounts); }
 backend backend_from_name(std::string_view name) { return from_name(name, kBackends, "backend"); }
-strategy strategy_from_name(std::string_view name) {
-  return from_name(name, kStrategies, "strategy");
-}
 
 policy plan(const plan_request& r) {
   if (r.cells < 1) throw error("plan: cells must be >= 1, got " + std::to_string(r.cells));

@@ -1,8 +1,10 @@
-// The bundled sample run (no FILE) with its plots, and `tally info` / `tally plan`.
+// The bundled sample run (no FILE) with its plots, and `tally info` / `tally strategies` /
+// `tally plan`.
 #include <gtest/gtest.h>
 #include <stb_image.h>
 
 #include "harness.hpp"
+#include "tally/strategy.hpp"
 
 namespace cli_test {
 namespace {
@@ -48,6 +50,32 @@ TEST(Info, ListsVersionAndBackends) {
   EXPECT_EQ(o.out.rfind("tally " + v.out.substr(0, v.out.find('\n')) + "\n", 0), 0u) << o.out;
   EXPECT_NE(o.out.find("  cpu   usable"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("  cuda  "), std::string::npos) << o.out;
+}
+
+TEST(Strategies, ListsEveryRegisteredStrategy) {
+  const outcome o = tally({"strategies"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  std::size_t rows = 0;
+  for (const tally::strategy_info& s : tally::strategies()) {
+    const std::string where = s.where == tally::backend::cuda ? "cuda" : s.where == tally::backend::cpu ? "cpu" : "cpu or cuda";
+    const std::size_t at = o.out.find("\n" + std::string(s.name) + " (" + where + ")\n");
+    EXPECT_TRUE(at != std::string::npos || o.out.rfind(std::string(s.name) + " (" + where + ")\n", 0) == 0)
+        << s.name << "\n" << o.out;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 10u);  // the enum's strategies, automatic included
+  // Each row's three parts, each line within 100 columns.
+  std::size_t applies = 0, chosen = 0, from = 0;
+  while ((from = o.out.find("    applies to: ", from)) != std::string::npos) ++applies, ++from;
+  from = 0;
+  while ((from = o.out.find("    chosen: ", from)) != std::string::npos) ++chosen, ++from;
+  EXPECT_EQ(applies, rows);
+  EXPECT_EQ(chosen, rows);
+  std::size_t start = 0;
+  for (std::size_t end; (end = o.out.find('\n', start)) != std::string::npos; start = end + 1)
+    EXPECT_LE(end - start, 100u) << o.out.substr(start, end - start);
+  // The help text points there.
+  EXPECT_NE(tally({"hist", "--help"}).out.find("see `tally strategies`"), std::string::npos);
 }
 
 TEST(Plan, DescribesThePlannersChoice) {

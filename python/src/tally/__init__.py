@@ -15,7 +15,17 @@ from .patterns import (ElementwiseKernel, ReductionKernel, add, div, gelu, matmu
                        sigmoid, silu, sub, sum, tanh)
 
 __version__ = _tally.version()
-STRATEGIES = tuple(_tally.strategy_names())
+
+
+def strategies():
+    """The named strategies, as a list of dicts (the registry tally::strategies()): name,
+    backend ('cpu', 'cuda', or 'auto' for automatic), technique (the classic pattern it
+    implements), applies (the fills it takes when asked for) and chosen_when (when the planner
+    picks it unasked, and the measurement behind that). Name one with ``strategy=``."""
+    return _tally.strategies()
+
+
+STRATEGIES = tuple(row["name"] for row in _tally.strategies())
 
 
 def backends():
@@ -24,5 +34,5 @@ def backends():
 
 
 __all__ = ["Histogram", "axis", "backends", "bincount", "distributed", "histc", "histogram", "histogram2d",
-           "histogram_bin_edges", "histogramdd", "patterns", "plan", "STRATEGIES", "__version__",
+           "histogram_bin_edges", "histogramdd", "patterns", "plan", "strategies", "STRATEGIES", "__version__",
            *patterns.__all__]

@@ -4,11 +4,10 @@ numpy.histogram with an integer number of bins computes ``linspace(first, last, 
 dtype=bin_type)``, where ``first, last`` are the range (or the data's min and max as scalars of the
 data's type, widened by 0.5 each side when equal) and ``bin_type = result_type(first, last, a)``,
 float64 for integers. So float32 data get float32 edges, computed in float64 when the range is
-given as Python floats but in float32 arithmetic when it comes from the data. The edges are
-therefore computed here with numpy itself; tally's regular axis (linspace in float64 rounded to
-the edge type) is used when its edges are the same, else a variable axis over numpy's edges,
-which bins identically ("the bin whose edges hold x"): from 2^16 bins, edges this near a line
-take the variable axis' line rule, its estimate and an edge where that is not decisive.
+given as Python floats but in float32 arithmetic when it comes from the data. numpy's own type
+promotion (of this numpy version) names the two types here; the core computes numpy's linspace in
+them and picks the axis (tally::equal_bins): the regular axis where its edges are numpy's, else a
+variable axis over numpy's edges, which bins identically.
 """
 
 import functools
@@ -81,25 +80,21 @@ def _value(key):
 def _regular_cached(n, first_key, last_key, bin_type_str):
     first, last = _value(first_key), _value(last_key)
     bin_type = np.dtype(bin_type_str)
-    edges = np.linspace(first, last, n + 1, endpoint=True, dtype=bin_type)
-    if np.any(edges[:-1] >= edges[1:]):
-        raise ValueError(f"Too many bins for data range. Cannot create {n} finite-sized bins.")
+    # numpy.linspace computes in the range's own result type, made inexact: ask numpy itself,
+    # whose promotion rules differ between its versions.
+    arithmetic = np.linspace(first, last, 0).dtype
+    if arithmetic.name not in _EDGE_TYPES or bin_type.name not in _EDGE_TYPES:
+        raise ValueError(f"tally: numpy's edges in {arithmetic.name} rounded to {bin_type.name} are not "
+                         "computed by tally (it takes float16, float32 and float64)")
+    try:
+        axis = _tally.equal_bins(n, float(first), float(last), _EDGE_TYPES[arithmetic.name],
+                                 _EDGE_TYPES[bin_type.name])
+    except (MemoryError, TypeError):  # more edges than memory (or int64) holds: numpy's own error
+        np.linspace(first, last, n + 1, dtype=bin_type)
+        raise
+    edges = axis.edges().astype(bin_type)
     edges.flags.writeable = False
     _kept[id(edges)] = edges
-    axis = None
-    edge_type = _EDGE_TYPES.get(bin_type.name)
-    if edge_type is not None and np.isfinite(edges[0]) and np.isfinite(edges[-1]):
-        try:
-            candidate = _tally.Axis.regular(n, float(first), float(last), edge_type)
-            if np.array_equal(candidate.edges(), edges.astype(np.float64)):
-                axis = candidate
-        except ValueError:
-            pass
-    if axis is None:
-        if not np.isfinite(edges).all():
-            raise ValueError(f"tally: the edges of {n} bins over [{first}, {last}] overflow "
-                             f"{bin_type.name}")
-        axis = from_array(edges)
     return edges, None, axis
 
 
@@ -147,28 +142,13 @@ def from_array(edges, sample_type=None):
     if (sample_type in _WIDE_INTEGERS and e.dtype.kind in "iu"
             and np.result_type(e.dtype, np.dtype(_NUMPY_INTEGERS[sample_type])).kind in "iu"):
         return _tally.Axis.variable_integers(np.ascontiguousarray(e, np.uint64 if e.dtype.kind == "u" else np.int64))
-    if e.dtype == np.float64 and sample_type not in _WIDE_INTEGERS:
-        regular = _as_regular(e)
-        if regular is not None:
-            return regular
-    e = np.ascontiguousarray(e, dtype=np.float64)
-    if np.isnan(e).any():
+    as_f64 = np.ascontiguousarray(e, dtype=np.float64)
+    if np.isnan(as_f64).any():
         raise ValueError("tally: bin edges must not be NaN")
-    return _tally.Axis.variable(e)
-
-
-def _as_regular(e):
-    """The regular axis whose edges are e, bit for bit (numpy.linspace's, as histogramdd makes
-    them), or None: it bins as the variable axis over e does, by arithmetic instead of a search.
-    64-bit integer samples keep the variable axis, which compares them as numpy does."""
-    n = e.size - 1
-    if not (np.isfinite(e[0]) and np.isfinite(e[-1]) and e[0] < e[-1]):
-        return None
-    try:
-        candidate = _tally.Axis.regular(n, float(e[0]), float(e[-1]), "f64")
-    except ValueError:
-        return None
-    return candidate if np.array_equal(candidate.edges(), e) else None
+    if e.dtype == np.float64 and sample_type not in _WIDE_INTEGERS:
+        # numpy's linspace edges (histogramdd's) bin by the regular axis' arithmetic.
+        return _tally.axis_of_edges(as_f64)
+    return _tally.Axis.variable(as_f64)
 
 
 _NUMPY_INTEGERS = {"i64": "int64", "u64": "uint64"}
