@@ -58,6 +58,11 @@ TEST(Edges, TooManyBinsAndOverflowAreNumpysErrors) {
   EXPECT_EQ(e[1], std::numeric_limits<double>::infinity());
   EXPECT_EQ(e[4], 60000.0);
   EXPECT_THROW(tally::equal_bins(4, -60000, 60000, dtype::f16, dtype::f16), tally::error);
+  // An int64 range in float64, rounded to float16 edges: [-inf, inf], numpy's outer edges.
+  const tally::axis wide = tally::equal_bins(1, -0x1p63, 0x1p63, dtype::f64, dtype::f16);
+  EXPECT_EQ(wide.kind(), tally::axis_kind::variable);
+  EXPECT_EQ(wide.edges(), (std::vector<double>{-std::numeric_limits<double>::infinity(),
+                                               std::numeric_limits<double>::infinity()}));
   EXPECT_THROW(tally::linspace_edges(0, 0, 1, dtype::f64, dtype::f64), tally::error);
   EXPECT_THROW(tally::linspace_edges(2, 0, 1, dtype::i32, dtype::f64), tally::error);
 }

@@ -22,8 +22,9 @@ std::vector<double> linspace_edges(std::int64_t bins, double first, double last,
 
 /// The axis numpy.histogram bins by for `bins` equal bins (linspace_edges' arguments): the
 /// regular axis where its edges are numpy's bit for bit, else a variable axis over numpy's edges,
-/// which bins identically; either way its edges() are numpy's. Throws tally::error with numpy's message ("Too many bins for data range. ...")
-/// where two edges are not increasing, and where an edge is infinite.
+/// which bins identically (edges that overflow to infinity are its outer edges); either way its
+/// edges() are numpy's. Throws tally::error with numpy's message ("Too many bins for data range.
+/// ...") where two edges are not increasing, and where an edge is NaN.
 axis equal_bins(std::int64_t bins, double first, double last, dtype arithmetic, dtype edge_type);
 
 /// The axis for edges numpy made (histogramdd's linspace edges, say): the regular axis whose

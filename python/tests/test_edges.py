@@ -57,3 +57,19 @@ def test_float32_data_take_float32_arithmetic():
     assert_same_array(got_edges, want_edges)
     assert_same_array(got_counts, want_counts)
     assert not np.array_equal(want_edges, np.linspace(float(a[0]), float(a[1]), 7).astype(np.float32))
+
+
+def test_edges_that_overflow_to_infinity_are_numpys():
+    """A Python-int range of int64's extremes over float16 samples: numpy computes the edges in
+    float64 and rounds them to float16, [-inf, inf]. numpy.histogram then fails on its own index
+    (IndexError) where there are samples; tally counts them by numpy's edges."""
+    r = (-2**63, 2**63 - 1)
+    empty = np.zeros(0, np.float16)
+    assert_same_array(tally.histogram(empty, 1, r)[1], np.histogram(empty, 1, r)[1])
+    assert_same_array(tally.histogram(empty, 1, r)[0], np.histogram(empty, 1, r)[0])
+    a = np.array([-3.5, 0.0, 60000.0], np.float16)
+    with pytest.raises(IndexError):
+        np.histogram(a, 1, r)
+    counts, edges = tally.histogram(a, 1, r)
+    assert_same_array(edges, np.histogram_bin_edges(a, 1, r))
+    assert_same_array(counts, np.array([3]))

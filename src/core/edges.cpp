@@ -78,10 +78,11 @@ axis equal_bins(std::int64_t bins, double first, double last, dtype arithmetic, 
     } catch (const error&) {  // edges regular's rule cannot tell apart: the variable axis
     }
   }
+  // Edges that overflow to infinity bin as the variable axis' outer edges; NaN ones bin nothing.
   for (double x : e)
-    if (!std::isfinite(x))
+    if (std::isnan(x))
       throw error("tally: the edges of " + std::to_string(bins) + " bins over [" + text(first) + ", " + text(last) +
-                  "] overflow " + std::string(name_of(edge_type)));
+                  "] overflow " + std::string(name_of(edge_type)) + " to NaN");
   return axis::variable(std::move(e));
 }
 
