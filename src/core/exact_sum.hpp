@@ -36,7 +36,7 @@ constexpr int kExactDigits = 2 * kExactWords;
 /// to digits d, d + 1 and d + 2, so the window takes the runs at digits lo .. lo + 3 (f32 values
 /// over 64 binades); a term outside it goes to the device words. Each block picks the window that
 /// holds most of its first weights and moves it after an epoch in which more than half of its
-/// samples fell outside it on one side (cuda/sums.cu).
+/// samples fell outside it on one side (cuda/exact_sums.cu).
 constexpr int kExactWindowDigits = 6;
 constexpr int kExactWindowWords = kExactWindowDigits / 2;
 constexpr int kExactCellCounters = kExactWindowDigits + 1;

@@ -47,7 +47,7 @@ TALLY_HD unsigned partition_blocks_for(double portion, int blocks) {
   return b > 1 ? b : 1u;
 }
 
-/// The partitioned exact sums of f32 weights (cuda/sums.cu). A bucket is 2^kPartitionExactBits
+/// The partitioned exact sums of f32 weights (cuda/exact_sums.cu). A bucket is 2^kPartitionExactBits
 /// cells, whose windows of 16-bit digits (core/exact_sum.hpp's exact_words_bytes: 28 KiB) leave
 /// room for two blocks a multiprocessor; the flow samples take no bucket (the sort counts them), and
 /// the summing pass flags non-finite weights. A sorted pair is the cell's low bits (2 bytes) and the f32 weight (4),

@@ -240,7 +240,7 @@ policy plan_cuda_weighted(const plan_request& r, policy p, std::int64_t budget) 
   p.block_threads = 256;
   const std::int64_t warps = p.block_threads / 32;
   // A warp's copy: an f64 sum and a word (the mask of a group's lanes in the cell) a cell, as
-  // cuda/sums.cu's weighted_kernel lays them out; every window's launch takes these bytes.
+  // cuda/ordered_sums.cu's weighted_kernel lays them out; every window's launch takes these bytes.
   p.window_cells = std::min<std::int64_t>(r.cells, std::max<std::int64_t>(1, budget / (warps * 12)));
   p.shared_bytes = warps * p.window_cells * 12;
   // At least 16384 samples per block, at most 4096 blocks: a fixed function of n.
