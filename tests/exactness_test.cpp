@@ -207,8 +207,8 @@ TEST_P(Exactness, UnitIntegerEdgesBinIntegersAsTheEdges) {
       regular_spec(1, 7, 8),               regular_spec(255, 0, 255),
       regular_spec(255, -128, 127),        regular_spec(300, -150, 150),
       regular_spec(65535, -32768, 32767),  regular_spec(64, 2147483583.0, 2147483647.0),
-      regular_spec(64, 4294967232.0, 4294967296.0), regular_spec(64, 0x1p53 - 64, 0x1p53),
-      regular_spec(10, -0x1p53, -0x1p53 + 10), regular_spec(16, 0x1p24 - 16, 0x1p24, dtype::f32),
+      regular_spec(64, 4294967232.0, 4294967296.0), regular_spec(64, 0x1p53 - 65, 0x1p53 - 1),
+      regular_spec(10, -0x1p53 + 1, -0x1p53 + 11), regular_spec(16, 0x1p24 - 16, 0x1p24, dtype::f32),
       regular_spec(16, 2032, 2048, dtype::f16), regular_spec(256, 0, 256, dtype::bf16)};
   const dtype types[] = {dtype::u8, dtype::i8, dtype::u16, dtype::i16, dtype::u32,
                          dtype::i32, dtype::u64, dtype::i64};
@@ -251,6 +251,10 @@ TEST_P(Exactness, UnitIntegerEdgesBinIntegersAsTheEdges) {
   EXPECT_FALSE(axis::regular(256, 0, 256.5).unit_integer_edges());
   EXPECT_FALSE(axis::regular(128, 0, 256).unit_integer_edges());
   EXPECT_FALSE(axis::regular(4, 0x1p53, 0x1p53 + 8).unit_integer_edges());
+  // An end at +-2^53, onto which 64-bit samples beyond it round: the regular rule, as numpy.
+  EXPECT_FALSE(axis::regular(64, 0x1p53 - 64, 0x1p53).unit_integer_edges());
+  EXPECT_FALSE(axis::regular(10, -0x1p53, -0x1p53 + 10).unit_integer_edges());
+  EXPECT_EQ(check(regular_exact_spec(1, top - 1, top + 1), wide_view), (std::vector<double>{2}));
   EXPECT_FALSE(axis::regular(4, 0.5, 4.5).unit_integer_edges());
 }
 

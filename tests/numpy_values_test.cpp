@@ -89,6 +89,19 @@ TEST(Numpy, Int64SamplesRoundToFloat64) {
   const column x = typed_column<std::int64_t>({(std::int64_t{1} << 53) + 1});
   EXPECT_EQ(counts_of(axis::regular(1, 0, 0x1p53), x), (counts{1}));
   EXPECT_EQ(counts_of(axis::regular(2, 0, 0x1p53), x), (counts{0, 1}));
+  // Unit integer edges ending at 2^53: the samples 2^53 + 1 round onto the last edge.
+  // numpy.histogram(numpy.array([2**53 + 1, 2**53 + 1, 2**53 - 1], dtype=numpy.uint64), 1)[0] -> [3]
+  // (the range [2^53 - 1, 2^53 + 1] from the data, compared exactly, the edges [2^53 - 1, 2^53])
+  const column y = typed_column<std::uint64_t>({(std::uint64_t{1} << 53) + 1, (std::uint64_t{1} << 53) + 1,
+                                                (std::uint64_t{1} << 53) - 1});
+  const axis unit = axis::regular(1, 0x1p53 - 1, 0x1p53);
+  EXPECT_FALSE(unit.unit_integer_edges());
+  EXPECT_EQ(counts_of(unit, y), (counts{3}));
+  EXPECT_EQ(counts_of(axis::regular_exact(1, (std::uint64_t{1} << 53) - 1, (std::uint64_t{1} << 53) + 1), y),
+            (counts{3}));
+  // numpy.histogram(that array, 2, (2.0**53 - 2, 2.0**53))[0] -> [0, 3]
+  EXPECT_EQ(counts_of(axis::regular(2, 0x1p53 - 2, 0x1p53), y), (counts{0, 3}));
+  EXPECT_TRUE(axis::regular(2, 0x1p53 - 3, 0x1p53 - 1).unit_integer_edges());
 }
 
 TEST(Numpy, Bincount) {

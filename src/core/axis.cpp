@@ -450,10 +450,11 @@ axis axis::regular(std::int64_t bins, double lo, double hi, dtype edge_type) {
     }
   }
   // Edges lo + k (step exactly 1, so linspace's k * step + lo is exact) while every integer of
-  // the range is exact in the edge type.
+  // the range is exact in the edge type, and below 2^53: a 64-bit integer sample just beyond an
+  // edge of 2^53 rounds onto it, in the bins by the regular rule (and numpy's), out by v - lo.
   const double exact_to = edge_type == dtype::f16 ? 0x1p11 : edge_type == dtype::bf16 ? 0x1p8
                           : edge_type == dtype::f32 ? 0x1p24 : 0x1p53;
-  a.unit_integers_ = std::floor(lo) == lo && std::floor(hi) == hi && magnitude <= exact_to &&
+  a.unit_integers_ = std::floor(lo) == lo && std::floor(hi) == hi && magnitude <= exact_to && magnitude < 0x1p53 &&
                      static_cast<std::int64_t>(hi) - static_cast<std::int64_t>(lo) == bins;
   return a;
 }
