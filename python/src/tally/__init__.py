@@ -9,6 +9,7 @@ exported here too.
 """
 
 from . import _tally, axis, distributed, patterns
+from ._caches import caches, clear_caches
 from ._functions import bincount, histc, histogram, histogram2d, histogram_bin_edges, histogramdd, plan
 from ._histogram import Histogram
 from .patterns import (ElementwiseKernel, ReductionKernel, add, div, gelu, matmul, max, mean, min, mul, relu,
@@ -34,5 +35,5 @@ def backends():
 
 
 __all__ = ["Histogram", "axis", "backends", "bincount", "distributed", "histc", "histogram", "histogram2d",
-           "histogram_bin_edges", "histogramdd", "patterns", "plan", "strategies", "STRATEGIES", "__version__",
+           "histogram_bin_edges", "histogramdd", "patterns", "plan", "strategies", "STRATEGIES", "__version__", "caches", "clear_caches",
            *patterns.__all__]

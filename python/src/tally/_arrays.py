@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from . import _devices, _edges, _tally
+from . import _caches, _devices, _edges, _tally
 from ._devices import _cupy, _torch
 from ._types import _NAMES, _NATIVE, NUMPY_NAMES
 
@@ -252,6 +252,17 @@ _device_edges = {}
 _device_edges_used = {}
 _DEVICE_EDGES_BYTES = 64 << 20
 _DEVICE_EDGES_CONTENT = 256
+
+
+def _clear_device_edges():
+    _device_edges.clear()
+    _device_edges_used.clear()
+
+
+_caches.register("device edges", "device copies of the edges calls return, per library and device",
+                 "(host edges' id or bytes, library, device, dtype)",
+                 f"{_DEVICE_EDGES_BYTES >> 20} MiB and {_DEVICE_EDGES_CONTENT} by bytes a device; then not kept",
+                 lambda: len(_device_edges), _clear_device_edges)
 
 
 def to_host(obj):

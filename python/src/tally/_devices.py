@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from . import _tally
+from . import _caches, _tally
 from ._types import EXTREME_TYPES, NUMPY_NAMES, type_of_dtype
 
 
@@ -117,6 +117,8 @@ def current_stream(lib, index):
 
 
 _torch_kinds = {}  # (device index, dtype name) -> an empty tensor of that kind, made once
+_caches.register("torch kinds", "an empty torch tensor of each dtype and device, which new arrays are made like",
+                 "(device, dtype)", "one a device and dtype", lambda: len(_torch_kinds), _torch_kinds.clear)
 
 
 def new_array(lib, index, shape, name):

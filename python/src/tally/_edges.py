@@ -16,7 +16,7 @@ import weakref
 
 import numpy as np
 
-from . import _tally
+from . import _caches, _tally
 
 _EDGE_TYPES = {"float16": "f16", "float32": "f32", "float64": "f64"}
 
@@ -97,6 +97,10 @@ def _regular_cached(n, first_key, last_key, bin_type_str):
     _kept[id(edges)] = edges
     return edges, None, axis
 
+
+_caches.register("regular edges", "numpy's edges for equal bins and the axis that bins by them",
+                 "(bins, first, last, bin type)", "256; least recently used first",
+                 lambda: _regular_cached.cache_info().currsize, _regular_cached.cache_clear)
 
 # The edges _regular_cached made, by id: read-only and never changed, so a device copy of them
 # (Source.edges_result) stays right. A user's read-only array may still change through a view.

@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from . import _devices, _edges, _kept, _tally
+from . import _caches, _devices, _edges, _kept, _tally
 from ._arrays import Source, backend_for, int64_arg, operator_index, same_device, strategy_arg, to_host
 from ._devices import _cupy, _torch, device_of, require_cuda
 from ._types import FLOAT_TYPES, NUMPY_NAMES
@@ -673,6 +673,10 @@ def _integer_axis(length):
     return _tally.Axis.integer(0, length)
 
 
+_caches.register("integer axes", "bincount's axes", "length", "64; least recently used first",
+                 lambda: _integer_axis.cache_info().currsize, _integer_axis.cache_clear)
+
+
 _NEGATIVE = "'list' argument must have no negative elements"
 
 
@@ -701,6 +705,9 @@ _BINCOUNT_GUESS_MIN, _BINCOUNT_GUESS_MAX = 1 << 12, 1 << 20
 # From this many samples in CUDA memory the pass saved (64 MiB of i32: ~22 us) outweighs the cut.
 _BINCOUNT_ONE_PASS_CUDA = 1 << 24
 _bincount_guess = [_BINCOUNT_GUESS_MIN]
+_caches.register("bincount's guess", "the length of the last unweighted bincount of many samples", "(one value)",
+                 f"{_BINCOUNT_GUESS_MIN}..{_BINCOUNT_GUESS_MAX}", lambda: int(_bincount_guess[0] != _BINCOUNT_GUESS_MIN),
+                 lambda: _bincount_guess.__setitem__(0, _BINCOUNT_GUESS_MIN))
 
 
 def _remember_bincount_length(length):

@@ -14,7 +14,7 @@ where they are int64 counts of a larger one or flow counts are wanted. The curre
 arrays and addresses come from _devices.
 """
 
-from . import _edges, _tally
+from . import _caches, _edges, _tally
 from ._devices import _cupy, _torch, address, current_stream, new_array, size, tensor_key
 from ._types import NUMPY_NAMES, type_of_dtype
 
@@ -63,6 +63,16 @@ def keep(key, call):
     if len(_calls) >= _CALLS_MAX:
         _calls.clear()
     _calls[key] = call
+
+
+def _clear_calls():
+    _calls.clear()
+    _seen.clear()
+
+
+_caches.register("calls", "what a 1-D call on a contiguous CUDA array derives from its arguments (KeptCall)",
+                 "(function, arguments, dtype, device)", f"{_CALLS_MAX}; emptied whole when full",
+                 lambda: len(_calls), _clear_calls)
 
 
 def fill_address(lib, a, axes, sample_type, index, stream, strategy, flow, weights=None, weight_type=""):

@@ -8,7 +8,7 @@ import struct
 
 import numpy as np
 
-from .. import _tally
+from .. import _caches, _tally
 from .._devices import _cupy, _torch, address, current_stream, device_of, new_array, raw_stream
 from .bind import ITEMSIZE, np_dtype
 from .codegen import MAX_DIMS, THREADS
@@ -89,6 +89,8 @@ def scalar_bytes(value, t):
 
 
 _device_properties = {}  # (library, device index) -> (ordinal, arch, multiprocessors)
+_caches.register("device properties", "each CUDA device's ordinal, architecture and multiprocessors (user kernels)",
+                 "(library, device)", "one a device", lambda: len(_device_properties), _device_properties.clear)
 
 
 def multiprocessors(ref):
