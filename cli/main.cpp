@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "errors.hpp"
+#include "tally/dtype.hpp"
 #include "tally/plan.hpp"
 
 namespace {
@@ -60,7 +61,7 @@ void add_hist(CLI::App& app, hist_args& h) {
   cmd->add_option("FILE", h.file, "Input file; its format is told by its first bytes")->check(non_empty);
   cmd->add_option(
       "--dtype", h.dtype,
-      "Read FILE as raw native-endian values: u8 i8 u16 i16 u32 i32 u64 i64 f16 bf16 f32 f64")
+      "Read FILE as raw native-endian values: " + tally::sample_type_names())
       ->check(non_empty);
   cmd->add_option("--weights", h.weights,
                   "Weights, one per sample (row): .npy of f4/f8 or raw f32/f64")

@@ -190,6 +190,28 @@ TEST(Backends, CpuIsUsableAndCudaIsListed) {
   EXPECT_TRUE(cuda);
 }
 
+TEST(Names, SampleTypesAreOneTableInTheEnumsOrder) {
+  const auto& all = tally::sample_types();
+  ASSERT_EQ(all.size(), 12u);
+  std::string names;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const tally::dtype t = all[i];
+    EXPECT_EQ(static_cast<std::size_t>(t), i);
+    EXPECT_EQ(tally::dtype_from_name(tally::name_of(t)), t);
+    EXPECT_EQ(tally::dtype_from_name(tally::numpy_name_of(t)), t);
+    names += (i ? " " : "") + std::string(tally::name_of(t));
+  }
+  EXPECT_EQ(tally::sample_type_names(), names);
+  EXPECT_EQ(tally::numpy_name_of(tally::dtype::bf16), "bfloat16");
+  EXPECT_EQ(tally::size_of(tally::dtype::f16), 2u);
+  try {
+    tally::dtype_from_name("f128");
+    ADD_FAILURE() << "f128 was accepted";
+  } catch (const tally::error& e) {
+    EXPECT_NE(std::string(e.what()).find(names), std::string::npos) << e.what();
+  }
+}
+
 TEST(Names, BackendStrategyCountTypeRoundTrip) {
   for (tally::backend b : {tally::backend::automatic, tally::backend::cpu, tally::backend::cuda}) {
     EXPECT_EQ(tally::backend_from_name(tally::name_of(b)), b);

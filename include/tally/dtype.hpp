@@ -3,7 +3,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace tally {
 
@@ -19,8 +21,15 @@ struct bfloat16 {
   std::uint16_t bits;
 };
 
+/// Every sample type, in the enum's order: the one table of names and sizes that the bindings,
+/// the Python package and the CLI read.
+const std::vector<dtype>& sample_types();
 std::size_t size_of(dtype t);
 std::string_view name_of(dtype t);
+/// numpy's name of the type ("uint8", ..., "bfloat16" for bf16, which numpy itself lacks).
+std::string_view numpy_name_of(dtype t);
+/// Every sample type's name, space-separated ("u8 i8 ... f64"), for messages and help texts.
+std::string sample_type_names();
 /// Parses "u8", "i32", "f16", "bf16", "f64", ... (also numpy's "uint8", "float32", ...).
 /// Throws tally::error for an unknown name.
 dtype dtype_from_name(std::string_view name);

@@ -42,8 +42,7 @@ tally::dtype dtype_of(const nb::dlpack::dtype& t) {
   for (const auto& e : table)
     if (t.lanes == 1 && t.code == static_cast<std::uint8_t>(e.c) && t.bits == e.bits) return e.type;
   throw nb::type_error(("tally: unsupported sample type (DLPack code " + std::to_string(t.code) +
-                        ", " + std::to_string(t.bits) + " bits); supported: u8 i8 u16 i16 u32 i32 "
-                        "u64 i64 f16 bf16 f32 f64")
+                        ", " + std::to_string(t.bits) + " bits); supported: " + tally::sample_type_names())
                            .c_str());
 }
 
@@ -120,6 +119,13 @@ template cell_copy<std::int64_t>::cell_copy(const std::uint64_t*, const std::vec
 template cell_copy<std::int64_t>::cell_copy(const std::uint32_t*, const std::vector<std::int64_t>&);
 
 void register_arrays(nb::module_& m) {
+  m.def("sample_types", [] {  // tally's one table: (name, numpy's name, bytes, floating)
+    nb::list rows;
+    for (tally::dtype t : tally::sample_types())
+      rows.append(nb::make_tuple(std::string(tally::name_of(t)), std::string(tally::numpy_name_of(t)),
+                                 tally::size_of(t), tally::is_floating(t)));
+    return rows;
+  });
   m.def("sample_type", [](const any_array& a) { return std::string(tally::name_of(dtype_of(a.dtype()))); },
         "array"_a, "The tally sample type of an array (raises TypeError for other types).");
 }

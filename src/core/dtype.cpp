@@ -35,15 +35,29 @@ const dtype_entry& entry(dtype t) {
 
 }  // namespace
 
+const std::vector<dtype>& sample_types() {
+  static const std::vector<dtype> all = [] {
+    std::vector<dtype> v;
+    for (const auto& e : kTypes) v.push_back(e.type);
+    return v;
+  }();
+  return all;
+}
+
 std::size_t size_of(dtype t) { return entry(t).size; }
 std::string_view name_of(dtype t) { return entry(t).name; }
+std::string_view numpy_name_of(dtype t) { return entry(t).numpy_name; }
+
+std::string sample_type_names() {
+  std::string names;
+  for (const auto& e : kTypes) names += (names.empty() ? "" : " ") + std::string(e.name);
+  return names;
+}
 
 dtype dtype_from_name(std::string_view name) {
-  for (const auto& e : kTypes) {
+  for (const auto& e : kTypes)
     if (name == e.name || name == e.numpy_name) return e.type;
-  }
-  throw error("unknown dtype '" + std::string(name) +
-              "': expected one of u8 i8 u16 i16 u32 i32 u64 i64 f16 bf16 f32 f64");
+  throw error("unknown dtype '" + std::string(name) + "': expected one of " + sample_type_names());
 }
 
 bool is_floating(dtype t) {

@@ -1,17 +1,21 @@
-"""tally's type names (u8 .. f64, bf16, bool) against numpy's, torch's and cupy's dtypes: the one
-table that the package's modules share (it imports nothing of the package)."""
+"""tally's type names (u8 .. f64, bf16, bool) against numpy's, torch's and cupy's dtypes: the
+package's view of the core's one table of sample types (tally::sample_types), which the modules
+share (it imports nothing of the package but the extension)."""
 
 import numpy as np
 
+from . import _tally
+
+_TABLE = _tally.sample_types()  # (tally name, numpy name, bytes, floating)
 # tally's sample type names by numpy dtype name (bool is read as u8 where numpy allows it).
-_NAMES = {
-    "uint8": "u8", "int8": "i8", "uint16": "u16", "int16": "i16", "uint32": "u32",
-    "int32": "i32", "uint64": "u64", "int64": "i64", "float16": "f16", "bfloat16": "bf16",
-    "float32": "f32", "float64": "f64", "bool": "bool",
-}
+_NAMES = {numpy_name: name for name, numpy_name, _, _ in _TABLE}
+_NAMES["bool"] = "bool"
+# Bytes of each type (bool's one byte included).
+SIZES = {name: size for name, _, size, _ in _TABLE}
+SIZES["bool"] = 1
 # The same by native numpy dtype (a dtype hashes faster than its name is built).
 _NATIVE = {np.dtype(name): t for name, t in _NAMES.items() if name != "bfloat16"}
-FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
+FLOAT_TYPES = tuple(name for name, _, _, floating in _TABLE if floating)
 # The types whose minimum and maximum tally's reduction finds (tally::reduce: all but f64).
 EXTREME_TYPES = ("u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "f16", "bf16", "f32")
 # numpy dtype names by tally sample type (the inverse of _NAMES).

@@ -6,12 +6,11 @@ import numpy as np
 
 from .._arrays import Source
 from .._devices import cuda_usable, empty
-from .._types import NUMPY_NAMES
+from .._types import NUMPY_NAMES, SIZES
 from .parse import TYPE_NAMES
 
-# Bytes of an element of each type (tally's type names).
-ITEMSIZE = {"bool": 1, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4, "i64": 8, "u64": 8,
-            "f16": 2, "bf16": 2, "f32": 4, "f64": 8}
+# Bytes of an element of each type (tally's type names): the core's table.
+ITEMSIZE = SIZES
 
 
 def is_scalar(value):
