@@ -53,6 +53,10 @@ def cuda_usable():
     return any(name == "cuda" and usable for name, _, usable, _ in _tally.backends())
 
 
+_caches.register("CUDA usable", "whether tally's CUDA backend is usable here", "(one value)", "one",
+                 lambda: cuda_usable.cache_info().currsize, cuda_usable.cache_clear)
+
+
 def require_cuda(src):
     """A ValueError where the Source `src` is in CUDA memory and tally cannot run there."""
     if src.on_cuda and not cuda_usable():

@@ -4,7 +4,7 @@ share (it imports nothing of the package but the extension)."""
 
 import numpy as np
 
-from . import _tally
+from . import _caches, _tally
 
 _TABLE = _tally.sample_types()  # (tally name, numpy name, bytes, floating)
 # tally's sample type names by numpy dtype name (bool is read as u8 where numpy allows it).
@@ -23,6 +23,8 @@ NUMPY_NAMES = {t: name for name, t in _NAMES.items()}
 
 
 _BY_DTYPE = {}  # torch, numpy and cupy dtype objects -> tally's type name (or None)
+_caches.register("dtype names", "tally's type name of each dtype object seen", "a torch, numpy or cupy dtype",
+                 "one a dtype", lambda: len(_BY_DTYPE), _BY_DTYPE.clear)
 
 
 def type_of_dtype(dtype):
