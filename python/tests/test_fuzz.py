@@ -28,11 +28,12 @@ order. Where numpy fails in its own arithmetic, tally's answer is checked otherw
 Every case is a JSON-able dict, so failures become files in fuzz_corpus/numpy/ ({"note": ...,
 "case": ...}; an "xfail" key marks a known bug, with its reason), replayed every run. The short
 run is part of the test suite (conftest's "tally-ci" hypothesis profile: derandomized, no
-database). The long run, in processes of 100,000 cases (one process of 10^6 grew past 24 GiB,
-while tally's calls alone hold their memory: 420,000 of them in a loop stayed at 68 MB):
+database). The long run goes in processes of 100,000 cases under a memory limit, so that a case
+that would take the machine's memory is a MemoryError the comparison sees, not a process the
+system kills:
 
-    for i in $(seq 10); do TALLY_FUZZ_EXAMPLES=100000 PYTHONPATH=build/python .venv/bin/python \\
-        -m pytest -q -p no:cacheprovider python/tests/test_fuzz.py; done
+    for i in $(seq 10); do (ulimit -v 10000000; TALLY_FUZZ_EXAMPLES=100000 PYTHONPATH=build/python \\
+        .venv/bin/python -m pytest -q -p no:cacheprovider python/tests/test_fuzz.py); done
 
 runs about TALLY_FUZZ_EXAMPLES cases over this file's tests a process (random seeds unless
 --hypothesis-seed=N; the same variable scales test_fuzz_bytes.py and test_fuzz_cli.py).
