@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "core/float_format.hpp"
@@ -35,6 +36,24 @@ std::string text(double x) {
     if (std::strtod(buffer, nullptr) == x || std::isnan(x)) break;
   }
   return buffer;
+}
+
+/// The regular axis over [lo, hi] whose edges are `e` (bit for bit where `bits`, else equal as
+/// numbers: it bins the same), or none: ends that are not finite, or edges regular's rule cannot
+/// tell apart.
+std::optional<axis> regular_with_edges(const std::vector<double>& e, double lo, double hi, dtype edge_type, bool bits) {
+  if (!std::isfinite(e.front()) || !std::isfinite(e.back())) return std::nullopt;
+  const std::int64_t bins = static_cast<std::int64_t>(e.size()) - 1;
+  try {
+    axis candidate = axis::regular(bins, lo, hi, edge_type);
+    for (std::int64_t k = 0; k <= bins; ++k) {
+      const double x = candidate.edge(k), y = e[static_cast<std::size_t>(k)];
+      if (bits ? !same_bits(x, y) : x != y) return std::nullopt;
+    }
+    return candidate;
+  } catch (const error&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace
@@ -68,16 +87,8 @@ axis equal_bins(std::int64_t bins, double first, double last, dtype arithmetic, 
   for (std::size_t k = 0; k + 1 < e.size(); ++k)
     if (e[k] >= e[k + 1])
       throw error("Too many bins for data range. Cannot create " + std::to_string(bins) + " finite-sized bins.");
-  if (std::isfinite(e.front()) && std::isfinite(e.back())) {
-    try {
-      axis candidate = axis::regular(bins, first, last, edge_type);
-      bool same = true;
-      // Bit for bit (a zero's sign too): the axis' edges are what callers return as numpy's.
-      for (std::int64_t k = 0; k <= bins && same; ++k) same = same_bits(candidate.edge(k), e[static_cast<std::size_t>(k)]);
-      if (same) return candidate;
-    } catch (const error&) {  // edges regular's rule cannot tell apart: the variable axis
-    }
-  }
+  // Bit for bit (a zero's sign too): the axis' edges are what callers return as numpy's.
+  if (auto regular = regular_with_edges(e, first, last, edge_type, true)) return *regular;
   // Edges that overflow to infinity bin as the variable axis' outer edges; NaN ones bin nothing.
   for (double x : e)
     if (std::isnan(x))
@@ -87,17 +98,8 @@ axis equal_bins(std::int64_t bins, double first, double last, dtype arithmetic, 
 }
 
 axis axis_of_edges(std::vector<double> edges) {
-  const std::int64_t bins = static_cast<std::int64_t>(edges.size()) - 1;
-  if (bins >= 1 && std::isfinite(edges.front()) && std::isfinite(edges.back()) && edges.front() < edges.back()) {
-    try {
-      axis candidate = axis::regular(bins, edges.front(), edges.back(), dtype::f64);
-      bool same = true;
-      for (std::int64_t k = 0; k <= bins && same; ++k)
-        same = candidate.edge(k) == edges[static_cast<std::size_t>(k)];
-      if (same) return candidate;
-    } catch (const error&) {
-    }
-  }
+  if (edges.size() >= 2 && edges.front() < edges.back())
+    if (auto regular = regular_with_edges(edges, edges.front(), edges.back(), dtype::f64, false)) return *regular;
   return axis::variable(std::move(edges));
 }
 
