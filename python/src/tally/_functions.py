@@ -408,8 +408,6 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *,
     numpy_cells = math.prod(e.size + 1 for e in edges)  # numpy counts outliers too, in intp
     if numpy_cells > np.iinfo(np.intp).max:
         raise ValueError("invalid dims: array size defined by dims is larger than the maximum possible size.")
-    if numpy_cells > np.iinfo(np.intp).max // np.dtype(np.intp).itemsize:
-        raise ValueError("array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum possible size.")
     cells = tuple(max(e.size - 1, 0) for e in edges)
     if any(e.size == 0 for e in edges):  # numpy's own IndexError: no bins, as numpy.histogram's
         return src.result(np.zeros(cells)), [src.result(e) for e in edges]
@@ -423,6 +421,9 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *,
         w = w.as_weights()
     if w is not None and w.size != (columns[0].size if d else 0):
         raise ValueError("The weights and list don't have the same length.")
+    if numpy_cells > np.iinfo(np.intp).max // np.dtype(np.intp).itemsize:  # numpy's bincount
+        # allocates its cells after it has read the weights
+        raise ValueError("array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum possible size.")
     if masked is not None:
         columns, w = _drop_masked_on_last_edges(masked, columns, w, edges)
     if any(e.size == 1 for e in edges):  # an axis of one edge has no bins: an empty result
