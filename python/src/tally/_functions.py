@@ -398,9 +398,10 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *,
         return _edges.outer_edges(columns[i], range[i])
     with np.errstate(over="ignore", invalid="ignore"):  # numpy's linspace may overflow to NaN edges
         edges = dd_edges(bins, outer_edges)
-    if any(e.dtype.kind in "fc" and np.isnan(e).any() for e in edges):
-        # NaN edges (float16 ranges whose linspace overflows): numpy's searchsorted answers them,
-        # computed by numpy itself on a host copy.
+    if any(e.dtype.kind in "fc" and (np.isnan(e).any() or (e.size > 1 and e[-2] > e[-1])) for e in edges):
+        # NaN edges (float16 ranges whose linspace overflows) or a last edge below the one before
+        # (numpy computes a linspace in the sample's type, whose rounded step may overshoot the
+        # end): numpy's searchsorted answers them, computed by numpy itself on a host copy.
         host = np.stack([c.host() for c in columns], axis=1) if masked is None else sample
         hist, edges = np.histogramdd(host, given_bins, range, density=density,
                                      weights=None if weights is None else to_host(weights))
