@@ -7,12 +7,10 @@
 #include <vector>
 
 #include "tally/axis.hpp"
+#include "tally/backend.hpp"
 #include "tally/dtype.hpp"
 
 namespace tally {
-
-/// Where a histogram is computed. automatic: where the data live (device memory -> cuda).
-enum class backend : std::uint8_t { automatic, cpu, cuda };
 
 /// Named strategies; automatic lets the planner choose. What each is, where it applies and when
 /// the planner picks it: the registry, tally::strategies() (tally/strategy.hpp).

@@ -46,7 +46,7 @@ tally::dtype dtype_of(const nb::dlpack::dtype& t);
 /// the order of the samples does not matter) the dimensions may be visited in any order and in
 /// either direction, so transposed and reversed arrays need no copy; otherwise the elements
 /// must come in C order (numpy's ravel order), as weights must pair with their samples.
-tally::view one_view(const any_array& a, bool any_order);
+tally::view view_of(const any_array& a, bool any_order);
 
 /// A fill's columns and weights as views. One unweighted column is read in any order (its
 /// samples pair with nothing); several columns, or weights, pair element by element in C order.

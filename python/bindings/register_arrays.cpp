@@ -15,7 +15,7 @@ namespace {
 
 /// Weights, in C order: float32 or float64 (the package converts other types).
 tally::view weight_view(const any_array& weights) {
-  const tally::view w = one_view(weights, false);
+  const tally::view w = view_of(weights, false);
   if (w.type != tally::dtype::f32 && w.type != tally::dtype::f64)
     throw nb::type_error("tally: weights must be float32 or float64");
   return w;
@@ -46,7 +46,7 @@ tally::dtype dtype_of(const nb::dlpack::dtype& t) {
                            .c_str());
 }
 
-tally::view one_view(const any_array& a, bool any_order) {
+tally::view view_of(const any_array& a, bool any_order) {
   tally::view v;
   v.type = dtype_of(a.dtype());
   const std::int64_t item = static_cast<std::int64_t>(tally::size_of(v.type));
@@ -80,7 +80,7 @@ tally::view one_view(const any_array& a, bool any_order) {
 
 fill_views::fill_views(const std::vector<any_array>& cs, const std::optional<any_array>& ws) {
   const bool any_order = cs.size() == 1 && !ws;
-  for (const auto& c : cs) columns.push_back(one_view(c, any_order));
+  for (const auto& c : cs) columns.push_back(view_of(c, any_order));
   if (ws) weights = weight_view(*ws);
 }
 

@@ -267,7 +267,7 @@ void register_histogram(nb::module_& m) {
   m.def("copy", &copy_all, "histograms"_a, nb::rv_policy::take_ownership);
 
   m.def("fill_channels", [](std::vector<py_histogram*> per_channel, const any_array& samples, int channels) {
-    const tally::view v = one_view(samples, false);
+    const tally::view v = view_of(samples, false);
     nb::gil_scoped_release release;
     const auto locks = lock_all(per_channel);
     std::vector<tally::histogram> hs;

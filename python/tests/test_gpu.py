@@ -267,7 +267,7 @@ def test_torch_plan_says_how_the_weights_sum(torch):
 @pytest.mark.parametrize("lib", ["torch", "cupy"])
 def test_repeated_calls_reuse_their_arguments_parts(request, rng, lib):
     """Calls with equal arguments on contiguous CUDA arrays reuse what they derive from the
-    arguments (tally._kept): every call on fresh data still equals numpy's, the edges come back
+    arguments (tally._call_cache): every call on fresh data still equals numpy's, the edges come back
     as new arrays, and inputs beyond minlength, negative ones and bool arrays behave as the
     first call did."""
     mod = request.getfixturevalue(lib)

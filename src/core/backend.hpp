@@ -65,7 +65,7 @@ view channel_of(const view& samples, int c, int channels);
 void check_fill(const std::vector<axis>& axes, bool weighted, const std::vector<view>& columns,
                 const view* weights);
 /// What the planner looks at for a fill of n samples of type t (first: column 0, and weights,
-/// if a fill is known).
+/// if a fill is known), with what backend `where` adds about the current device (its describe).
 plan_request make_request(const std::vector<axis>& axes, const options& opts, backend where, dtype t,
                           std::int64_t n, const view* first, const view* weights);
 

@@ -11,7 +11,7 @@
 #include <type_traits>
 
 #include "core/float_format.hpp"
-#include "core/hd.hpp"
+#include "base/hd.hpp"
 #include "tally/dtype.hpp"
 
 namespace tally::detail {

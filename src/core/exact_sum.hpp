@@ -23,7 +23,7 @@
 
 #include <cstdint>
 
-#include "core/hd.hpp"
+#include "base/hd.hpp"
 
 namespace tally::detail {
 

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "core/hd.hpp"
+#include "base/hd.hpp"
 #include "tally/dtype.hpp"
 
 namespace tally::detail {

@@ -90,6 +90,7 @@ plan_request make_request(const std::vector<axis>& axes, const options& opts, ba
   r.counts = opts.counts;
   r.n = n;
   r.threads = opts.threads;
+  if (const backend_ops* ops = find_backend(where); ops && ops->describe) ops->describe(r);
   return r;
 }
 
@@ -213,7 +214,6 @@ policy histogram::plan_for(dtype t, std::int64_t n, dtype weight_type) const {
   const backend where = opts_.backend == backend::automatic ? backend::cpu : opts_.backend;
   plan_request r = request(where, t, n, nullptr, nullptr);
   r.weight_type = weight_type;
-  if (const auto* ops = detail::find_backend(where); ops && ops->describe) ops->describe(r);
   return plan(r);
 }
 
@@ -227,7 +227,6 @@ void histogram::prepare(const std::vector<view>& columns, const view* weights, d
   job.n = columns[0].size;
   aim_at_storage(job);
   plan_request r = request(backend->which, columns[0].type, job.n, &columns[0], weights);
-  if (backend->describe) backend->describe(r);
   job.plan = plan(r);
 }
 

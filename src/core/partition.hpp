@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "core/exact_sum.hpp"
-#include "core/hd.hpp"
+#include "base/hd.hpp"
 
 namespace tally::detail {
 

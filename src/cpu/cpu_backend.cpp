@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
-#include "core/dispatch.hpp"
+#include "base/type_dispatch.hpp"
 #include "core/exact_sum.hpp"
 #include "core/memory.hpp"
 #include "core/rules.hpp"

@@ -96,39 +96,6 @@ class carve {
   std::size_t size_ = 0;
 };
 
-/// Whether a CUDA device is usable, and what each is, asked once per process: every
-/// device_histogram's construction and every synchronous fill asks, and cudaGetDeviceProperties
-/// (every attribute of every device) is slow beside a small call.
-bool cuda_usable(std::string& detail) {
-  struct probe {
-    bool usable = false;
-    std::string detail;
-  };
-  static const probe found = [] {
-    probe p;
-    int count = 0;
-    const cudaError_t status = cudaGetDeviceCount(&count);
-    if (status != cudaSuccess || count == 0) {
-      p.detail = status == cudaSuccess ? "no CUDA device found"
-                                       : std::string("no CUDA device: ") + cudaGetErrorString(status);
-      cudaGetLastError();  // leave no error behind for later calls
-      return p;
-    }
-    p.usable = true;
-    for (int d = 0; d < count; ++d) {
-      cudaDeviceProp prop{};
-      if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) continue;
-      p.detail += (d ? "; " : "") + std::to_string(d) + ": " + prop.name + " (sm_" +
-                  std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
-                  std::to_string(prop.multiProcessorCount) + " SMs, " +
-                  std::to_string(prop.totalGlobalMem >> 20) + " MiB)";
-    }
-    return p;
-  }();
-  detail = found.detail;
-  return found.usable;
-}
-
 bool cuda_owns(const void* p) { return device_of(p) >= 0; }
 
 /// The current device's figures the planner takes, asked once per device (every fill plans).
@@ -220,7 +187,7 @@ void cuda_fill(const fill_job& job) {
   scratch& s = scratch_of(device);
   std::lock_guard<std::mutex> lock(s.mutex);
 
-  cuda::rules r(*job.axes);
+  cuda::device_rules r(*job.axes);
   std::vector<device_column> columns;
   std::vector<const char*> data;
   for (std::size_t d = 0; d < job.columns.size(); ++d) {
@@ -290,7 +257,7 @@ bool cuda_fill_channels(const channels_job& job) {
   std::lock_guard<std::mutex> lock(s.mutex);
   const device_column samples = to_device(v, first_device);
 
-  std::vector<cuda::rules> rules;
+  std::vector<cuda::device_rules> rules;
   std::vector<std::uint64_t> words;
   std::vector<std::size_t> table_at, slots_at;
   carve layout;
@@ -403,8 +370,45 @@ std::unique_ptr<pending_cells> cuda_pending(const fill_job& job, const options& 
 
 }  // namespace
 
+namespace cuda {
+
+/// Asked of the driver once per process: every device_histogram's construction and every
+/// synchronous fill asks, and cudaGetDeviceProperties (every attribute of every device) is slow
+/// beside a small call.
+bool usable(std::string& detail) {
+  struct probe {
+    bool usable = false;
+    std::string detail;
+  };
+  static const probe found = [] {
+    probe p;
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess || count == 0) {
+      p.detail = status == cudaSuccess ? "no CUDA device found"
+                                       : std::string("no CUDA device: ") + cudaGetErrorString(status);
+      cudaGetLastError();  // leave no error behind for later calls
+      return p;
+    }
+    p.usable = true;
+    for (int d = 0; d < count; ++d) {
+      cudaDeviceProp prop{};
+      if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) continue;
+      p.detail += (d ? "; " : "") + std::to_string(d) + ": " + prop.name + " (sm_" +
+                  std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
+                  std::to_string(prop.multiProcessorCount) + " SMs, " +
+                  std::to_string(prop.totalGlobalMem >> 20) + " MiB)";
+    }
+    return p;
+  }();
+  detail = found.detail;
+  return found.usable;
+}
+
+}  // namespace cuda
+
 const backend_ops& cuda_backend() {
-  static const backend_ops ops{backend::cuda, &cuda_usable, &cuda_owns, &cuda_describe, &cuda_fill,
+  static const backend_ops ops{backend::cuda, &cuda::usable, &cuda_owns, &cuda_describe, &cuda_fill,
                                &cuda_fill_channels, &cuda_pending};
   return ops;
 }

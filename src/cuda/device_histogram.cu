@@ -106,7 +106,7 @@ std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 /// upload tables of their own.
 struct kept_tables {
   std::vector<axis> axes;
-  detail::cuda::rules rules;
+  detail::cuda::device_rules rules;
   const std::uint64_t* words = nullptr;
   std::size_t bytes = 0;
 };
@@ -127,7 +127,7 @@ const kept_tables* tables_for(int device, const std::vector<axis>& axes) {
     used += k->bytes;
   }
   if (list.size() >= kKeptSets) return nullptr;
-  auto k = std::make_unique<kept_tables>(kept_tables{axes, detail::cuda::rules(axes), nullptr, 0});
+  auto k = std::make_unique<kept_tables>(kept_tables{axes, detail::cuda::device_rules(axes), nullptr, 0});
   const std::vector<std::uint64_t> words = k->rules.words();
   k->bytes = words.size() * sizeof(std::uint64_t);
   if (used + k->bytes > kKeptBytes) return nullptr;
@@ -156,7 +156,7 @@ const kept_tables* tables_for(int device, const std::vector<axis>& axes) {
 /// counters), then the tables and a 1.0 (the weight of an unweighted fill of sums). `words` is
 /// the host source of the tables' copy, kept for the object's lifetime so that the asynchronous
 /// copy never reads freed memory. Where integer
-/// samples need no tables (rules::integers_need_no_tables), the memory holds only the 1.0, and
+/// samples need no tables (device_rules::integers_need_no_tables), the memory holds only the 1.0, and
 /// the first fill of float samples uploads the tables and a 1.0 to memory of their own.
 struct device_histogram::state {
   int device = 0;
@@ -169,7 +169,7 @@ struct device_histogram::state {
   std::size_t wide_at = 0;  // options::exact_sums: cells x kWideCellWords words
   std::size_t flow_at = 0;
   std::size_t tables_at = 0;
-  detail::cuda::rules rules;
+  detail::cuda::device_rules rules;
   std::vector<std::uint64_t> words;
   const std::uint64_t* device_words = nullptr;  // the tables and the 1.0 the rules point at
   char* late_tables = nullptr;  // the tables uploaded by a later fill, and their size
@@ -249,7 +249,7 @@ device_histogram::device_histogram(std::vector<axis> axes, options opts, void* s
   if (opts_.exact_sums && !opts_.weighted)
     throw error("device_histogram: exact_sums keeps sums of weights; construct with options.weighted = true");
   std::string detail;
-  if (!detail::cuda_backend().usable(detail)) throw error("device_histogram: " + detail);
+  if (!detail::cuda::usable(detail)) throw error("device_histogram: " + detail);
   TALLY_CUDA_CHECK(cudaGetDevice(&device_));
 
   auto s = std::make_unique<state>(axes_);
@@ -330,7 +330,6 @@ void device_histogram::fill_impl(const std::vector<view>& columns, const view* w
   const device_guard guard(device_);
 
   plan_request r = detail::make_request(axes_, opts_, backend::cuda, columns[0].type, n, &columns[0], weights);
-  detail::cuda_backend().describe(r);
   for (const auto& c : columns)
     if (is_floating(c.type)) state_->need_tables(axes_, stream);
   std::vector<const char*> data;
@@ -646,7 +645,7 @@ void count_into(std::vector<axis> axes, const std::vector<view>& columns, void* 
   if (opts.backend == backend::cpu) throw error(std::string(call) + ": computes on the GPU; options.backend must be automatic or cuda");
   detail::check_fill(axes, false, columns, nullptr);
   std::string why;
-  if (!detail::cuda_backend().usable(why)) throw error(std::string(call) + ": " + why);
+  if (!detail::cuda::usable(why)) throw error(std::string(call) + ": " + why);
   int device = 0;
   TALLY_CUDA_CHECK(cudaGetDevice(&device));
   for (std::size_t d = 0; d < columns.size(); ++d) require_on(device, columns[d], static_cast<int>(d), call);
@@ -657,7 +656,6 @@ void count_into(std::vector<axis> axes, const std::vector<view>& columns, void* 
   plan_request r = detail::make_request(axes, opts, backend::cuda, columns[0].type, n, &columns[0], nullptr);
   r.write_once = true;
   r.write_type = out_type;
-  detail::cuda_backend().describe(r);
   const policy p = plan(r);
   if (p.write_once || p.add_once) {
     // Integer samples on axes that bin them without tables need none; others read the kept
@@ -666,7 +664,7 @@ void count_into(std::vector<axis> axes, const std::vector<view>& columns, void* 
     std::vector<const char*> data;
     for (const auto& c : columns) data.push_back(static_cast<const char*>(c.data));
     const bool floats = std::any_of(columns.begin(), columns.end(), [](const view& c) { return is_floating(c.type); });
-    std::optional<detail::cuda::rules> bare;
+    std::optional<detail::cuda::device_rules> bare;
     if (!floats) bare.emplace(axes, false);
     const bool untabled = bare && bare->integers_need_no_tables();
     const kept_tables* k = untabled ? nullptr : tables_for(device, axes);
@@ -688,7 +686,6 @@ policy device_histogram::plan_for(dtype t, std::int64_t n, dtype weight_type) co
   const device_guard guard(device_);
   plan_request r = detail::make_request(axes_, opts_, backend::cuda, t, n, nullptr, nullptr);
   r.weight_type = weight_type;
-  detail::cuda_backend().describe(r);
   return plan(r);
 }
 

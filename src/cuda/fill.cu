@@ -61,7 +61,7 @@ template <class T> std::size_t append(std::vector<std::uint64_t>& words, const s
 
 }  // namespace
 
-rules::rules(const std::vector<axis>& list, bool with_tables) {
+device_rules::device_rules(const std::vector<axis>& list, bool with_tables) {
   if (list.size() > static_cast<std::size_t>(kMaxAxes))
     throw error("backend cuda: at most " + std::to_string(kMaxAxes) + " axes, got " + std::to_string(list.size()));
   axes.count = static_cast<int>(list.size());
@@ -78,7 +78,7 @@ rules::rules(const std::vector<axis>& list, bool with_tables) {
   if (with_tables) add_tables(list);
 }
 
-void rules::add_tables(const std::vector<axis>& list) {
+void device_rules::add_tables(const std::vector<axis>& list) {
   for (int d = 0; d < axes.count; ++d) {
     const axis& a = list[static_cast<std::size_t>(d)];
     device_axis& da = axes.axis[d];
@@ -104,13 +104,13 @@ void rules::add_tables(const std::vector<axis>& list) {
   table_words = tables.size();
 }
 
-bool rules::integers_need_no_tables() const {
+bool device_rules::integers_need_no_tables() const {
   for (int d = 0; d < axes.count; ++d)
     if (integer_kind[d][0] != axis_kind::integer || integer_kind[d][1] != axis_kind::integer) return false;
   return true;
 }
 
-void rules::point_at(const std::uint64_t* device_tables) {
+void device_rules::point_at(const std::uint64_t* device_tables) {
   if (!has_tables) return;  // no table to point at: the rules read none
   std::size_t t = 0;
   for (int d = 0; d < axes.count; ++d) {
@@ -140,7 +140,7 @@ void rules::point_at(const std::uint64_t* device_tables) {
   }
 }
 
-std::vector<std::uint64_t> rules::words() const {
+std::vector<std::uint64_t> device_rules::words() const {
   std::vector<std::uint64_t> w = tables;
   const double one = 1.0;
   w.push_back(0);
@@ -148,7 +148,7 @@ std::vector<std::uint64_t> rules::words() const {
   return w;
 }
 
-fill_input rules::input(const std::vector<view>& columns, const std::vector<const char*>& data, const view* weights,
+fill_input device_rules::input(const std::vector<view>& columns, const std::vector<const char*>& data, const view* weights,
                         const char* weight_data, const std::uint64_t* device_words) const {
   fill_input in;
   in.axes = axes;

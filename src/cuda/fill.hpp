@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/cuda_devices.hpp"
 #include "cuda/kernels.hpp"
 #include "tally/histogram.hpp"
 
@@ -31,9 +32,6 @@ struct device_cells {
 
 namespace tally::detail::cuda {
 
-/// The device holding p, or -1 for host memory.
-int device_of(const void* p);
-
 /// Makes `device` current (if >= 0) and restores the caller's device at the end.
 class device_guard {
  public:
@@ -51,7 +49,7 @@ struct fill_input;
 /// The axes' rules as the kernels see them. Their tables (regular edges; variable edges and
 /// buckets) are gathered into `tables` on the host; point_at() aims the rules at a device copy.
 /// The columns (data, type, stride) are set per fill by input().
-struct rules {
+struct device_rules {
   device_axes axes{};
   std::vector<std::uint64_t> tables;
   std::vector<std::size_t> offsets;  // per table, in words
@@ -60,7 +58,7 @@ struct rules {
   axis_kind integer_kind[kMaxAxes][2]{};
 
   /// The axes' rules; their tables too unless `with_tables` is false (add_tables later).
-  explicit rules(const std::vector<axis>& axes, bool with_tables = true);
+  explicit device_rules(const std::vector<axis>& axes, bool with_tables = true);
   /// Gathers the tables a constructor without them left out.
   void add_tables(const std::vector<axis>& axes);
   /// Integer samples bin without tables on every axis (integer axes, unit integer edges), so a

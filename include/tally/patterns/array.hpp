@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tally/backend.hpp"
 #include "tally/dtype.hpp"
-#include "tally/plan.hpp"
 
 namespace tally {
 

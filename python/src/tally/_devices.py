@@ -2,8 +2,8 @@
 has imported them, whether tally's CUDA backend is usable, the input's device made current and
 its current stream, new arrays from the library's memory pool, an array's address and size, and
 its minimum and maximum read back once. The package's modules share these (the full paths, the
-kept calls of _kept, the patterns and user kernels); this module imports nothing of the package
-but the extension and _types.
+cached calls of _call_cache, the patterns and user kernels); this module imports nothing of the
+package but the extension and _types.
 """
 
 import functools

@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from . import _caches, _devices, _edges, _kept, _tally
+from . import _caches, _call_cache, _devices, _edges, _tally
 from ._arrays import Source, backend_for, int64_arg, operator_index, same_device, strategy_arg, to_host
 from ._devices import _cupy, _torch, device_of, require_cuda
 from ._types import FLOAT_TYPES, NUMPY_NAMES
@@ -80,10 +80,10 @@ def _fill_on_stream(axes, columns, weights, src, strategy, flow):
     with device_of(src, wait=False) as stream:
         c = columns[0]
         if len(columns) == 1 and weights is None and _devices.tensor_key(c.obj):
-            return _kept.fill_address(c.lib, c.obj, axes, c.type, c.index, stream, strategy, flow)
+            return _call_cache.fill_address(c.lib, c.obj, axes, c.type, c.index, stream, strategy, flow)
         out = _in_layout(
             lambda c, w: _tally.fill_on_stream(axes, c, w, strategy, stream, src.index, flow), columns, weights)
-        return _kept.wrapped(src.lib, out, flow)
+        return _call_cache.wrapped(src.lib, out, flow)
 
 
 def fill_into(h, columns, weights, src):
@@ -260,7 +260,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, sum_dtype=N
             key = None if edges_key is None else _kept_key("histogram", a, edges_key, None, strategy, weights, array)
             if key is None:
                 edges_key = None
-        kept = _kept.get(key)
+        kept = _call_cache.get(key)
         if kept is not None:
             values = kept.fill(a, strategy, weights=weights)
             if values is not None:
@@ -284,13 +284,13 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, sum_dtype=N
         empty = np.zeros(0, np.float64 if density else np.int64 if w is None else w.given_dtype)
         return src.result(empty), src.edges_result(edges)
     values = fill([axis], [src], w, src, strategy, device)
-    if edges_key is not None and not _kept.seen_before(key):
+    if edges_key is not None and not _call_cache.seen_before(key):
         key = edges_key = None  # an array of edges is kept from its second call: changing edges keep nothing
     edges_out = src.edges_result(edges, out_dtype, edges_key)
     if key is not None:
         kept = src.kept_edges(edges, out_dtype, edges_key)
         if kept is not None:
-            _kept.keep(key, _kept.KeptCall(src.lib, src.index, src.type, [axis], edges=kept,
+            _call_cache.keep(key, _call_cache.CachedCall(src.lib, src.index, src.type, [axis], edges=kept,
                                            weight_type=None if w is None else w.type))
     if w is not None:
         values = _as_sum_dtype(values, src.lib, np.dtype(sum_dtype) if sum_dtype is not None else w.given_dtype)
@@ -301,10 +301,10 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, sum_dtype=N
 
 
 def _kept_key(function, a, bins, range, strategy, weights=None, array=None):
-    """The key of a call's kept parts (_kept): None unless `a` is a contiguous CUDA array of
+    """The key of a call's kept parts (_call_cache): None unless `a` is a contiguous CUDA array of
     torch or cupy, `range` two plain Python numbers (or None, where `bins` is an _edges_key),
     and `weights` None or float32 or float64 of a's library, device and shape, contiguous
-    (_kept.weights_key). `array`: a's _devices.tensor_key where the caller has it."""
+    (_call_cache.weights_key). `array`: a's _devices.tensor_key where the caller has it."""
     if type(strategy) is not str:
         return None
     if range is None:
@@ -312,7 +312,7 @@ def _kept_key(function, a, bins, range, strategy, weights=None, array=None):
     else:
         if len(range) != 2:
             return None
-        ends = _kept.number_key(range[0]), _kept.number_key(range[1])
+        ends = _call_cache.number_key(range[0]), _call_cache.number_key(range[1])
         if None in ends:
             return None
     if array is None:
@@ -321,7 +321,7 @@ def _kept_key(function, a, bins, range, strategy, weights=None, array=None):
             return None
     if weights is None:
         return function, bins, ends, strategy, array
-    w = _kept.weights_key(array, a, weights)
+    w = _call_cache.weights_key(array, a, weights)
     return None if w is None else (function, bins, ends, strategy, array, w)
 
 
@@ -577,9 +577,9 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=No
         array = _devices.tensor_key(x)
         key = None if array is None or array[3] != 1 else ("bincount", minlength, strategy, array)
         if key is not None and weights is not None:  # sums: kept with minlength only (no maximum to find)
-            wkey = _kept.weights_key(array, x, weights) if minlength > 0 else None
+            wkey = _call_cache.weights_key(array, x, weights) if minlength > 0 else None
             key = None if wkey is None else key + (wkey,)
-        kept = _kept.get(key)
+        kept = _call_cache.get(key)
         if kept is not None and minlength > 0:
             out = kept.fill(x, strategy, flow=True, weights=weights)
             if out is not None:
@@ -640,7 +640,7 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=No
         axis = _tally.Axis.integer(0, int64_arg(guess, "minlength"))
         values, (below, beyond, _) = fill([axis], [src], w, src, strategy, device, flow=True, sum_block=0)
         if key is not None and not learn:
-            _kept.keep(key, _kept.KeptCall(src.lib, src.index, src.type, [axis],
+            _call_cache.keep(key, _call_cache.CachedCall(src.lib, src.index, src.type, [axis],
                                            weight_type=None if w is None else w.type))
         if below:
             raise ValueError(_NEGATIVE)
@@ -654,7 +654,7 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=No
             cut = values[:used]  # copied: a view would keep the guess's cells alive
             return cut.clone() if src.lib == "torch" else cut.copy()
     if key is not None and minlength == 0 and not learn:
-        _kept.keep(key, _kept.KeptCall(src.lib, src.index, src.type, None))  # the axis from the maximum
+        _call_cache.keep(key, _call_cache.CachedCall(src.lib, src.index, src.type, None))  # the axis from the maximum
     return _bincount_by_max(src, w, minlength, strategy, device, learn)
 
 
@@ -732,7 +732,7 @@ def histc(input, bins=100, min=0, max=0, *, out=None, strategy="automatic", devi
         key = _kept_key("histc", input, bins, (min, max), strategy)
         if key is not None and min == max:  # the range comes from the data
             key = None
-        kept = _kept.get(key)
+        kept = _call_cache.get(key)
         if kept is not None:
             values = kept.fill(input, strategy, out_type=_histc_type(kept.lib, kept.type))
             if values is not None:
@@ -754,7 +754,7 @@ def histc(input, bins=100, min=0, max=0, *, out=None, strategy="automatic", devi
     axis = _tally.Axis.regular(int64_arg(bins, "bins"), lo, hi, edge_type)
     values = fill([axis], [src], None, src, strategy, device)
     if key is not None:
-        _kept.keep(key, _kept.KeptCall(src.lib, src.index, src.type, [axis]))
+        _call_cache.keep(key, _call_cache.CachedCall(src.lib, src.index, src.type, [axis]))
     return _histc_result(values, src.lib, src.type)
 
 

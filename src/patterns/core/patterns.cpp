@@ -10,8 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.hpp"
 #include "tally/error.hpp"
+
+#if defined(TALLY_HAVE_CUDA)
+#include "base/cuda_devices.hpp"
+#endif
 
 namespace tally {
 namespace detail {
@@ -63,10 +66,12 @@ bool overlaps(const void* a, byte_span sa, const void* b, byte_span sb) {
 /// backend::automatic: CUDA where any argument is in device memory, else the CPU. An explicit
 /// backend must be compiled in and usable, and the CPU cannot read device memory.
 const pattern_ops& resolve(backend wanted, std::initializer_list<const void*> pointers, const char* what) {
-  const detail::backend_ops* cuda = detail::find_backend(backend::cuda);
   bool on_device = false;
-  if (cuda)
-    for (const void* p : pointers) on_device = on_device || (p && cuda->owns(p));
+#if defined(TALLY_HAVE_CUDA)
+  for (const void* p : pointers) on_device = on_device || (p && detail::cuda::device_of(p) >= 0);
+#else
+  static_cast<void>(pointers);
+#endif
   if (wanted == backend::automatic) wanted = on_device ? backend::cuda : backend::cpu;
   if (wanted == backend::cpu) {
     if (on_device)
@@ -76,7 +81,7 @@ const pattern_ops& resolve(backend wanted, std::initializer_list<const void*> po
   if (wanted != backend::cuda) throw error(std::string(what) + ": unknown backend");
 #if defined(TALLY_HAVE_CUDA)
   std::string why;
-  if (!cuda->usable(why)) throw error(std::string(what) + ": backend cuda is not usable here: " + why);
+  if (!detail::cuda::usable(why)) throw error(std::string(what) + ": backend cuda is not usable here: " + why);
   return detail::cuda_patterns();
 #else
   throw error(std::string(what) + ": backend cuda is not compiled into this build of tally");

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/dispatch.hpp"
+#include "base/type_dispatch.hpp"
 #include "tally/patterns/elementwise.hpp"
 #include "tally/patterns/matmul.hpp"
 #include "tally/patterns/ops.hpp"

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/hd.hpp"
+#include "base/hd.hpp"
 
 namespace tally::detail {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "cuda/common.cuh"
+#include "base/cuda_check.cuh"
 #include "patterns/cuda/patterns.hpp"
 #include "tally/patterns/ops.hpp"
 #include "tally/patterns/transform.cuh"

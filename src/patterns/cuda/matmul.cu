@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "cuda/common.cuh"
+#include "base/cuda_check.cuh"
 #include "patterns/cuda/patterns.hpp"
 
 namespace tally::detail::cuda {

@@ -9,8 +9,8 @@
 #include <mutex>
 #include <vector>
 
-#include "core/backend.hpp"
-#include "cuda/common.cuh"
+#include "base/cuda_check.cuh"
+#include "base/cuda_devices.hpp"
 #include "patterns/cuda/patterns.hpp"
 
 namespace tally::detail {
@@ -89,7 +89,7 @@ class staging {
   };
 
   void* stage(void* p, byte_span span, bool output) {
-    if (!p || cuda_backend().owns(p)) return p;
+    if (!p || cuda::device_of(p) >= 0) return p;
     auto* host = static_cast<char*>(p);
     for (auto& c : copies_) {
       if (c.host == host) {

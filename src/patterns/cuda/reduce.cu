@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "cuda/common.cuh"
+#include "base/cuda_check.cuh"
 #include "patterns/core/reduce_rule.hpp"
 #include "patterns/cuda/patterns.hpp"
 #include "tally/patterns/transform.cuh"

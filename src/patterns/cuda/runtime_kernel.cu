@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/common.cuh"
+#include "base/cuda_check.cuh"
 #include "tally/error.hpp"
 #include "tally/patterns/runtime_kernel.hpp"
 

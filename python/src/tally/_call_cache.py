@@ -6,7 +6,7 @@ arguments are plain Python numbers (or, for histogram, a numpy array of edges, k
 and bytes and kept from its second call) derives everything but the counts from them and the
 array's dtype and device: the sample type, numpy's edges, the axis, the edges' device copy. The
 full path makes them once and keeps them here by (function, arguments, dtype, device); a later
-equal call checks the array's layout and fills (KeptCall.fill). One contiguous column is handed
+equal call checks the array's layout and fills (CachedCall.fill). One contiguous column is handed
 to the extension by its data pointer, not by a DLPack export, which costs a third of a small
 fill; its counts are written by tally::count_into (count_address) into an array of the caller's
 library, one launch for a small fill, or come back as the histogram's own cells (fill_address)
@@ -70,7 +70,7 @@ def _clear_calls():
     _seen.clear()
 
 
-_caches.register("calls", "what a 1-D call on a contiguous CUDA array derives from its arguments (KeptCall)",
+_caches.register("calls", "what a 1-D call on a contiguous CUDA array derives from its arguments (CachedCall)",
                  "(function, arguments, dtype, device)", f"{_CALLS_MAX}; emptied whole when full",
                  lambda: len(_calls), _clear_calls)
 
@@ -105,7 +105,7 @@ def count_address(lib, a, n, axes, bins, sample_type, index, stream, strategy, o
     return out
 
 
-class KeptCall:
+class CachedCall:
     """One call's argument-derived parts: the array's library, device and sample type, the axes
     (None where each call's axis depends on the data), the edges' kept device copy where the
     call returns edges (never written: returned as a copy), and the weights' type name where the
