@@ -79,7 +79,7 @@ tally::axis integer_axis(const axis_spec& spec, const source_info& input, const 
     return tally::axis::integer(static_cast<std::int64_t>(spec.range->first),
                                 static_cast<std::int64_t>(spec.range->second));
   if (input.integer_hi) return tally::axis::integer(0, *input.integer_hi);
-  if (!data.any) return tally::axis::integer(0, 1);
+  if (!data.any) throw failure("every value is NaN, so the data give no range; give --range");
   const std::int64_t lo = checked_int(std::floor(to_double(data.lo)), "--integer minimum");
   const std::int64_t hi = checked_int(std::floor(to_double(data.hi)), "--integer maximum");
   if (span(lo, hi) >= kMaxAutoIntegerBins)
@@ -89,9 +89,11 @@ tally::axis integer_axis(const axis_spec& spec, const source_info& input, const 
   return tally::axis::integer(lo, hi + 1);
 }
 
-/// numpy's range from the data (tally::data_range: an empty input gets [0, 1], a constant one
-/// [v - 0.5, v + 0.5]), with the option that fixes a range that is not finite.
+/// numpy's range from the data (tally::data_range: a constant one gets [v - 0.5, v + 0.5]), with
+/// the option that fixes a range that is not finite. The input is not empty (run_hist refuses
+/// that), so no values are NaN values: numpy's "autodetected range of [nan, nan]" error.
 std::pair<double, double> data_range(const extrema& data, tally::dtype sample) {
+  if (!data.any) throw failure("every value is NaN, so the data give no range; give --range");
   try {
     return tally::data_range(data.any, to_double(data.lo), to_double(data.hi), sample);
   } catch (const tally::error& e) {

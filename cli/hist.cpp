@@ -8,6 +8,9 @@
 #include <memory>
 #include <optional>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "axes.hpp"
 #include "core/memory.hpp"
 #include "commands.hpp"
@@ -51,6 +54,13 @@ void check_outputs_are_not_inputs(const hist_args& a, const std::string& samples
   }
   if (!a.out.empty() && !a.plot.empty() && (a.out == a.plot || same_file(a.out, a.plot)))
     throw usage_error("--out and --plot name one file, " + a.out);
+}
+
+/// Whether standard input is a pipe or a redirected file (not a terminal, nor /dev/null): then it
+/// is the input where no FILE is given, never the sample.
+bool stdin_is_piped() {
+  struct stat st {};
+  return fstat(STDIN_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode) || S_ISSOCK(st.st_mode));
 }
 
 /// The sample image: installed beside the executable, else in the source tree it was built from.
@@ -225,9 +235,10 @@ int run_hist(const hist_args& a) {
   const std::optional<tally::dtype> raw =
       a.dtype.empty() ? std::nullopt : std::optional<tally::dtype>(parse_dtype(a.dtype));
 
-  const std::string input = a.file.empty() ? bundled_sample() : a.file;
+  const std::string input = !a.file.empty() ? a.file : stdin_is_piped() ? "-" : bundled_sample();
   check_outputs_are_not_inputs(a, input);
   source src = open_samples(input, raw, a.gray);
+  if (src.values == 0) throw failure(src.path + ": holds no values; nothing to histogram");
   const layout lay = resolve_layout(a, src);
   const int columns = lay.columns();
   const std::int64_t rows = src.values / columns;

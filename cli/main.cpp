@@ -1,6 +1,8 @@
 // The `tally` command line: subcommands hist, info, strategies and plan; every error becomes one
 // line on stderr and an exit code (2: usage, 1: anything else).
 #include <CLI/CLI.hpp>
+
+#include <cctype>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
@@ -57,8 +59,12 @@ void add_run_options(CLI::App* cmd, run_args& run) {
 void add_hist(CLI::App& app, hist_args& h) {
   CLI::App* cmd = app.add_subcommand(
       "hist",
-      "Histogram a .npy, raw binary, PNG or JPEG file (the bundled sample image if no FILE)");
-  cmd->add_option("FILE", h.file, "Input file; its format is told by its first bytes")->check(non_empty);
+      "Histogram a .npy, raw binary, PNG or JPEG file, or standard input (the bundled sample image if no FILE and "
+      "no pipe)");
+  cmd->add_option("FILE", h.file,
+                  "Input file, or - for standard input (read when piped and no FILE is given); its format is told by "
+                  "its first bytes")
+      ->check(non_empty);
   cmd->add_option(
       "--dtype", h.dtype,
       "Read FILE as raw native-endian values: " + tally::sample_type_names())
@@ -153,10 +159,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ExtrasError& e) {
-    // "--range 5 1": a list given as several arguments; say how it is written.
-    const std::string hint = std::string(e.what()) +
-                             " (--range, --bins and --edges take one argument, a comma-separated list: --range LO,HI)";
-    return fail(hint, 2);
+    // An unknown option, or "--range 5 1": a list given as several arguments (say how it is written).
+    const std::string what = e.what();
+    const std::size_t colon = what.find(": ");
+    const std::string first = colon == std::string::npos ? "" : what.substr(colon + 2, what.find(' ', colon + 2) - colon - 2);
+    if (first.size() > 1 && first[0] == '-' && !std::isdigit(static_cast<unsigned char>(first[1])) && first[1] != '.')
+      return fail("unknown option " + first + " (see tally --help and tally hist --help)", 2);
+    return fail(what + " (--range, --bins and --edges take one argument, a comma-separated list: --range LO,HI)", 2);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     return fail(e.what(), 2);

@@ -9,6 +9,9 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <vector>
+
+#include <sys/stat.h>
 
 #include "errors.hpp"
 #include "npy.hpp"
@@ -33,11 +36,25 @@ file_ptr open_file(const std::string& path) {
   return f;
 }
 
-std::uint64_t file_size(const std::string& path) {
-  std::error_code ec;
-  const std::uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) throw failure(path + ": cannot read its size: " + ec.message());
-  return size;
+/// Standard input copied to an anonymous temporary file (removed when closed, or when the
+/// process ends however it ends), so that it can be read twice like a file.
+file_ptr spool_stdin() {
+  file_ptr copy(std::tmpfile());
+  if (!copy) throw failure(std::string("stdin: cannot make a temporary copy: ") + std::strerror(errno));
+  std::vector<char> buffer(1 << 20);
+  while (const std::size_t n = std::fread(buffer.data(), 1, buffer.size(), stdin))
+    if (std::fwrite(buffer.data(), 1, n, copy.get()) != n)
+      throw failure(std::string("stdin: cannot write its temporary copy: ") + std::strerror(errno));
+  if (std::ferror(stdin)) throw failure(std::string("stdin: read failed: ") + std::strerror(errno));
+  std::rewind(copy.get());
+  return copy;
+}
+
+/// The size of an open file, in bytes.
+std::uint64_t file_size(std::FILE* f, const std::string& path) {
+  struct stat st {};
+  if (fstat(fileno(f), &st) != 0) throw failure(path + ": cannot read its size: " + std::strerror(errno));
+  return static_cast<std::uint64_t>(st.st_size);
 }
 
 /// Values stored contiguously in a file from `offset` on, byte-swapped when the file's byte
@@ -176,7 +193,7 @@ source open_npy(file_ptr f, const std::string& path) {
     throw failure(path + ": " + e.what());  // the file named, as in every file error
   }
   const std::size_t item = tally::size_of(h.type);
-  const std::uint64_t size = file_size(path);
+  const std::uint64_t size = file_size(f.get(), path);
   const std::uint64_t available = size > h.data_offset ? size - h.data_offset : 0;
   if (available / item < static_cast<std::uint64_t>(n))
     throw failure(path + ": truncated .npy: the header promises " + std::to_string(n) +
@@ -206,7 +223,7 @@ source open_npy(file_ptr f, const std::string& path) {
 }
 
 source open_raw(file_ptr f, const std::string& path, tally::dtype type) {
-  const std::uint64_t size = file_size(path);
+  const std::uint64_t size = file_size(f.get(), path);
   const std::size_t item = tally::size_of(type);
   if (size % item != 0)
     throw failure(path + ": " + std::to_string(size) + " bytes is not a multiple of the " +
@@ -234,18 +251,21 @@ std::vector<std::string> channel_names(int channels, bool gray) {
   }
 }
 
-source open_image(const std::string& path, format fmt, bool gray) {
+source open_image(std::FILE* f, const std::string& path, format fmt, bool gray) {
   int w = 0, h = 0, channels = 0;
-  if (!stbi_info(path.c_str(), &w, &h, &channels)) {
+  std::rewind(f);
+  if (!stbi_info_from_file(f, &w, &h, &channels)) {
     // stbi_info tries every format and keeps the last one's reason ("unknown image type");
     // loading stops at the format the header names, with that format's own reason.
-    stbi_image_free(stbi_load(path.c_str(), &w, &h, &channels, 0));
+    std::rewind(f);
+    stbi_image_free(stbi_load_from_file(f, &w, &h, &channels, 0));
     throw failure(path + ": cannot decode the image: " + stbi_failure_reason());
   }
-  const bool wide = stbi_is_16_bit(path.c_str());
+  const bool wide = stbi_is_16_bit_from_file(f);
   const int wanted = gray ? 1 : 0;
-  void* pixels = wide ? static_cast<void*>(stbi_load_16(path.c_str(), &w, &h, &channels, wanted))
-                      : static_cast<void*>(stbi_load(path.c_str(), &w, &h, &channels, wanted));
+  std::rewind(f);
+  void* pixels = wide ? static_cast<void*>(stbi_load_from_file_16(f, &w, &h, &channels, wanted))
+                      : static_cast<void*>(stbi_load_from_file(f, &w, &h, &channels, wanted));
   if (!pixels) throw failure(path + ": cannot decode the image: " + stbi_failure_reason());
   std::unique_ptr<void, stb_deleter> owned(pixels);
   if (gray) channels = 1;
@@ -267,8 +287,10 @@ source open_image(const std::string& path, format fmt, bool gray) {
 
 }  // namespace
 
-source open_samples(const std::string& path, std::optional<tally::dtype> raw_type, bool gray) {
-  file_ptr f = open_file(path);
+source open_samples(const std::string& given, std::optional<tally::dtype> raw_type, bool gray) {
+  const bool from_stdin = given == "-";
+  const std::string path = from_stdin ? "stdin" : given;
+  file_ptr f = from_stdin ? spool_stdin() : open_file(path);
   const format fmt = sniff(f.get());
   const bool is_image = fmt == format::png || fmt == format::jpeg;
   if (raw_type && fmt != format::unknown)
@@ -280,9 +302,9 @@ source open_samples(const std::string& path, std::optional<tally::dtype> raw_typ
       return open_npy(std::move(f), path);
     case format::png:
       check_png_crcs(f.get(), path);
-      return open_image(path, fmt, gray);
+      return open_image(f.get(), path, fmt, gray);
     case format::jpeg:
-      return open_image(path, fmt, gray);
+      return open_image(f.get(), path, fmt, gray);
     case format::unknown:
       break;
   }
@@ -301,7 +323,7 @@ source open_weights(const std::string& path, std::int64_t rows) {
       throw failure(path + ": weights must be a 1-D array, not " + w.layout);
   } else {
     // Raw weights carry no type: the size tells f32 from f64.
-    const std::uint64_t size = file_size(path);
+    const std::uint64_t size = file_size(f.get(), path);
     const std::uint64_t n = static_cast<std::uint64_t>(rows);
     if (size != n * 4 && size != n * 8)
       throw failure(path + ": " + std::to_string(size) + " bytes of raw weights; " +

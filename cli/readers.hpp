@@ -39,8 +39,8 @@ struct source : source_info {
   std::unique_ptr<chunk_reader> reader;
 };
 
-/// Opens `path` as .npy, PNG or JPEG (told by its first bytes) or, when `raw_type` is given,
-/// as raw native-endian values of that type. `gray` converts an image to one luminance channel.
+/// Opens `path` (`-`: standard input, copied to a temporary file) as .npy, PNG or JPEG (told by
+/// its first bytes) or, when `raw_type` is given, as raw native-endian values of that type. `gray` converts an image to one luminance channel.
 /// Throws failure for unreadable or malformed files, usage_error for options that do not fit.
 source open_samples(const std::string& path, std::optional<tally::dtype> raw_type, bool gray);
 

@@ -4,6 +4,9 @@
 
 #include <stb_image_write.h>
 
+#include <cstring>
+#include <limits>
+
 #include "harness.hpp"
 
 namespace cli_test {
@@ -80,12 +83,36 @@ TEST(Errors, RawInputs) {
                  "7 values are not a whole number of 2-value rows", {"r.bin"});
 }
 
+// Python refuses a range from data without values (numpy's "autodetected range of [nan, nan]");
+// the command says what is missing, for an empty input and for one of NaN alone, from a file
+// or a pipe.
+TEST(Errors, EmptyAndAllNanInputs) {
+  scratch dir;
+  write_bytes(dir.path("empty.npy"), npy("<f8", {0}, ""));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::string nans(3 * sizeof(double), '\0');
+  for (int i = 0; i < 3; ++i) std::memcpy(nans.data() + i * sizeof(double), &nan, sizeof nan);
+  write_bytes(dir.path("nan.npy"), npy("<f8", {3}, nans));
+  const std::vector<std::string> both = {"empty.npy", "nan.npy"};
+  expect_failure(dir, {dir.path("empty.npy")}, kFailure, "holds no values", both);
+  expect_failure(dir, {dir.path("empty.npy"), "--range", "0,1"}, kFailure, "holds no values", both);
+  expect_failure(dir, {dir.path("nan.npy")}, kFailure, "every value is NaN", both);
+  expect_failure(dir, {dir.path("nan.npy"), "--integer"}, kFailure, "every value is NaN", both);
+  const outcome piped = tally_piped({"hist"}, dir.path("nan.npy"));
+  EXPECT_EQ(piped.code, kFailure);
+  EXPECT_NE(piped.err.find("every value is NaN"), std::string::npos) << piped.err;
+  // With a range, NaN samples are counted as NaN, as numpy drops them.
+  const outcome ranged = tally({"hist", dir.path("nan.npy"), "--range", "0,1", "--no-bars", "--flow"});
+  EXPECT_EQ(ranged.code, 0) << ranged.err;
+}
+
 TEST(Errors, BadOptions) {
   scratch dir;
   write_bytes(dir.path("a.npy"), npy("<f8", {2}, std::string(16, '\0')));
   const std::vector<std::string> only = {"a.npy"};
   const std::string in = dir.path("a.npy");
-  expect_failure(dir, {in, "--bogus"}, kUsage, "--bogus", only);
+  expect_failure(dir, {in, "--bogus"}, kUsage, "unknown option --bogus", only);
+  expect_failure(dir, {in, "--range", "0", "1"}, kUsage, "a comma-separated list", only);
   expect_failure(dir, {in, "--bins", "0"}, kUsage, "--bins", only);
   expect_failure(dir, {in, "--bins", "ten"}, kUsage, "not a number", only);
   expect_failure(dir, {in, "--range", "1,0"}, kUsage, "LO < HI", only);

@@ -21,12 +21,13 @@ std::string quoted(const std::string& s) {
   return out + "'";
 }
 
-/// Runs `prefix` then tally with `args` in one shell.
-outcome run_tally(const std::string& prefix, const std::vector<std::string>& args) {
+/// Runs `prefix` then tally with `args` in one shell; its standard input is the file `piped`
+/// through a pipe, or /dev/null where none is given.
+outcome run_tally(const std::string& prefix, const std::vector<std::string>& args, const std::string& piped = "") {
   scratch io;
-  std::string command = prefix + quoted(TALLY_EXE);
+  std::string command = (piped.empty() ? "" : "cat " + quoted(piped) + " | ") + prefix + quoted(TALLY_EXE);
   for (const auto& a : args) command += " " + quoted(a);
-  command += " >" + quoted(io.path("stdout")) + " 2>" + quoted(io.path("stderr")) + " </dev/null";
+  command += " >" + quoted(io.path("stdout")) + " 2>" + quoted(io.path("stderr")) + (piped.empty() ? " </dev/null" : "");
   const int status = std::system(command.c_str());
   outcome o;
   o.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -38,6 +39,10 @@ outcome run_tally(const std::string& prefix, const std::vector<std::string>& arg
 }  // namespace
 
 outcome tally(const std::vector<std::string>& args) { return run_tally("", args); }
+
+outcome tally_piped(const std::vector<std::string>& args, const std::string& input) {
+  return run_tally("", args, input);
+}
 
 outcome tally_limited(const std::vector<std::string>& args, std::uint64_t address_space_kib) {
   return run_tally("ulimit -s 8192 && ulimit -v " + std::to_string(address_space_kib) + " && exec ", args);

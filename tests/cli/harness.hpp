@@ -16,6 +16,8 @@ struct outcome {
 
 /// Runs the built `tally` with `args` (no shell interpretation of them).
 outcome tally(const std::vector<std::string>& args);
+/// The same with the file `input` piped into its standard input.
+outcome tally_piped(const std::vector<std::string>& args, const std::string& input);
 /// The same under an address-space limit of `address_space_kib` (ulimit -v), with thread stacks
 /// of 8 MiB (ulimit -s 8192, most systems' default), so a thread costs what it usually does.
 outcome tally_limited(const std::vector<std::string>& args, std::uint64_t address_space_kib);

@@ -303,6 +303,38 @@ TEST(Hist, PngImagesPerChannelAndGray) {
   EXPECT_EQ(g[255], 1u);
 }
 
+// Standard input, piped with no FILE or named `-`, is read as a file of any format; the bundled
+// sample is taken only where stdin is a terminal or /dev/null (tally() runs with /dev/null).
+TEST(Hist, StandardInputIsReadWhenPipedOrNamed) {
+  scratch dir;
+  const std::string in = write_npy(dir, "a.npy", "<f4", {5}, bytes_of<float>({0.5f, 1.5f, 1.5f, 2.5f, 3.5f}));
+  const std::string out = dir.path("piped.json");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"hist", "--bins", "3", "--out", out, "--no-bars"},
+        std::vector<std::string>{"hist", "-", "--bins", "3", "--out", out, "--no-bars"}}) {
+    const outcome o = tally_piped(args, in);
+    ASSERT_EQ(o.code, 0) << o.err;
+    EXPECT_NE(o.out.find("file     stdin"), std::string::npos) << o.out;
+    const json piped = json::parse(read_bytes(out));
+    EXPECT_EQ(counts_of(piped), counts_of(hist_json(dir, {in, "--bins", "3"})));
+    EXPECT_EQ(counts_of(piped), (counts{1, 2, 2}));
+  }
+  // An image through a pipe decodes as the file does.
+  const unsigned char rgb[] = {10, 20, 30, 10, 200, 30};
+  const std::string png = dir.path("rgb.png");
+  ASSERT_TRUE(stbi_write_png(png.c_str(), 2, 1, 3, rgb, 2 * 3));
+  const outcome o = tally_piped({"hist", "--out", out, "--no-bars"}, png);
+  ASSERT_EQ(o.code, 0) << o.err;
+  const json j = json::parse(read_bytes(out));
+  ASSERT_EQ(j["histograms"].size(), 3u);
+  EXPECT_EQ(counts_of(j, 0)[10], 2u);
+  EXPECT_EQ(counts_of(j, 1)[200], 1u);
+  // Without a pipe and without FILE: the sample image.
+  const outcome sample = tally({"hist", "--no-bars"});
+  ASSERT_EQ(sample.code, 0) << sample.err;
+  EXPECT_NE(sample.out.find("sample.png"), std::string::npos) << sample.out;
+}
+
 TEST(Hist, JpegImagesDecodeToChannels) {
   scratch dir;
   std::vector<unsigned char> pixels(16 * 8 * 3);
