@@ -1,4 +1,4 @@
-// The README's C++ example: a numpy-exact histogram and a bincount, on the CPU backend.
+// The C++ example of docs/cpp.md: a numpy-exact histogram and a bincount, on the CPU backend.
 #include <tally/tally.hpp>
 
 #include <cstdio>

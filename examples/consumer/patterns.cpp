@@ -1,4 +1,4 @@
-// The README's parallel-patterns example (tally::patterns), on the CPU backend.
+// The parallel-patterns example of docs/patterns.md (tally::patterns), on the CPU backend.
 #include <tally/patterns/elementwise.hpp>
 #include <tally/patterns/matmul.hpp>
 #include <tally/patterns/reduce.hpp>

@@ -8,7 +8,7 @@ __array__ and __array_function__ objects), positional and keyword calls, weights
 dtypes, density, ranges and bins (counts, edges with repeats and infinities, estimators).
 
 Where numpy raises, tally raises the same class; else the results are numpy's exact type and
-dtype, counts and edges bit for bit, and weighted sums bit for bit where the README promises
+dtype, counts and edges bit for bit, and weighted sums bit for bit where docs/exactness.md promises
 numpy's bits (bincount; histogram on equal bins), else within the rounding of another summation
 order. Where numpy fails in its own arithmetic, tally's answer is checked otherwise:
 - IndexError of 64-bit integers beyond 2^53 in a range numpy's float64 cannot resolve, and
@@ -843,7 +843,7 @@ def _check_exact_inside(case, got):
 
 def same_edges(got, want, column, ranged, what):
     """Edges bit for bit, but for the sign of an end edge from data holding both 0.0 and -0.0
-    as its minimum or maximum (numpy's sign there depends on the layout it reduces; README)."""
+    as its minimum or maximum (numpy's sign there depends on the layout it reduces; docs/exactness.md)."""
     c = np.asarray(column)
     if not ranged and c.dtype.kind == "f" and np.asarray(want).dtype.kind == "f" and np.size(got) == np.size(want) > 0:
         zeros = np.signbit(c[c == 0])
@@ -911,7 +911,7 @@ def compare(case, got, want, by_edges=False):
         if (a.dtype == np.float16 or by_edges or _subnormal_step(want_edges)) and regular and (
                 want_edges.size > 1 and (weights is None or np.asarray(weights).dtype.kind not in "bcO")):
             # numpy's float16 estimate may put a sample a bin off its own edges, and any estimate
-            # where linspace's rounded subnormal step moves the edges off the line (README).
+            # where linspace's rounded subnormal step moves the edges off the line (docs/exactness.md).
             w_ = None if weights is None else np.asarray(weights)
             want_hist = np.histogram(a.astype(np.float64), want_edges.astype(np.float64), weights=w_)[0]
             if density:  # numpy's: the widths in the edges' own type
@@ -958,7 +958,7 @@ def compare_values(got, want, columns, edges, weights, density, regular, dd=Fals
             same_bits(got, want, "counts")
         return
     w = np.asarray(weights).ravel()
-    if w.dtype.kind in "bcO":  # summed by numpy itself (README)
+    if w.dtype.kind in "bcO":  # summed by numpy itself (docs/exactness.md)
         same_bits(got, want, "numpy's sums")
         return
     if regular and not dd and not density:

@@ -2,7 +2,7 @@
 (histogram, histogram_bin_edges, histogramdd), TestBincount of test_function_base.py and
 TestHistogram2d of test_twodim_base.py, each copied from the installed numpy at test time (never
 committed) with numpy's function swapped for tally's. Every test passes, with no documented
-difference needed (the README's list is empty). A numpy whose test files no longer name the
+difference needed (the list in docs/exactness.md is empty). A numpy whose test files no longer name the
 functions as expected fails this test loudly rather than testing numpy against itself."""
 
 import os

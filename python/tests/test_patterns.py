@@ -1,4 +1,4 @@
-"""The parallel patterns against numpy and float64 references, within the README's bounds; the
+"""The parallel patterns against numpy and float64 references, within the bounds of docs/patterns.md; the
 torch/cupy CUDA cases (against the same references on host copies) skip where no GPU is present."""
 
 import math

@@ -12,7 +12,7 @@
 namespace tally {
 
 /// The activations (formulas in tally/patterns/ops.hpp). Each is computed in f32 and rounded once
-/// to the element type. Accuracy against an f64 reference, as the tests assert it: see README.
+/// to the element type. Accuracy against an f64 reference, as the tests assert it: see docs/patterns.md.
 enum class unary_op : std::uint8_t { sigmoid, relu, silu, gelu_tanh, gelu_erf, tanh };
 std::string_view name_of(unary_op op);
 

@@ -1,7 +1,7 @@
 """tally.ElementwiseKernel and tally.ReductionKernel: kernels written by the user as CuPy's are,
 compiled at run time with NVRTC for the input's device and launched on the caller's current
 torch/cupy stream. A Python callable in place of the C source is evaluated with numpy instead
-(the host fallback). The supported subset of CuPy's API is in the README ("User-defined
+(the host fallback). The supported subset of CuPy's API is in docs/patterns.md ("User-defined
 kernels"); everything else raises a clear error.
 
 How a call runs: the parameters were parsed when the kernel was made (parse); the call binds the

@@ -31,7 +31,7 @@ class ElementwiseKernel:
                  no_return=False, return_tuple=False, **unsupported):
         if unsupported:
             raise TypeError(f"tally: ElementwiseKernel does not support {sorted(unsupported)} (CuPy options "
-                            "outside tally's subset; see the README)")
+                            "outside tally's subset; see docs/patterns.md)")
         self.name = check_name(name)
         self.in_params = parse_params(in_params, False, name)
         self.out_params = parse_params(out_params, True, name)
