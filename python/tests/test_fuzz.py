@@ -703,7 +703,8 @@ def numpys_own_failure(case, error):
     a = a.astype(np.uint8) if a.dtype == bool else a
     r = v.get("range")
     estimated = isinstance(bins, str)
-    if estimated:
+    beyond_int64 = isinstance(error, OverflowError) and _beyond_int64(r)
+    if estimated and not beyond_int64:  # (such a range: below, as numpy answers the floats)
         edges, e = outcome(np.histogram_bin_edges, (v["a"], bins, r), {})
         if e is not None:
             return None  # numpy's estimator fails: tally's (numpy's) does too
@@ -719,11 +720,12 @@ def numpys_own_failure(case, error):
         if np.isnan(edges).any():
             return lambda got, error: _refused(error)
         return answered(lambda got: compare(case, got, (None, edges), by_edges=True))
-    if isinstance(error, OverflowError) and _beyond_int64(r) and a.dtype.kind == "f":
-        # numpy's own conversion of a Python int beyond int64: as numpy answers the floats.
+    if beyond_int64 and a.dtype.kind == "f":
+        # numpy's own conversion of a Python int beyond int64: as numpy answers the floats (or,
+        # where numpy fails on those too, as its failure on them is judged).
         fixed = _with(case, range=tuple(float(x) for x in r))
         want, e = outcome(getattr(np, case["fn"]), *arguments(fixed))
-        return None if e is not None else answered(lambda got: compare(fixed, got, want))
+        return numpys_own_failure(fixed, e) if e is not None else answered(lambda got: compare(fixed, got, want))
     if a.dtype.kind not in "iu" or not isinstance(error, (IndexError, OverflowError)):
         return None
     if isinstance(error, IndexError) and a.dtype.itemsize != 8:
