@@ -99,10 +99,10 @@ layout resolve_layout(const hist_args& a, const source& s) {
   else
     l.mode = layout_mode::channels;
   for (int c = 0; c < columns; ++c) {
-    if (l.mode == layout_mode::nd)
-      l.names.push_back("axis " + std::to_string(c));
+    if (!s.names.empty() && a.channels == 0)  // an image's channels, a text header's columns
+      l.names.push_back(s.names[c]);
     else
-      l.names.push_back(s.image ? s.names[c] : std::to_string(c));
+      l.names.push_back(l.mode == layout_mode::nd ? "axis " + std::to_string(c) : std::to_string(c));
   }
   return l;
 }
@@ -237,7 +237,7 @@ int run_hist(const hist_args& a) {
 
   const std::string input = !a.file.empty() ? a.file : stdin_is_piped() ? "-" : bundled_sample();
   check_outputs_are_not_inputs(a, input);
-  source src = open_samples(input, raw, a.gray);
+  source src = open_samples(input, raw, a.gray, text_options{a.column, a.delimiter});
   if (src.values == 0) throw failure(src.path + ": holds no values; nothing to histogram");
   const layout lay = resolve_layout(a, src);
   const int columns = lay.columns();

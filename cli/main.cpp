@@ -59,8 +59,8 @@ void add_run_options(CLI::App* cmd, run_args& run) {
 void add_hist(CLI::App& app, hist_args& h) {
   CLI::App* cmd = app.add_subcommand(
       "hist",
-      "Histogram a .npy, raw binary, PNG or JPEG file, or standard input (the bundled sample image if no FILE and "
-      "no pipe)");
+      "Histogram a .npy, CSV or text, raw binary, PNG or JPEG file, or standard input (the bundled sample image "
+      "if no FILE and no pipe)");
   cmd->add_option("FILE", h.file,
                   "Input file, or - for standard input (read when piped and no FILE is given); its format is told by "
                   "its first bytes")
@@ -68,6 +68,14 @@ void add_hist(CLI::App& app, hist_args& h) {
   cmd->add_option(
       "--dtype", h.dtype,
       "Read FILE as raw native-endian values: " + tally::sample_type_names())
+      ->check(non_empty);
+  cmd->add_option("--column", h.column,
+                  "Text/CSV input: the columns to histogram, by index from 0 or header name, comma-separated "
+                  "(default: all; several make one N-D histogram)")
+      ->check(non_empty);
+  cmd->add_option("--delimiter", h.delimiter,
+                  "Text/CSV input: the field delimiter, one character, tab or space (default: ',', ';' or a tab "
+                  "where the first row has one, else spaces)")
       ->check(non_empty);
   cmd->add_option("--weights", h.weights,
                   "Weights, one per sample (row): .npy of f4/f8 or raw f32/f64")

@@ -15,6 +15,7 @@
 
 #include "errors.hpp"
 #include "npy.hpp"
+#include "text.hpp"
 
 namespace tally_cli {
 namespace {
@@ -122,6 +123,24 @@ class image_reader final : public chunk_reader {
   std::unique_ptr<void, stb_deleter> pixels_;
   std::int64_t count_;
   std::size_t item_;
+  std::int64_t pos_ = 0;
+};
+
+/// Numbers already in memory (a parsed text file), as f64.
+class values_reader final : public chunk_reader {
+ public:
+  explicit values_reader(std::vector<double> values) : values_(std::move(values)) {}
+  std::int64_t read(void* out, std::int64_t max) override {
+    const std::int64_t n = std::min<std::int64_t>(max, static_cast<std::int64_t>(values_.size()) - pos_);
+    if (n <= 0) return 0;
+    std::memcpy(out, values_.data() + pos_, static_cast<std::size_t>(n) * sizeof(double));
+    pos_ += n;
+    return n;
+  }
+  void rewind() override { pos_ = 0; }
+
+ private:
+  std::vector<double> values_;
   std::int64_t pos_ = 0;
 };
 
@@ -238,6 +257,41 @@ source open_raw(file_ptr f, const std::string& path, tally::dtype type) {
   return s;
 }
 
+/// The file's first bytes (at most `n`), the position left at the start.
+std::string head_of(std::FILE* f, std::size_t n) {
+  std::string head(n, '\0');
+  head.resize(std::fread(head.data(), 1, n, f));
+  std::rewind(f);
+  return head;
+}
+
+source open_text(file_ptr f, const std::string& path, const text_options& options) {
+  std::string text;
+  std::vector<char> buffer(1 << 20);
+  while (const std::size_t n = std::fread(buffer.data(), 1, buffer.size(), f.get())) text.append(buffer.data(), n);
+  if (std::ferror(f.get())) throw failure(path + ": read failed: " + std::strerror(errno));
+  text_table t = parse_text(text, path, options);
+  source s;
+  s.path = path;
+  s.format = t.delimiter == ',' ? "CSV" : "text";
+  s.type = tally::dtype::f64;  // numpy.loadtxt's default
+  const int columns = static_cast<int>(t.names.size());
+  s.columns = std::max(columns, 1);
+  s.matrix = columns > 1;
+  s.values = static_cast<std::int64_t>(t.values.size());
+  const std::int64_t rows = s.values / s.columns;
+  s.layout = std::to_string(rows) + (rows == 1 ? " row" : " rows") + " x " + std::to_string(t.file_columns) +
+             (t.file_columns == 1 ? " column" : " columns") + (t.header ? ", a header" : "");
+  if (columns < t.file_columns) {
+    s.layout += "; column";
+    s.layout += columns == 1 ? " " : "s ";
+    for (int c = 0; c < columns; ++c) s.layout += (c ? ", " : "") + t.names[c];
+  }
+  if (t.header) s.names = t.names;
+  s.reader = std::make_unique<values_reader>(std::move(t.values));
+  return s;
+}
+
 std::vector<std::string> channel_names(int channels, bool gray) {
   switch (channels) {
     case 1:
@@ -287,12 +341,19 @@ source open_image(std::FILE* f, const std::string& path, format fmt, bool gray) 
 
 }  // namespace
 
-source open_samples(const std::string& given, std::optional<tally::dtype> raw_type, bool gray) {
+source open_samples(const std::string& given, std::optional<tally::dtype> raw_type, bool gray,
+                    const text_options& text) {
   const bool from_stdin = given == "-";
   const std::string path = from_stdin ? "stdin" : given;
   file_ptr f = from_stdin ? spool_stdin() : open_file(path);
   const format fmt = sniff(f.get());
   const bool is_image = fmt == format::png || fmt == format::jpeg;
+  const bool is_text = fmt == format::unknown && !raw_type && looks_like_text(head_of(f.get(), 1 << 16));
+  if ((!text.columns.empty() || !text.delimiter.empty()) && !is_text)
+    throw usage_error(std::string(text.columns.empty() ? "--delimiter" : "--column") +
+                      " is for text and CSV input, but " + path + " is " +
+                      (fmt == format::npy ? "a .npy file" : is_image ? "an image" : "binary"));
+  if (is_text) return open_text(std::move(f), path, text);
   if (raw_type && fmt != format::unknown)
     throw usage_error("--dtype is for raw binary files, but " + path + " is " +
                       (fmt == format::npy ? "a .npy file" : "an image"));
@@ -310,7 +371,7 @@ source open_samples(const std::string& given, std::optional<tally::dtype> raw_ty
   }
   if (!raw_type)
     throw usage_error(path +
-                      " is neither .npy, PNG nor JPEG; give --dtype to read it as raw binary");
+                      " is neither .npy, PNG, JPEG nor text; give --dtype to read it as raw binary");
   return open_raw(std::move(f), path, *raw_type);
 }
 

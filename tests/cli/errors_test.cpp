@@ -106,6 +106,22 @@ TEST(Errors, EmptyAndAllNanInputs) {
   EXPECT_EQ(ranged.code, 0) << ranged.err;
 }
 
+// Text input: the first problem named by line and column; options for text refused elsewhere.
+TEST(Errors, TextInputs) {
+  scratch dir;
+  write_bytes(dir.path("a.csv"), "x,y\n1,2\n3,four\n");
+  write_bytes(dir.path("b.csv"), "1,2\n3\n");
+  write_bytes(dir.path("c.npy"), npy("<f8", {1}, std::string(8, '\0')));
+  const std::vector<std::string> all = {"a.csv", "b.csv", "c.npy"};
+  expect_failure(dir, {dir.path("a.csv")}, kFailure, "line 3, column 1: 'four' is not a number", all);
+  expect_failure(dir, {dir.path("b.csv")}, kFailure, "line 2: 1 field where the first row has 2", all);
+  expect_failure(dir, {dir.path("a.csv"), "--column", "z"}, kUsage, "--column z: no such column", all);
+  expect_failure(dir, {dir.path("a.csv"), "--column", "2"}, kUsage, "columns 0 to 1", all);
+  expect_failure(dir, {dir.path("b.csv"), "--column", "x"}, kUsage, "no header", all);
+  expect_failure(dir, {dir.path("a.csv"), "--delimiter", "ab"}, kUsage, "one character", all);
+  expect_failure(dir, {dir.path("c.npy"), "--column", "0"}, kUsage, "is for text and CSV input", all);
+}
+
 TEST(Errors, BadOptions) {
   scratch dir;
   write_bytes(dir.path("a.npy"), npy("<f8", {2}, std::string(16, '\0')));

@@ -335,6 +335,36 @@ TEST(Hist, StandardInputIsReadWhenPipedOrNamed) {
   EXPECT_NE(sample.out.find("sample.png"), std::string::npos) << sample.out;
 }
 
+// Text and CSV: numpy.loadtxt's numbers (signs, exponents, inf, nan, '#' comments), a header's
+// names, --column by index or name (several: one N-D histogram), --delimiter.
+TEST(Hist, TextAndCsvColumns) {
+  scratch dir;
+  const std::string csv = dir.path("t.csv");
+  write_bytes(csv, "# measured\nx,y , z\n1,+2.5,1e1\n\n3,-4,nan   # a comment\r\n0.5,1E-1,-inf\n");
+  const json x = hist_json(dir, {csv, "--column", "x", "--bins", "2"});
+  EXPECT_EQ(x["histograms"][0]["axes"][0]["name"], "x");
+  EXPECT_EQ(edges_of(x), (std::vector<double>{0.5, 1.75, 3}));
+  EXPECT_EQ(counts_of(x), (counts{2, 1}));
+  const json y = hist_json(dir, {csv, "--column", "1", "--range", "-5,5", "--bins", "2"});
+  EXPECT_EQ(counts_of(y), (counts{1, 2}));
+  EXPECT_EQ(y["histograms"][0]["axes"][0]["name"], "y");
+  // z: NaN and -inf are dropped below and as NaN, as numpy with a range.
+  const outcome z = tally({"hist", csv, "--column", "z", "--range", "0,20", "--bins", "2", "--flow", "--no-bars"});
+  ASSERT_EQ(z.code, 0) << z.err;
+  EXPECT_NE(z.out.find("samples 3   in bins 1   dropped 2"), std::string::npos) << z.out;
+  // Two columns: one 2-D histogram.
+  const json xy = hist_json(dir, {csv, "--column", "x,y", "--bins", "2", "--range", "0,4,-5,5"});
+  ASSERT_EQ(xy["histograms"][0]["axes"].size(), 2u);
+  EXPECT_EQ(counts_of(xy), (counts{0, 2, 1, 0}));
+  // Whitespace-separated, no header; a semicolon delimiter given.
+  const std::string txt = dir.path("t.txt");
+  write_bytes(txt, "1 2\n2\t3\n  3 4\n");
+  EXPECT_EQ(counts_of(hist_json(dir, {txt, "--column", "1", "--bins", "3"})), (counts{1, 1, 1}));
+  const std::string semi = dir.path("s.txt");
+  write_bytes(semi, "1;2\n5;6\n");
+  EXPECT_EQ(counts_of(hist_json(dir, {semi, "--delimiter", ";", "--column", "0", "--bins", "2"})), (counts{1, 1}));
+}
+
 TEST(Hist, JpegImagesDecodeToChannels) {
   scratch dir;
   std::vector<unsigned char> pixels(16 * 8 * 3);
