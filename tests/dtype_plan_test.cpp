@@ -225,3 +225,37 @@ TEST(Names, BackendStrategyCountTypeRoundTrip) {
 
 }  // namespace
 }  // namespace tally_test
+
+// bincount's plan: minlength or the learned guess, from which size, capped for narrow types;
+// the guess a power of two in [2^12, 2^20] at or above the last learned length.
+TEST(Bincount, PlanGuessesTheLearnedLengthFromTheRightSize) {
+  tally::reset_bincount_guess();
+  EXPECT_EQ(tally::bincount_guess(), 4096);
+  using tally::dtype;
+  // Host data: from as many samples as the guess has bins; weighted or with minlength, minlength.
+  EXPECT_FALSE(tally::plan_bincount(false, 4095, dtype::i64, 0, false).learn);
+  EXPECT_EQ(tally::plan_bincount(false, 4095, dtype::i64, 0, false).length, 0);
+  EXPECT_TRUE(tally::plan_bincount(false, 4096, dtype::i64, 0, false).learn);
+  EXPECT_EQ(tally::plan_bincount(false, 4096, dtype::i64, 0, false).length, 4096);
+  EXPECT_EQ(tally::plan_bincount(false, 1 << 20, dtype::i64, 7, false).length, 7);
+  EXPECT_FALSE(tally::plan_bincount(false, 1 << 20, dtype::i64, 7, false).learn);
+  EXPECT_EQ(tally::plan_bincount(false, 1 << 20, dtype::i64, 0, true).length, 0);
+  // CUDA memory: from 2^24 samples.
+  EXPECT_FALSE(tally::plan_bincount(true, (1 << 24) - 1, dtype::i32, 0, false).learn);
+  EXPECT_TRUE(tally::plan_bincount(true, 1 << 24, dtype::i32, 0, false).learn);
+  // Narrow types never beyond their values from 0.
+  tally::remember_bincount_length(70000);
+  EXPECT_EQ(tally::bincount_guess(), 1 << 17);
+  EXPECT_EQ(tally::plan_bincount(false, 1 << 20, dtype::u8, 0, false).length, 256);
+  EXPECT_EQ(tally::plan_bincount(false, 1 << 20, dtype::i8, 0, false).length, 128);
+  EXPECT_EQ(tally::plan_bincount(false, 1 << 20, dtype::u16, 0, false).length, 65536);
+  EXPECT_EQ(tally::plan_bincount(false, 1 << 20, dtype::i16, 0, false).length, 32768);
+  EXPECT_EQ(tally::plan_bincount(false, 1 << 20, dtype::u32, 0, false).length, 1 << 17);
+  // The guess: a power of two at or above, within [2^12, 2^20].
+  for (const auto& [length, want] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {0, 4096}, {1, 4096}, {4097, 8192}, {8192, 8192}, {(1 << 20) + 7, 1 << 20}, {std::int64_t{1} << 40, 1 << 20}}) {
+    tally::remember_bincount_length(length);
+    EXPECT_EQ(tally::bincount_guess(), want) << length;
+  }
+  tally::reset_bincount_guess();
+}

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "tally/axis.hpp"
+#include "tally/bincount.hpp"
 #include "tally/device.hpp"
 #include "tally/dtype.hpp"
 #include "tally/edges.hpp"

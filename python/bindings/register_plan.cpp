@@ -74,6 +74,15 @@ void register_plan(nb::module_& m) {
     }
     return rows;
   });
+  // bincount's plan (tally/bincount.hpp): (length, learn), and its learned length.
+  m.def("plan_bincount", [](bool on_cuda, std::int64_t n, const std::string& sample, std::int64_t minlength,
+                            bool weighted) {
+    const tally::bincount_plan p = tally::plan_bincount(on_cuda, n, tally::dtype_from_name(sample), minlength, weighted);
+    return std::make_tuple(p.length, p.learn);
+  }, nb::arg("on_cuda"), nb::arg("n"), nb::arg("sample"), nb::arg("minlength"), nb::arg("weighted"));
+  m.def("remember_bincount_length", &tally::remember_bincount_length, nb::arg("length"));
+  m.def("bincount_guess", &tally::bincount_guess);
+  m.def("reset_bincount_guess", &tally::reset_bincount_guess);
 }
 
 }  // namespace tally_bindings

@@ -591,7 +591,8 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=No
                 if weights is None:
                     return _bincount_by_max(Source(x, "x"), None, minlength, strategy, device, False)
                 # Weighted samples beyond minlength: the full path below.
-        elif kept is not None and 0 < _devices.size(kept.lib, x) < _BINCOUNT_ONE_PASS_CUDA:
+        elif kept is not None and 0 < (n := _devices.size(kept.lib, x)) and \
+                _tally.plan_bincount(True, n, kept.type, 0, False)[0] == 0:  # the maximum first
             values = _bincount_kept_by_max(kept, x, strategy)
             if values is not None:
                 return values
@@ -619,25 +620,12 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=No
     if src.size == 0:  # numpy's int64 zeros, whatever the weights
         return src.zeros(minlength, False)
     w = _weights_of(_host_weights(weights, src), src, "The weights and list don't have the same length.")
-    # One pass where a guessed length covers the data: count into [0, guess) and read back only
-    # the dropped samples' counts; the maximum is looked for only where some lie beyond. The
-    # guess is minlength, or without one, for counts of host data or of at least
-    # _BINCOUNT_ONE_PASS_CUDA samples in CUDA memory, the last call's length (a power of two,
-    # at least _BINCOUNT_GUESS_MIN), the result then cut after its last nonzero count. Sums
-    # cannot tell the maximum (a bin's weights may add to 0), so weighted calls guess only
-    # minlength. A small call finds the maximum first instead: in CUDA memory the cut's read-back
-    # and copy cost more than the pass they save (16 samples: 166 us against 90, in
-    # bench/PERFORMANCE.md under bincount's one pass into a learned length); on the host the
-    # guess's cells (zeroed, then searched for the last nonzero) cost more than reading fewer
-    # samples than cells.
-    learn = w is None and minlength == 0 and src.size >= (_BINCOUNT_ONE_PASS_CUDA if src.on_cuda else _bincount_guess[0])
-    # A guess no longer than the sample type's values: 8-bit samples count into their 256 values
-    # (one table of 256 counters on the GPU), never beyond it.
-    guess = _bincount_guess[0] if learn else minlength
-    if learn and src.type in ("u8", "i8", "u16", "i16"):
-        guess = min(guess, int(np.iinfo(NUMPY_NAMES[src.type]).max) + 1)
+    # One pass where a length covers the data, or the maximum first: tally's plan_bincount
+    # (tally/bincount.hpp) says which, and whether the result's length is learned.
+    guess, learn = _tally.plan_bincount(src.on_cuda, src.size, src.type, int64_arg(minlength, "minlength"),
+                                        w is not None)
     if guess > 0:
-        axis = _tally.Axis.integer(0, int64_arg(guess, "minlength"))
+        axis = _tally.Axis.integer(0, guess)
         values, (below, beyond, _) = fill([axis], [src], w, src, strategy, device, flow=True, sum_block=0)
         if key is not None and not learn:
             _call_cache.keep(key, _call_cache.CachedCall(src.lib, src.index, src.type, [axis],
@@ -648,7 +636,7 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=No
             if not learn:
                 return values
             used = src.bins_used(values)
-            _remember_bincount_length(used)
+            _tally.remember_bincount_length(used)
             if used == guess:
                 return values
             cut = values[:used]  # copied: a view would keep the guess's cells alive
@@ -697,24 +685,13 @@ def _bincount_by_max(src, w, minlength, strategy, device, learn):
     axis = _tally.Axis.integer(0, length)
     values = fill([axis], [src], w, src, strategy, device, sum_block=0)
     if learn:
-        _remember_bincount_length(length)
+        _tally.remember_bincount_length(length)
     return values
 
 
-# bincount's guess of the next unweighted call's length: a power of two in
-# [_BINCOUNT_GUESS_MIN, _BINCOUNT_GUESS_MAX] that covers the last call's (a list, to be set in place).
-_BINCOUNT_GUESS_MIN, _BINCOUNT_GUESS_MAX = 1 << 12, 1 << 20
-# From this many samples in CUDA memory the pass saved (64 MiB of i32: ~22 us) outweighs the cut.
-_BINCOUNT_ONE_PASS_CUDA = 1 << 24
-_bincount_guess = [_BINCOUNT_GUESS_MIN]
-_caches.register("bincount's guess", "the length of the last unweighted bincount of many samples", "(one value)",
-                 f"{_BINCOUNT_GUESS_MIN}..{_BINCOUNT_GUESS_MAX}", lambda: int(_bincount_guess[0] != _BINCOUNT_GUESS_MIN),
-                 lambda: _bincount_guess.__setitem__(0, _BINCOUNT_GUESS_MIN))
-
-
-def _remember_bincount_length(length):
-    guess = 1 << max(0, length - 1).bit_length()
-    _bincount_guess[0] = min(max(guess, _BINCOUNT_GUESS_MIN), _BINCOUNT_GUESS_MAX)
+_caches.register("bincount's guess", "the length of the last unweighted bincount of many samples (C++)",
+                 "(one value)", "a power of two in 2^12..2^20", lambda: int(_tally.bincount_guess() != 1 << 12),
+                 _tally.reset_bincount_guess)
 
 
 def histc(input, bins=100, min=0, max=0, *, out=None, strategy="automatic", device=None):
