@@ -703,8 +703,9 @@ def numpys_own_failure(case, error):
     a = a.astype(np.uint8) if a.dtype == bool else a
     r = v.get("range")
     estimated = isinstance(bins, str)
-    beyond_int64 = isinstance(error, OverflowError) and _beyond_int64(r)
-    if estimated and not beyond_int64:  # (such a range: below, as numpy answers the floats)
+    # float samples with a Python-int range beyond int64: below, as numpy answers the floats
+    floats_beyond_int64 = isinstance(error, OverflowError) and _beyond_int64(r) and a.dtype.kind == "f"
+    if estimated and not floats_beyond_int64:
         edges, e = outcome(np.histogram_bin_edges, (v["a"], bins, r), {})
         if e is not None:
             return None  # numpy's estimator fails: tally's (numpy's) does too
@@ -720,7 +721,7 @@ def numpys_own_failure(case, error):
         if np.isnan(edges).any():
             return lambda got, error: _refused(error)
         return answered(lambda got: compare(case, got, (None, edges), by_edges=True))
-    if beyond_int64 and a.dtype.kind == "f":
+    if floats_beyond_int64:
         # numpy's own conversion of a Python int beyond int64: as numpy answers the floats (or,
         # where numpy fails on those too, as its failure on them is judged).
         fixed = _with(case, range=tuple(float(x) for x in r))
