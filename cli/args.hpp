@@ -35,6 +35,9 @@ struct hist_args {
   double chunk_mb = 64;
   std::string out;
   std::string plot;
+  std::string title, x_label, y_label;  // --plot's labels (empty: tally's own)
+  bool log = false;                     // --plot on a log scale
+  bool density = false;                 // --plot densities
   run_args run;
 };
 

@@ -216,7 +216,7 @@ void write_outputs(const hist_args& a, const hist_result& r) {
     files.push_back(std::make_unique<staged_file>(
         a.out, lower_extension(a.out) == ".csv" ? to_csv(r) : to_json(r)));
   if (!a.plot.empty()) {
-    const plot_model model = make_plot_model(r);
+    const plot_model model = make_plot_model(r, plot_options{a.title, a.x_label, a.y_label, a.log, a.density});
     files.push_back(std::make_unique<staged_file>(
         a.plot, lower_extension(a.plot) == ".png" ? render_png(model) : render_svg(model)));
   }
@@ -230,6 +230,8 @@ void write_outputs(const hist_args& a, const hist_result& r) {
 
 int run_hist(const hist_args& a) {
   check_output_names(a);
+  if (a.plot.empty() && (!a.title.empty() || !a.x_label.empty() || !a.y_label.empty() || a.log || a.density))
+    throw usage_error("--title, --xlabel, --ylabel, --log and --density are for --plot");
   const axis_options axis_opts = parse_axis_options(a);
   tally::options opts = to_options(a.run);
   const std::optional<tally::dtype> raw =

@@ -100,6 +100,11 @@ void add_hist(CLI::App& app, hist_args& h) {
   cmd->add_flag("--no-bars", h.no_bars, "No bar chart");
   cmd->add_option("--out", h.out, "Write the histogram to FILE.csv or FILE.json")->check(non_empty);
   cmd->add_option("--plot", h.plot, "Draw the histogram to FILE.png or FILE.svg")->check(non_empty);
+  cmd->add_option("--title", h.title, "--plot's title (default: the file and its type)")->check(non_empty);
+  cmd->add_option("--xlabel", h.x_label, "--plot's x axis label")->check(non_empty);
+  cmd->add_option("--ylabel", h.y_label, "--plot's y axis label")->check(non_empty);
+  cmd->add_flag("--log", h.log, "--plot bar heights on a log scale (a 2-D plot: log colours)");
+  cmd->add_flag("--density", h.density, "--plot densities: each bar over its histogram's in-range total and its width");
   const std::string most = std::to_string(static_cast<int>(kMaxChunkMb));
   cmd->add_option("--chunk-mb", h.chunk_mb, "Read and fill in chunks of this many MiB (at most " + most + ")")
       ->check(number_that([](double v) { return v > 0 && v <= kMaxChunkMb; }, "a number of MiB > 0 and <= " + most))

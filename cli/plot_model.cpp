@@ -24,6 +24,14 @@ rgb color_for(const std::string& name, int index) {
 constexpr std::int64_t kMaxBars = frame::width - frame::left - frame::right;
 constexpr std::int64_t kMaxHeatCells = 200;
 
+/// Each value over `total` and its bin's width (numpy's density; a total of 0 leaves zeros).
+void to_density(merged_bins& b, double total) {
+  for (std::size_t k = 0; k < b.values.size(); ++k) {
+    const double width = b.edges[k + 1] - b.edges[k];
+    b.values[k] = total > 0 && width > 0 ? b.values[k] / total / width : 0.0;
+  }
+}
+
 /// The heat map's colour for a cell holding `fraction` of the fullest cell.
 rgb heat_color(double fraction) {
   // Light to dark blue (empty cells are not drawn): a sequential map that prints well in gray.
@@ -55,6 +63,16 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   return ticks;
 }
 
+std::vector<double> y_ticks(const plot_model& m) {
+  if (!m.log_y) return nice_ticks(m.y_lo, m.y_hi);
+  std::vector<double> ticks;
+  const bool fine = m.y_hi / m.y_lo < 100;
+  for (double decade = std::pow(10.0, std::floor(std::log10(m.y_lo))); decade <= m.y_hi; decade *= 10)
+    for (const double k : {1.0, 2.0, 5.0})
+      if ((k == 1.0 || fine) && decade * k >= m.y_lo && decade * k <= m.y_hi) ticks.push_back(decade * k);
+  return ticks;
+}
+
 std::vector<heat_cell> heat_cells(const plot_model& m, const frame& f) {
   std::vector<heat_cell> out;
   if (!m.heat) return out;
@@ -65,28 +83,48 @@ std::vector<heat_cell> heat_cells(const plot_model& m, const frame& f) {
       const double v = g.cells[i * ncols + j];
       if (v > 0)
         out.push_back({f.px(g.rows.edges[i]), f.py(g.cols.edges[j + 1]), f.px(g.rows.edges[i + 1]),
-                       f.py(g.cols.edges[j]), v, heat_color(v / m.heat_max)});
+                       f.py(g.cols.edges[j]), v,
+                       heat_color(m.log_heat ? (1 + std::log10(v / m.heat_min)) / (1 + std::log10(m.heat_max / m.heat_min))
+                                             : v / m.heat_max)});
     }
   return out;
 }
 
-plot_model make_plot_model(const hist_result& r) {
+/// The model with tally's own title and labels.
+static plot_model make_default_model(const hist_result& r, const plot_options& options) {
   plot_model m;
   const std::string file = std::filesystem::path(r.input.path).filename().string();
   m.title = file + " (" + std::string(tally::name_of(r.input.type)) + ")";
-  const std::string value = r.weighted() ? "sum of weights" : "count";
+  const std::string value = options.density ? "density" : r.weighted() ? "sum of weights" : "count";
 
   if (r.mode == layout_mode::nd) {
     const tally::histogram& h = r.hists.front();
     m.heat = merge_2d(h, kMaxHeatCells, kMaxHeatCells);
+    if (options.density) {  // over the in-range total and each cell's area
+      double total = 0;
+      for (const double v : m.heat->cells) total += v;
+      const std::size_t ncols = m.heat->cols.values.size();
+      for (std::size_t i = 0; i < m.heat->rows.values.size(); ++i)
+        for (std::size_t j = 0; j < ncols; ++j) {
+          const double area = (m.heat->rows.edges[i + 1] - m.heat->rows.edges[i]) *
+                              (m.heat->cols.edges[j + 1] - m.heat->cols.edges[j]);
+          double& v = m.heat->cells[i * ncols + j];
+          v = total > 0 && area > 0 ? v / total / area : 0.0;
+        }
+    }
+    m.log_heat = options.log;
     m.heat_max = std::max(0.0, *std::max_element(m.heat->cells.begin(), m.heat->cells.end()));
+    m.heat_min = m.heat_max;
+    for (const double v : m.heat->cells)
+      if (v > 0) m.heat_min = std::min(m.heat_min, v);
     m.x_lo = h.axes()[0].lo();
     m.x_hi = h.axes()[0].hi();
     m.y_lo = h.axes()[1].lo();
     m.y_hi = h.axes()[1].hi();
     m.x_label = r.names[0];
     m.y_label = r.names[1];
-    m.title += ", " + value + " per cell, darkest " + value_text(m.heat_max, r.weighted()) +
+    m.title += ", " + value + " per cell" + (options.log ? " (log colours)" : "") + ", darkest " +
+               (options.density ? sig(m.heat_max, 4) : value_text(m.heat_max, r.weighted())) +
                (r.columns() > 2 ? " summed over axes 2.." + std::to_string(r.columns() - 1) : "");
     return m;
   }
@@ -98,6 +136,11 @@ plot_model make_plot_model(const hist_result& r) {
   for (int c = 0; c < r.columns(); ++c) {
     const tally::axis& a = r.axis_of(c);
     plot_series s{r.names[c], color_for(r.names[c], c), merge(a.edges(), r.values_of(c), kMaxBars)};
+    if (options.density) {
+      double total = 0;
+      for (const double v : s.bins.values) total += v;
+      to_density(s.bins, total);
+    }
     m.x_lo = std::min(m.x_lo, a.lo());
     m.x_hi = std::max(m.x_hi, a.hi());
     for (double v : s.bins.values) top = std::max(top, v);
@@ -106,8 +149,27 @@ plot_model make_plot_model(const hist_result& r) {
   }
   if (group > 1) m.title += ", up to " + std::to_string(group) + " bins per bar";
   m.y_hi = top > 0 ? top * 1.05 : 1;
+  if (options.log) {  // from a power of ten at least half a decade below the least bar drawn
+    double least = top;
+    for (const plot_series& s : m.series)
+      for (const double v : s.bins.values)
+        if (v > 0) least = std::min(least, v);
+    m.log_y = top > 0;
+    if (m.log_y) {
+      m.y_lo = std::pow(10.0, std::floor(std::log10(least) - 0.5));  // the least bar stands out
+      m.y_hi = top * 1.5;
+    }
+  }
   m.x_label = "value";
   m.y_label = value;
+  return m;
+}
+
+plot_model make_plot_model(const hist_result& r, const plot_options& options) {
+  plot_model m = make_default_model(r, options);
+  if (!options.title.empty()) m.title = options.title;
+  if (!options.x_label.empty()) m.x_label = options.x_label;
+  if (!options.y_label.empty()) m.y_label = options.y_label;
   return m;
 }
 

@@ -69,11 +69,11 @@ void draw_heat(canvas& img, const frame& f, const plot_model& m) {
 }  // namespace
 
 std::string render_png(const plot_model& m) {
-  const frame f{m.x_lo, m.x_hi, m.y_lo, m.y_hi};
+  const frame f{m.x_lo, m.x_hi, m.y_lo, m.y_hi, m.log_y};
   canvas img;
   const rgb grid{225, 225, 225}, ink{0, 0, 0};
   const int x_end = frame::width - frame::right, y_base = frame::height - frame::bottom;
-  for (double t : nice_ticks(m.y_lo, m.y_hi)) {
+  for (double t : y_ticks(m)) {
     const int y = round_px(f.py(t));
     img.fill(frame::left, y, x_end, y + 1, grid);
     img.fill(frame::left - 5, y, frame::left, y + 1, ink);

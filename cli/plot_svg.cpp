@@ -60,7 +60,7 @@ void draw_heat(std::ostream& out, const frame& f, const plot_model& m) {
 }  // namespace
 
 std::string render_svg(const plot_model& m) {
-  const frame f{m.x_lo, m.x_hi, m.y_lo, m.y_hi};
+  const frame f{m.x_lo, m.x_hi, m.y_lo, m.y_hi, m.log_y};
   const int x_end = frame::width - frame::right, y_base = frame::height - frame::bottom;
   std::ostringstream out;
   out << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << frame::width << "\" height=\""
@@ -71,7 +71,7 @@ std::string render_svg(const plot_model& m) {
       << escape(m.title) << "</text>\n";
 
   const int x_digits = distinct_digits(nice_ticks(m.x_lo, m.x_hi));
-  for (double t : nice_ticks(m.y_lo, m.y_hi)) {
+  for (double t : y_ticks(m)) {
     const std::string y = num(f.py(t));
     out << "<line x1=\"" << frame::left << "\" y1=\"" << y << "\" x2=\"" << x_end << "\" y2=\"" << y
         << "\" stroke=\"#e1e1e1\"/>\n<text x=\"" << frame::left - 8 << "\" y=\"" << y

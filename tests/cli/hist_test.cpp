@@ -493,5 +493,51 @@ TEST(Hist, PlotsOfNpyData) {
   EXPECT_NE(text.find("<title>2</title>"), std::string::npos);  // the fullest cell holds 2
 }
 
+// --title, --xlabel, --ylabel replace the made-up labels; --density draws count / (total x width)
+// (here 1/4, 2/4, 1/4 over bins of width 1: the top tick 0.5); --log draws heights on decades
+// from half a decade below the least bar (counts 1, 2, 1: ticks 0.1 .. 2); a 2-D --density plot
+// names its fullest cell's density. Without --plot they are a usage error.
+TEST(Hist, PlotLabelsDensityAndLogScale) {
+  scratch dir;
+  const std::string in = write_npy(dir, "a.npy", "<f8", {4}, bytes_of<double>({0.5, 1.5, 1.5, 2.5}));
+  const std::string svg = dir.path("p.svg");
+  const std::vector<std::string> base = {"hist", in, "--bins", "3", "--range", "0,3", "--no-bars", "--plot", svg};
+  auto plot = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const outcome o = tally(args);
+    EXPECT_EQ(o.code, 0) << o.err;
+    return read_bytes(svg);
+  };
+  const std::string labelled = plot({"--title", "Heights <cm>", "--xlabel", "height", "--ylabel", "people"});
+  EXPECT_NE(labelled.find(">Heights &lt;cm&gt;</text>"), std::string::npos) << labelled;
+  EXPECT_NE(labelled.find(">height</text>"), std::string::npos);
+  EXPECT_NE(labelled.find(">people</text>"), std::string::npos);
+  // The y axis' tick values, as the SVG writes them (right-aligned, left of the axis).
+  const auto y_tick = [](const std::string& value) {
+    return "text-anchor=\"end\" dominant-baseline=\"middle\">" + value + "</text>";
+  };
+  EXPECT_NE(labelled.find(y_tick("2")), std::string::npos);  // counts
+
+  const std::string density = plot({"--density"});
+  EXPECT_NE(density.find(">density</text>"), std::string::npos);
+  EXPECT_NE(density.find(y_tick("0.5")), std::string::npos) << density;
+  EXPECT_EQ(density.find(y_tick("2")), std::string::npos);
+
+  const std::string log = plot({"--log"});
+  for (const char* tick : {"0.1", "0.2", "0.5", "1", "2"}) EXPECT_NE(log.find(y_tick(tick)), std::string::npos) << tick;
+
+  const std::string m = write_npy(dir, "m.npy", "<f8", {5, 2}, bytes_of(kPoints));
+  const outcome heat = tally({"hist", m, "--bins", "2", "--range", "0,1,0,2", "--plot", svg, "--density", "--log"});
+  ASSERT_EQ(heat.code, 0) << heat.err;
+  EXPECT_NE(read_bytes(svg).find("density per cell (log colours)"), std::string::npos);
+
+  for (const char* option : {"--log", "--density"}) {
+    const outcome o = tally({"hist", in, option});
+    EXPECT_EQ(o.code, 2);
+    EXPECT_NE(o.err.find("are for --plot"), std::string::npos) << o.err;
+  }
+}
+
 }  // namespace
 }  // namespace cli_test
