@@ -22,6 +22,7 @@ struct hist_args {
   std::string dtype;  // raw binary input
   std::string column;     // text input: the columns kept ("2", "x,y"; empty: all)
   std::string delimiter;  // text input: the field delimiter (empty: told by the first row)
+  std::string key;        // .npz input: the array (empty: the only one)
   std::string weights;
   std::string bins;                // "N" or "N0,N1,..." (one per axis/channel)
   std::string range;               // "LO,HI" or one pair per axis/channel

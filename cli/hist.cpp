@@ -239,7 +239,7 @@ int run_hist(const hist_args& a) {
 
   const std::string input = !a.file.empty() ? a.file : stdin_is_piped() ? "-" : bundled_sample();
   check_outputs_are_not_inputs(a, input);
-  source src = open_samples(input, raw, a.gray, text_options{a.column, a.delimiter});
+  source src = open_samples(input, raw, a.gray, text_options{a.column, a.delimiter}, a.key);
   if (src.values == 0) throw failure(src.path + ": holds no values; nothing to histogram");
   const layout lay = resolve_layout(a, src);
   const int columns = lay.columns();

@@ -59,8 +59,8 @@ void add_run_options(CLI::App* cmd, run_args& run) {
 void add_hist(CLI::App& app, hist_args& h) {
   CLI::App* cmd = app.add_subcommand(
       "hist",
-      "Histogram a .npy, CSV or text, raw binary, PNG or JPEG file, or standard input (the bundled sample image "
-      "if no FILE and no pipe)");
+      "Histogram a .npy, .npz, CSV or text, raw binary, PNG or JPEG file, or standard input (the bundled sample "
+      "image if no FILE and no pipe)");
   cmd->add_option("FILE", h.file,
                   "Input file, or - for standard input (read when piped and no FILE is given); its format is told by "
                   "its first bytes")
@@ -69,6 +69,7 @@ void add_hist(CLI::App& app, hist_args& h) {
       "--dtype", h.dtype,
       "Read FILE as raw native-endian values: " + tally::sample_type_names())
       ->check(non_empty);
+  cmd->add_option("--key", h.key, ".npz input: the array to histogram (default: the only one)")->check(non_empty);
   cmd->add_option("--column", h.column,
                   "Text/CSV input: the columns to histogram, by index from 0 or header name, comma-separated "
                   "(default: all; several make one N-D histogram)")

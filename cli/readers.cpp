@@ -15,6 +15,7 @@
 
 #include "errors.hpp"
 #include "npy.hpp"
+#include "npz.hpp"
 #include "text.hpp"
 
 namespace tally_cli {
@@ -342,10 +343,19 @@ source open_image(std::FILE* f, const std::string& path, format fmt, bool gray) 
 }  // namespace
 
 source open_samples(const std::string& given, std::optional<tally::dtype> raw_type, bool gray,
-                    const text_options& text) {
+                    const text_options& text, const std::string& key) {
   const bool from_stdin = given == "-";
   const std::string path = from_stdin ? "stdin" : given;
   file_ptr f = from_stdin ? spool_stdin() : open_file(path);
+  if (is_zip(f.get())) {  // an .npz archive: its array `key` (or its only one), as a .npy file
+    if (!text.columns.empty() || !text.delimiter.empty())
+      throw usage_error(std::string(text.columns.empty() ? "--delimiter" : "--column") +
+                        " is for text and CSV input, but " + path + " is an .npz archive");
+    std::string found;
+    f = file_ptr(npz_member(f.get(), path, key, found));
+    return open_npy(std::move(f), path + "[" + found + "]");
+  }
+  if (!key.empty()) throw usage_error("--key is for .npz archives, but " + path + " is not one");
   const format fmt = sniff(f.get());
   const bool is_image = fmt == format::png || fmt == format::jpeg;
   const bool is_text = fmt == format::unknown && !raw_type && looks_like_text(head_of(f.get(), 1 << 16));

@@ -40,12 +40,13 @@ struct source : source_info {
   std::unique_ptr<chunk_reader> reader;
 };
 
-/// Opens `path` (`-`: standard input, copied to a temporary file) as .npy, PNG, JPEG or text
+/// Opens `path` (`-`: standard input, copied to a temporary file) as .npy, .npz (its array `key`,
+/// or its only one), PNG, JPEG or text
 /// (CSV or columns of numbers, read as f64; `text` picks columns and the delimiter), told by its
 /// first bytes, or, when `raw_type` is given, as raw native-endian values of that type. `gray` converts an image to one luminance channel.
 /// Throws failure for unreadable or malformed files, usage_error for options that do not fit.
 source open_samples(const std::string& path, std::optional<tally::dtype> raw_type, bool gray,
-                    const text_options& text = {});
+                    const text_options& text = {}, const std::string& key = "");
 
 /// Opens the weights for `rows` samples: a .npy of f4/f8 or raw f32/f64 (told by the size).
 source open_weights(const std::string& path, std::int64_t rows);
