@@ -19,10 +19,33 @@ __version__ = _tally.version()
 
 
 def strategies():
-    """The named strategies, as a list of dicts (the registry tally::strategies()): name,
-    backend ('cpu', 'cuda', or 'auto' for automatic), technique (the classic pattern it
-    implements), applies (the fills it takes when asked for) and chosen_when (when the planner
-    picks it unasked, and the measurement behind that). Name one with ``strategy=``."""
+    """The named strategies a call may ask for, from the registry tally::strategies().
+
+    Name one with ``strategy=`` in :func:`histogram` and the other functions, or in
+    :class:`Histogram`; ``tally.STRATEGIES`` holds the names.
+
+    Returns
+    -------
+    list of dict
+        One dict per strategy: 'name'; 'backend' ('cpu', 'cuda', or 'auto' for
+        'automatic'); 'technique' (the classic pattern it implements); 'applies' (the fills
+        it takes when asked for); 'chosen_when' (when the planner picks it unasked, and the
+        measurement behind that).
+
+    See Also
+    --------
+    plan : The strategy the planner picks for a call.
+    backends : The backends and whether each is usable.
+
+    Examples
+    --------
+    >>> import tally
+    >>> rows = tally.strategies()
+    >>> [(r["name"], r["backend"]) for r in rows[:3]]
+    [('automatic', 'auto'), ('cpu_private', 'cpu'), ('global_atomic', 'cuda')]
+    >>> tuple(r["name"] for r in rows) == tally.STRATEGIES
+    True
+    """
     return _tally.strategies()
 
 
@@ -30,7 +53,28 @@ STRATEGIES = tuple(row["name"] for row in _tally.strategies())
 
 
 def backends():
-    """The backends compiled in and whether each is usable here, as a list of dicts."""
+    """The backends, whether each is compiled in, and whether each is usable here.
+
+    Returns
+    -------
+    list of dict
+        One dict per backend ('cpu', then 'cuda'): 'name'; 'compiled' (bool); 'usable'
+        (bool); 'detail' (the CPU's hardware threads, the CUDA devices, or why a backend is
+        not usable).
+
+    See Also
+    --------
+    strategies : The strategies of each backend.
+
+    Examples
+    --------
+    >>> import tally
+    >>> [b["name"] for b in tally.backends()]
+    ['cpu', 'cuda']
+    >>> cpu = tally.backends()[0]
+    >>> cpu["compiled"], cpu["usable"]
+    (True, True)
+    """
     return [dict(name=n, compiled=c, usable=u, detail=d) for n, c, u, d in _tally.backends()]
 
 

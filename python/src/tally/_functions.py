@@ -233,22 +233,93 @@ def _as_sum_dtype(values, lib, dtype):
 @_numpy_protocol(np.histogram, lambda a, bins=None, range=None, density=None, weights=None, **_: (a, bins, weights))
 def histogram(a, bins=10, range=None, density=None, weights=None, *, sum_dtype=None,
               strategy="automatic", device=None):
-    """numpy.histogram, computed by tally: returns ``(hist, bin_edges)``.
+    """Compute the histogram of a dataset: numpy.histogram, counted by tally.
 
-    ``a`` may be a numpy, torch (CPU or CUDA) or cupy array, anything with ``__dlpack__`` or the
-    buffer protocol, or a sequence; it is read in place (strided views too) and the results come
-    back in the same library on the same device. ``hist`` is int64 counts, or sums of
-    ``weights`` in the weights' dtype as numpy's (int64 for integer weights, float32 for
-    float32 ones; tally sums in float64 and rounds once, and ``sum_dtype=numpy.float64`` keeps
-    those sums; bool, complex and object weights, and integer ones whose sums may leave their
-    dtype, where numpy wraps them around, are summed by numpy on a host copy), or
-    numpy's density with ``density=True``. ``bin_edges`` are numpy's, bit for bit and of
-    numpy's dtype (float32 for float32 data with ``bins`` an integer, float64 for integers).
-    ``bins`` may be an integer, an array of edges, or one of numpy's estimator names ('auto',
-    'fd', 'sturges', ...), which numpy computes from a host copy of the data.
+    The signature and results of ``numpy.histogram``: the counts equal numpy's and the edges are
+    numpy's, bit for bit and of numpy's dtype. `a` may be a numpy, torch (CPU or CUDA) or cupy
+    array, anything with ``__dlpack__`` or the buffer protocol, or a sequence; it is read in
+    place (strided views too), and the results come back in the same library on the same
+    device. torch and cupy arrays in CUDA memory are counted on the caller's current stream.
 
-    ``strategy`` names one of tally's strategies ('automatic' lets the planner choose, see
-    :func:`plan`); ``device`` is None (where the data are), 'cpu' or 'cuda'.
+    Arguments that override numpy's functions (``__array_function__``: dask and xarray arrays,
+    user types; not cupy arrays, which tally reads) get numpy's own call, which hands them to
+    their override; such a call takes none of `sum_dtype`, `strategy` and `device`.
+
+    Parameters
+    ----------
+    a : array_like
+        The samples, of any shape (all of them count). Integer and float dtypes of 8 to 64 bits
+        (bfloat16 through torch); bool is read as uint8, with numpy's RuntimeWarning; numpy
+        datetime64 and timedelta64 samples with edges of those types.
+    bins : int or sequence of scalars or str, optional
+        The number of equal-width bins over `range` (default 10); or the bin edges, increasing
+        monotonically (the last bin holds its right edge); or one of numpy's estimator names
+        ('auto', 'fd', 'doane', 'rice', 'scott', 'sqrt', 'stone', 'sturges'), which numpy
+        computes from a host copy of the data.
+    range : (float, float), optional
+        The lower and upper edge of equal-width bins; by default ``(a.min(), a.max())``.
+        Samples outside it and NaN are not counted.
+    density : bool, optional
+        If True, return numpy's density, ``hist / bin widths / hist.sum()``.
+    weights : array_like, optional
+        One weight per sample, of `a`'s shape; each sample adds its weight to its bin. The
+        sums are of the weights' dtype, as numpy's (int32 weights give int32 sums, float32
+        ones float32): tally sums in float64 and rounds once. bool, complex and object
+        weights, and integer weights whose sums may leave their dtype (where numpy wraps them
+        around), are summed by numpy on a host copy.
+    sum_dtype : dtype, optional
+        Keyword only, tally's own. The dtype of the sums of weights in place of the weights'
+        dtype: ``numpy.float64`` keeps tally's float64 sums.
+    strategy : str, optional
+        Keyword only. One of ``tally.STRATEGIES`` (:func:`strategies` describes each);
+        'automatic' (default) lets the planner choose (see :func:`plan`).
+    device : {None, 'auto', 'cpu', 'cuda'}, optional
+        Keyword only. None or 'auto' (default None): count where the data are; 'cpu' or
+        'cuda' ('cuda:N', a torch.device) insist on that backend.
+
+    Returns
+    -------
+    hist : array
+        int64 counts; with `weights`, their sums (of the weights' dtype, or `sum_dtype`);
+        with ``density=True``, numpy's float64 density.
+    bin_edges : array
+        The ``len(hist) + 1`` edges, numpy's bit for bit and of numpy's dtype (float32 for
+        float32 samples with `bins` an integer, float64 for integer samples).
+
+    Raises
+    ------
+    ValueError
+        `bins` not positive, not increasing, not 1-D or not an estimator's name; a range
+        whose maximum is below its minimum or that is not finite; `weights` not of `a`'s
+        shape or on another device; an unknown strategy or device; 'cuda' where CUDA is not
+        usable.
+    TypeError
+        `bins` not an integer, a string or an array; an estimator with `weights`; samples of
+        an unsupported dtype; a `strategy` that is not a str.
+
+    See Also
+    --------
+    numpy.histogram : The function this one computes.
+    histogram_bin_edges : The edges alone.
+    histogramdd : Histograms of several dimensions.
+    Histogram : A histogram filled chunk by chunk.
+    plan : What the planner picks for a call.
+
+    Examples
+    --------
+    >>> import numpy as np, tally
+    >>> x = np.array([0.5, 1.5, 1.5, 2.5, 3.0, 7.0])
+    >>> tally.histogram(x, 4)
+    (array([3, 2, 0, 1]), array([0.5  , 2.125, 3.75 , 5.375, 7.   ]))
+    >>> tally.histogram(x, bins=[0, 1, 2, 8], weights=np.ones(6, np.float32))[0]
+    array([1., 2., 3.], dtype=float32)
+
+    Equal to numpy, edges of numpy's dtype:
+
+    >>> y = np.random.default_rng(0).normal(size=10_000).astype(np.float32)
+    >>> hist, edges = tally.histogram(y, 64, range=(-4, 4))
+    >>> np.array_equal(hist, np.histogram(y, 64, range=(-4, 4))[0]), edges.dtype
+    (True, dtype('float32'))
     """
     key = edges_key = None
     if not density and (weights is None or sum_dtype is None) and device is None:
@@ -352,8 +423,59 @@ def _histogram_of_times(a, bins, range, weights, density, strategy, device):
 
 @_numpy_protocol(np.histogram_bin_edges, lambda a, bins=None, range=None, weights=None, **_: (a, bins, weights))
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
-    """numpy.histogram_bin_edges, computed by tally: the edges :func:`histogram` would use,
-    bit for bit and of numpy's dtype, in the input's library and device."""
+    """Compute the bin edges a histogram uses: numpy.histogram_bin_edges, computed by tally.
+
+    The edges :func:`histogram` would use for the same arguments, numpy's bit for bit and of
+    numpy's dtype, returned in the input's library on its device. Arguments that override
+    numpy's functions (``__array_function__``) get numpy's own call, as in :func:`histogram`.
+
+    Parameters
+    ----------
+    a : array_like
+        The samples, of any shape, as :func:`histogram` reads them. They set the edges where
+        `range` is None or `bins` is an estimator's name.
+    bins : int or sequence of scalars or str, optional
+        The number of equal-width bins (default 10), the edges themselves (checked to
+        increase monotonically), or one of numpy's estimator names ('auto', 'fd', 'sturges',
+        ...), which numpy computes from a host copy of the data.
+    range : (float, float), optional
+        The lower and upper edge; by default ``(a.min(), a.max())``.
+    weights : array_like, optional
+        Read only for its shape, which must be `a`'s, as numpy reads it; the estimators take
+        no weights.
+
+    Returns
+    -------
+    bin_edges : array
+        The edges, numpy's bit for bit and of numpy's dtype (float32 for float32 samples with
+        `bins` an integer, float64 for integer samples).
+
+    Raises
+    ------
+    ValueError
+        `bins` not positive, not increasing, not 1-D or not an estimator's name; a range
+        whose maximum is below its minimum or that is not finite; `weights` not of `a`'s
+        shape.
+    TypeError
+        `bins` not an integer, a string or an array; an estimator with `weights`; samples of
+        an unsupported dtype.
+
+    See Also
+    --------
+    numpy.histogram_bin_edges : The function this one computes.
+    histogram : The counts and these edges.
+
+    Examples
+    --------
+    >>> import numpy as np, tally
+    >>> x = np.array([0.1, 0.4, 0.4, 0.9])
+    >>> tally.histogram_bin_edges(x, 4)
+    array([0.1, 0.3, 0.5, 0.7, 0.9])
+    >>> x32 = x.astype(np.float32)
+    >>> edges = tally.histogram_bin_edges(x32, "sturges")
+    >>> np.array_equal(edges, np.histogram_bin_edges(x32, "sturges")), edges.dtype
+    (True, dtype('float32'))
+    """
     src = _histogram_input(a)
     if _host_weight_kind(weights) in ("b", "c", "O"):  # numpy reads them only for their shape
         if np.shape(weights) != src.shape:
@@ -380,10 +502,66 @@ def _histogramdd_relevant(sample, bins=None, range=None, density=None, weights=N
 @_numpy_protocol(np.histogramdd, _histogramdd_relevant)
 def histogramdd(sample, bins=10, range=None, density=None, weights=None, *,
                 strategy="automatic", device=None):
-    """numpy.histogramdd, computed by tally: returns ``(H, edges)`` with ``H`` float64 (as
-    numpy: counts, sums of weights, or the density) and ``edges`` a list of numpy's edges per
-    dimension. ``sample`` is an (N, D) array (its columns are read in place, any strides) or a
-    sequence of D arrays of length N. Keywords as :func:`histogram`."""
+    """Compute the multidimensional histogram of a sample: numpy.histogramdd, by tally.
+
+    The signature and results of ``numpy.histogramdd``: ``H`` is float64 as numpy's (counts,
+    sums of weights, or the density) and the edges are numpy's. Inputs of any library and
+    device as :func:`histogram` reads them; the results come back in the input's library on
+    its device. Columns of different dtypes are binned in their common type, as numpy converts
+    them. Arguments that override numpy's functions (``__array_function__``) get numpy's own
+    call, as in :func:`histogram`.
+
+    Parameters
+    ----------
+    sample : (N, D) array_like or sequence of D (N,) arrays
+        The N samples of D coordinates: an (N, D) array, whose columns are read in place (any
+        strides), or a sequence of D 1-D arrays of length N. A 1-D array is one dimension.
+    bins : sequence or int, optional
+        A number of equal bins for every dimension (default 10), or one entry per dimension:
+        a number of bins or an array of increasing edges.
+    range : sequence, optional
+        One ``(min, max)`` or None per dimension, for bins given as numbers; None (the
+        default, or an entry) takes that dimension's minimum and maximum.
+    density : bool, optional
+        If True, return numpy's density: the values over the bin volumes and the total.
+    weights : (N,) array_like, optional
+        One weight per sample; ``H`` then holds their sums.
+    strategy : str, optional
+        Keyword only, as in :func:`histogram`.
+    device : {None, 'auto', 'cpu', 'cuda'}, optional
+        Keyword only, as in :func:`histogram`.
+
+    Returns
+    -------
+    H : array
+        float64 counts, sums of weights or the density, of shape ``(nx0, nx1, ...)``: the
+        bins of each dimension, row-major.
+    edges : list of arrays
+        numpy's edges of each dimension.
+
+    Raises
+    ------
+    ValueError
+        Columns of different lengths or not 1-D; `bins` or `range` without one entry per
+        dimension; bins not positive or not increasing; `weights` of another length; cells
+        more than numpy can index.
+
+    See Also
+    --------
+    numpy.histogramdd : The function this one computes.
+    histogram2d : Two dimensions.
+    Histogram : An N-D histogram filled chunk by chunk.
+
+    Examples
+    --------
+    >>> import numpy as np, tally
+    >>> sample = np.random.default_rng(0).normal(size=(100, 3))
+    >>> H, edges = tally.histogramdd(sample, bins=(4, 3, 2))
+    >>> H.shape, H.dtype, len(edges)
+    ((4, 3, 2), dtype('float64'), 3)
+    >>> np.array_equal(H, np.histogramdd(sample, bins=(4, 3, 2))[0])
+    True
+    """
     columns, src = _columns_of(sample)
     columns = _in_common_type(columns)
     d = len(columns)
@@ -549,9 +727,63 @@ def _histogram2d_relevant(x, y, bins=None, range=None, density=None, weights=Non
 @_numpy_protocol(np.histogram2d, _histogram2d_relevant)
 def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *,
                 strategy="automatic", device=None):
-    """numpy.histogram2d, computed by tally: returns ``(H, xedges, yedges)``, ``H`` float64.
-    ``bins`` is an int, a pair of ints, one edges array for both, or a pair of edges arrays, as
-    numpy's. Keywords as :func:`histogram`."""
+    """Compute the two-dimensional histogram of two samples: numpy.histogram2d, by tally.
+
+    The signature and results of ``numpy.histogram2d`` (``H`` is float64, as numpy's), computed
+    as :func:`histogramdd` of ``[x, y]``: inputs of any library and device as
+    :func:`histogram` reads them, the results in the input's library on its device.
+
+    Parameters
+    ----------
+    x, y : array_like
+        The first and second coordinates of the N samples: two 1-D arrays of one length.
+    bins : int or [int, int] or array_like or [array, array], optional
+        As numpy's: one number of bins for both axes (default 10), a number for each, one
+        edges array for both, an edges array for each, or a number and an edges array.
+    range : array_like, shape (2, 2), optional
+        ``[[xmin, xmax], [ymin, ymax]]`` for bins given as numbers; by default each
+        coordinate's minimum and maximum.
+    density : bool, optional
+        If True, return numpy's density: the values over the bin areas and the total.
+    weights : array_like, shape (N,), optional
+        One weight per sample; ``H`` then holds their sums.
+    strategy : str, optional
+        Keyword only, as in :func:`histogram`.
+    device : {None, 'auto', 'cpu', 'cuda'}, optional
+        Keyword only, as in :func:`histogram`.
+
+    Returns
+    -------
+    H : array, shape (nx, ny)
+        float64 counts, sums of weights, or the density; `x` along the first dimension.
+    xedges : array, shape (nx + 1,)
+        numpy's edges of the first dimension.
+    yedges : array, shape (ny + 1,)
+        numpy's edges of the second dimension.
+
+    Raises
+    ------
+    ValueError
+        `x` and `y` of different lengths; bins or a range that numpy refuses; `weights` of
+        another length.
+
+    See Also
+    --------
+    numpy.histogram2d : The function this one computes.
+    histogramdd : Any number of dimensions.
+
+    Examples
+    --------
+    >>> import numpy as np, tally
+    >>> x = np.array([0.1, 0.4, 0.4, 0.9])
+    >>> y = np.array([0.2, 0.3, 0.8, 0.8])
+    >>> H, xedges, yedges = tally.histogram2d(x, y, bins=2)
+    >>> H
+    array([[2., 1.],
+           [0., 1.]])
+    >>> np.array_equal(H, np.histogram2d(x, y, bins=2)[0]), yedges
+    (True, array([0.2, 0.5, 0.8]))
+    """
     if len(x) != len(y):
         raise ValueError("x and y must have the same length.")
     hist, edges = histogramdd([x, y], bins_2d(bins), range, density, weights, strategy=strategy, device=device)
@@ -569,9 +801,58 @@ def bins_2d(bins):
 
 @_numpy_protocol(np.bincount, lambda x, weights=None, minlength=None, **_: (x, weights))
 def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=None):
-    """numpy.bincount, computed by tally: the count (or the sum of ``weights``, float64, added
-    in input order as numpy's, so its bits on the CPU) of each value 0 .. max(x) of a 1-D array
-    of non-negative integers, at least ``minlength`` bins. Keywords as :func:`histogram`."""
+    """Count the occurrences of each value in an array of non-negative integers: numpy.bincount.
+
+    The signature and results of ``numpy.bincount``, computed by tally: the count (or the sum
+    of `weights`) of each value 0 .. max(x), at least `minlength` bins. Inputs of any library
+    and device as :func:`histogram` reads them; the result comes back in the input's library
+    on its device. Arguments that override numpy's functions (``__array_function__``) get
+    numpy's own call, as in :func:`histogram`.
+
+    Parameters
+    ----------
+    x : array_like, 1-D, of non-negative integers
+        Positional only. The values to count; bool is read as uint8. Host array-likes (lists,
+        buffers) of floats are answered by numpy itself, which casts or refuses them.
+    weights : array_like, optional
+        One weight per value, of `x`'s length. The sums are float64, the weights added in
+        input order as numpy's, so their bits on the CPU.
+    minlength : int, optional
+        The least number of bins of the result (default 0).
+    strategy : str, optional
+        Keyword only, as in :func:`histogram`.
+    device : {None, 'auto', 'cpu', 'cuda'}, optional
+        Keyword only, as in :func:`histogram`.
+
+    Returns
+    -------
+    out : array, 1-D
+        int64 counts, or float64 sums of `weights`, of length ``max(max(x) + 1, minlength)``
+        (`minlength` int64 zeros for an empty `x`).
+
+    Raises
+    ------
+    ValueError
+        A negative value; `x` not 1-D; a negative `minlength`; `weights` of another length.
+    TypeError
+        An array of floats (numpy's cast refused); `minlength` None or not an integer.
+
+    See Also
+    --------
+    numpy.bincount : The function this one computes.
+    histogram : Counts in bins of any width.
+
+    Examples
+    --------
+    >>> import numpy as np, tally
+    >>> x = np.array([0, 1, 1, 3, 2, 1, 7])
+    >>> tally.bincount(x)
+    array([1, 3, 1, 1, 0, 0, 0, 1])
+    >>> tally.bincount(x, weights=np.linspace(0, 3, 7), minlength=10)
+    array([0. , 4. , 2. , 1.5, 0. , 0. , 0. , 3. , 0. , 0. ])
+    >>> np.array_equal(tally.bincount(x, minlength=10), np.bincount(x, minlength=10))
+    True
+    """
     key = None
     if device is None and type(minlength) is int and minlength >= 0 and type(strategy) is str:
         array = _devices.tensor_key(x)
@@ -695,13 +976,63 @@ _caches.register("bincount's guess", "the length of the last unweighted bincount
 
 
 def histc(input, bins=100, min=0, max=0, *, out=None, strategy="automatic", device=None):
-    """torch.histc, computed by tally: counts in ``bins`` equal bins over [min, max] (the data's
-    own min and max when min == max, widened by 1 each side if they are equal), samples outside
-    and NaN ignored, returned in the input's float dtype (float32 for integer inputs), in the
-    input's library and device. Samples are binned by numpy's rule against the edges
-    linspace(min, max, bins + 1) rounded to the input's float type, so a sample within rounding
-    of an edge may land one bin away from torch.histc's arithmetic estimate. ``out``, as
-    torch's: an array of the input's library that takes the result (resized where torch's)."""
+    """Count samples in equal bins over [min, max]: torch.histc, computed by tally.
+
+    The signature of ``torch.histc``, for arrays of any library and device as
+    :func:`histogram` reads them; the result comes back in the input's library on its device,
+    in the input's float dtype. Samples are binned by numpy's rule against the edges
+    ``linspace(min, max, bins + 1)`` rounded to the input's float type, so a sample within
+    rounding of an edge may land one bin away from torch.histc's arithmetic estimate.
+
+    Parameters
+    ----------
+    input : array_like
+        The samples, of any shape (all of them count); bool is read as uint8. Samples
+        outside [min, max] and NaN are ignored.
+    bins : int, optional
+        The number of equal bins (default 100).
+    min, max : float, optional
+        The range of the bins. Where ``min == max`` (the default 0, 0), the data's own
+        minimum and maximum; where those are equal too, widened by 1 on each side.
+    out : array, optional
+        Keyword only, as torch's: an array of the input's library that takes the result and
+        is returned. torch resizes a tensor of another shape; a numpy or cupy `out` must
+        have the result's shape and dtype.
+    strategy : str, optional
+        Keyword only, as in :func:`histogram`.
+    device : {None, 'auto', 'cpu', 'cuda'}, optional
+        Keyword only, as in :func:`histogram`.
+
+    Returns
+    -------
+    out : array, shape (bins,)
+        The counts in the input's float dtype: float32 for integer inputs (and for bfloat16
+        outside torch).
+
+    Raises
+    ------
+    ValueError
+        `bins` below 1; a range that is not finite or whose `max` is not above `min`; a
+        numpy or cupy `out` of another shape or dtype.
+    TypeError
+        `bins` not an integer; a torch `out` for an input that is not a torch tensor.
+    RuntimeError
+        A torch `out` of another dtype than the result's.
+
+    See Also
+    --------
+    torch.histc : The function this one computes.
+    histogram : numpy's histogram, with int64 counts and the edges.
+
+    Examples
+    --------
+    >>> import numpy as np, tally
+    >>> x = np.array([1.0, 2.0, 1.0, 4.0, 2.5])
+    >>> tally.histc(x, bins=4, min=0, max=4)
+    array([0., 2., 2., 1.])
+    >>> tally.histc(np.array([1, 2, 1, 4]), bins=3)  # min == max: the data's range
+    array([2., 1., 1.], dtype=float32)
+    """
     if out is not None:
         return _into(out, histc(input, bins, min, max, strategy=strategy, device=device))
     key = None
@@ -766,9 +1097,62 @@ def _histc_result(counts, lib, sample_type):
 
 def plan(a=None, bins=10, range=None, weights=None, *, dtype=None, n=None,
          strategy="automatic", device=None):
-    """The planner's choice for ``histogram(a, bins, range, weights, strategy=, device=)`` as a
-    dict (backend, strategy, launch shape, and the measured reason for each choice). Without
-    ``a``, give ``dtype`` (e.g. 'f32' or numpy.float32) and ``n``."""
+    """Tell what the planner would pick for a histogram call, without counting.
+
+    The planner's choice for ``histogram(a, bins, range, weights, strategy=, device=)``: the
+    backend, the strategy, the launch shape, and the measured reason for each choice. Without
+    `a`, give `dtype` and `n`; the plan is then for contiguous samples on the CPU, unless
+    ``device='cuda'``.
+
+    Parameters
+    ----------
+    a : array_like, optional
+        The samples, as :func:`histogram` takes them; their dtype, size and device count.
+    bins : int or sequence of scalars or str, optional
+        As in :func:`histogram` (default 10). Without `a`: a number of bins or an array of
+        edges.
+    range : (float, float), optional
+        As in :func:`histogram`. Without `a`, equal bins span it, by default (0, 1).
+    weights : array_like, optional
+        As in :func:`histogram`: plan a weighted fill. Without `a`, any value but None plans
+        a fill with float64 weights.
+    dtype : str or dtype, optional
+        Keyword only, with `n` in place of `a`: the samples' type, a tally type name such as
+        'f32' or a numpy type such as numpy.float32.
+    n : int, optional
+        Keyword only, with `dtype` in place of `a`: the number of samples.
+    strategy : str, optional
+        Keyword only, as in :func:`histogram`.
+    device : {None, 'auto', 'cpu', 'cuda'}, optional
+        Keyword only, as in :func:`histogram`.
+
+    Returns
+    -------
+    dict
+        The plan: 'backend', 'strategy', the launch shape ('threads', 'replicas', 'block',
+        'grid_blocks', ...), 'reasons' (a list of str, the measured reason for each choice)
+        and 'description' (all of it as printable text).
+
+    Raises
+    ------
+    ValueError
+        Neither `a` nor both `dtype` and `n`; arguments :func:`histogram` refuses.
+
+    See Also
+    --------
+    histogram : The call planned.
+    strategies : The strategies the planner picks from.
+    Histogram.plan : The plan of a Histogram's fill.
+
+    Examples
+    --------
+    >>> import numpy as np, tally
+    >>> p = tally.plan(np.array([0.5, 1.5, 2.5]), bins=4)
+    >>> p["backend"], p["strategy"]
+    ('cpu', 'cpu_private')
+    >>> tally.plan(dtype=np.float32, n=10**6, bins=64)["backend"]
+    'cpu'
+    """
     if a is not None:
         src = _histogram_input(a)
         sample_type, count = src.type, src.size

@@ -13,8 +13,10 @@ _STREAM_ABOVE = 64 << 20  # host bytes above which a CUDA histogram's fill strea
 
 
 class Histogram:
-    """A histogram over one or more axes (``tally.axis.regular / variable / integer``), filled
-    chunk by chunk from arrays of any library and device, with its cells on the host.
+    """A histogram over one or more axes, filled chunk by chunk, read at the end.
+
+    The C++ ``tally::histogram``: axes made by ``tally.axis.regular / variable / integer``,
+    filled from arrays of any library and device, with its cells on the host.
 
     - 1-D: ``Histogram(axis)``; ``fill(x)`` takes samples of any shape (all of them count).
     - N-D: ``Histogram([ax0, ax1, ...])``; ``fill(x0, x1, ...)`` or ``fill(sample)`` with an
@@ -23,25 +25,85 @@ class Histogram:
       channel of interleaved pixels; ``fill(pixels)`` takes (..., C) arrays; ``values()`` has
       one row per channel.
 
-    ``weighted=True`` stores float64 sums of ``fill(..., weight=w)``; with ``exact_sums=True`` as
-    well, each cell keeps its sum exactly (fixed-point words, 280 bytes a cell) and values() its
-    one correctly rounded float64 (``math.fsum``'s), so fills of parts of the data on any device,
-    merged in any order, equal one fill bit for bit (not with fill_streamed). ``flow=True`` counts the
-    samples dropped as underflow, overflow and NaN; ``count_bits=32`` stores 32-bit counts (a
-    fill that would overflow one raises). ``strategy``, ``device`` and ``threads`` as in
-    :func:`tally.histogram`. Every method is safe to call from any thread at once (one lock
-    per histogram).
+    Every method is safe to call from any thread at once (one lock per histogram).
 
-    Merging and saving: ``h1 + h2`` and ``h1 += h2`` add histograms of the same axes and options
-    (counts exactly, a 32-bit count that would overflow raises and changes nothing; sums of
-    weights in float64, exact sums exactly; exact and plain sums do not mix); ``==`` compares axes, options, cells (sums bit for bit), flow counts and
-    samples; ``copy()``, ``copy.copy`` and ``copy.deepcopy`` copy; pickle saves everything,
-    ``device`` included (a CUDA histogram unpickled where CUDA is not usable fills on the device
-    its samples are on, as ``device=None``; its cells are on the host either way).
+    Merging and saving: ``h1 + h2`` and ``h1 += h2`` add histograms of the same axes and
+    options (counts exactly, a 32-bit count that would overflow raises and changes nothing;
+    sums of weights in float64, exact sums exactly; exact and plain sums do not mix); ``==``
+    compares axes, options, cells (sums bit for bit), flow counts and samples; ``copy()``,
+    ``copy.copy`` and ``copy.deepcopy`` copy; pickle saves everything, `device` included (a
+    CUDA histogram unpickled where CUDA is not usable fills on the device its samples are on,
+    as ``device=None``; its cells are on the host either way).
 
-    Plotting: the histogram is a UHI PlottableHistogram (``kind``, ``values()``, ``variances()``,
-    ``counts()``, ``axes``), so hist and mplhep plot it; see ``from_boost`` / ``to_boost`` for
-    boost-histogram."""
+    Plotting: the histogram is a UHI PlottableHistogram (`kind`, `values`, `variances`,
+    `counts`, `axes`), so hist and mplhep plot it; see `from_boost` and `to_boost` for
+    boost-histogram.
+
+    Parameters
+    ----------
+    axes : Axis or sequence of Axis
+        One axis (1-D) or a list or tuple of axes (N-D), from ``tally.axis``. With
+        `channels`: one axis shared by the channels, or one axis per channel.
+    weighted : bool, optional
+        Keyword only. Store float64 sums of the weights of ``fill(..., weight=w)`` in place
+        of counts (default False).
+    channels : int, optional
+        Keyword only. Histogram each of this many channels of interleaved pixels (counts
+        only); None (default): a plain histogram.
+    flow : bool, optional
+        Keyword only. Count the samples dropped as underflow, overflow and NaN (see `flow`).
+    count_bits : {64, 32}, optional
+        Keyword only. Store 64-bit (default) or 32-bit counts; a fill that would overflow a
+        32-bit count raises.
+    strategy : str, optional
+        Keyword only, as in :func:`tally.histogram`.
+    device : {None, 'auto', 'cpu', 'cuda'}, optional
+        Keyword only. None or 'auto' (default None): each fill counts where its samples
+        are; 'cpu' or 'cuda' insist on that backend.
+    threads : int, optional
+        Keyword only. The most CPU threads a fill uses; 0 (default): all hardware threads
+        (the planner takes fewer for few samples).
+    exact_sums : bool, optional
+        Keyword only, with ``weighted=True``. Each cell keeps its sum exactly (fixed-point
+        words, 280 bytes a cell) and `values` its one correctly rounded float64 (math.fsum's),
+        so fills of parts of the data on any device, merged in any order, equal one fill bit
+        for bit (not with `fill_streamed`).
+
+    Raises
+    ------
+    ValueError
+        `count_bits` not 32 or 64; `channels` with ``weighted=True``, or a number of axes
+        that is neither one nor `channels`; `exact_sums` without ``weighted=True``; an
+        unknown strategy or device.
+    TypeError
+        An axis that is not a ``tally.axis`` axis.
+
+    See Also
+    --------
+    histogram : The one-shot 1-D histogram.
+    histogramdd : The one-shot N-D histogram.
+    tally.axis.regular, tally.axis.variable, tally.axis.integer : The axes.
+
+    Examples
+    --------
+    >>> import numpy as np, tally
+    >>> x = np.random.default_rng(0).normal(size=10_000).astype(np.float32)
+    >>> h = tally.Histogram(tally.axis.regular(64, -4, 4, np.float32))
+    >>> for chunk in np.array_split(x, 10):
+    ...     h.fill(chunk)
+    >>> np.array_equal(h.values(), np.histogram(x, 64, range=(-4, 4))[0])
+    True
+
+    Two dimensions, and a merge:
+
+    >>> a = tally.Histogram([tally.axis.regular(2, 0, 1), tally.axis.integer(0, 3)])
+    >>> b = a.copy()
+    >>> a.fill(np.array([0.1, 0.6]), np.array([0, 2]))
+    >>> b.fill(np.array([[0.7, 2]]))
+    >>> (a + b).values()
+    array([[1, 0, 0],
+           [0, 0, 2]])
+    """
 
     def __init__(self, axes, *, weighted=False, channels=None, flow=False, count_bits=64,
                  strategy="automatic", device=None, threads=0, exact_sums=False):
@@ -71,23 +133,103 @@ class Histogram:
 
     @property
     def axes(self):
+        """The histogram's axes (one per channel for channels).
+
+        Returns
+        -------
+        list of Axis
+            The ``tally.axis`` axes, in order; each has ``kind``, ``bins`` and ``edges()``.
+
+        Examples
+        --------
+        >>> import tally
+        >>> h = tally.Histogram([tally.axis.regular(4, 0, 1), tally.axis.integer(0, 3)])
+        >>> [(a.kind, a.bins) for a in h.axes]
+        [('regular', 4), ('integer', 3)]
+        """
         if self._channels is not None:
             return [h.axes[0] for h in self._hists]
         return self._hists[0].axes
 
     @property
     def exact_sums(self):
-        """Whether the sums of weights are kept exactly (``exact_sums=True``)."""
+        """Whether the sums of weights are kept exactly (``exact_sums=True``).
+
+        Returns
+        -------
+        bool
+            True for a histogram made with ``exact_sums=True``.
+
+        Examples
+        --------
+        >>> import tally
+        >>> tally.Histogram(tally.axis.integer(0, 3), weighted=True, exact_sums=True).exact_sums
+        True
+        """
         return self._hists[0].exact_sums
 
     @property
     def ndim(self):
+        """The number of dimensions: the number of axes, 1 for a channel histogram.
+
+        Returns
+        -------
+        int
+            The dimensions of `values` (for channels, of each channel's row).
+
+        Examples
+        --------
+        >>> import tally
+        >>> tally.Histogram([tally.axis.regular(4, 0, 1), tally.axis.integer(0, 3)]).ndim
+        2
+        """
         return 1 if self._channels is not None else len(self._hists[0].axes)
 
     def fill(self, *samples, weight=None):
-        """Adds samples (and their weights, for a weighted histogram). On a CUDA histogram
-        (``device="cuda"``), host arrays of more than 64 MiB stream through the GPU as
-        :meth:`fill_streamed` streams them (not those keeping exact sums: they fill directly)."""
+        """Add samples (and their weights, for a weighted histogram) to the cells.
+
+        The samples may be arrays of any library and device; the histogram's `device` says
+        where they are counted. On a CUDA histogram (``device="cuda"``), host arrays of more
+        than 64 MiB stream through the GPU as :meth:`fill_streamed` streams them (not those
+        keeping exact sums: they fill directly).
+
+        Parameters
+        ----------
+        *samples : array_like
+            1-D: one array of any shape (all of its samples count). N-D: one array per axis,
+            all of one shape, or one (N, D) array. Channels: one (..., C) array of interleaved
+            pixels. Samples outside the axes and NaN are dropped (counted by `flow`).
+        weight : array_like, optional
+            Keyword only, for a weighted histogram: one weight per sample.
+
+        Returns
+        -------
+        None
+            The cells change in place.
+
+        Raises
+        ------
+        TypeError
+            No samples.
+        ValueError
+            Not one array per axis or one (N, D) array; arrays of different shapes; weights
+            of another number, or given to an unweighted or channel histogram; samples and
+            weights on different devices.
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> h = tally.Histogram(tally.axis.regular(2, 0, 2), weighted=True)
+        >>> h.fill(np.array([0.5, 1.5, 1.2]), weight=np.array([2.0, 0.5, 0.25]))
+        >>> h.values()
+        array([2.  , 0.75])
+        >>> c = tally.Histogram(tally.axis.integer(0, 4), channels=3)
+        >>> c.fill(np.array([[0, 1, 3], [1, 1, 2]], np.uint8))  # two RGB pixels
+        >>> c.values()
+        array([[1, 1, 0, 0],
+               [0, 2, 0, 0],
+               [0, 0, 1, 1]])
+        """
         if not samples:
             raise TypeError("fill() needs samples")
         if self._channels is not None:
@@ -99,12 +241,48 @@ class Histogram:
         fill_into(self._hists[0], columns, w, src)
 
     def fill_streamed(self, *samples, weight=None, buffer_bytes=64 << 20, buffers=3):
-        """fill() of host arrays, numpy's memory maps of files larger than the GPU's memory
-        included, streamed through the current CUDA device in rounds: ``buffers`` (2 or more)
-        pinned host buffers and as many device buffers of ``buffer_bytes`` each, each round's copy
+        """Fill from host arrays streamed through the current CUDA device.
+
+        :meth:`fill` of host arrays, numpy's memory maps of files larger than the GPU's memory
+        included, streamed through the current CUDA device in rounds, each round's copy
         overlapped with the previous round's count. Uses the GPU whatever the histogram's
-        ``device``; counts equal fill()'s, sums of weights are the rounds' sums added in float64.
-        Not for channel histograms or samples already on a GPU (use fill)."""
+        `device`; counts equal fill()'s, sums of weights are the rounds' sums added in
+        float64. Not for channel histograms or samples already on a GPU (use fill).
+
+        Parameters
+        ----------
+        *samples : array_like
+            Host arrays, as :meth:`fill` takes them.
+        weight : array_like, optional
+            Keyword only, as in :meth:`fill`.
+        buffer_bytes : int, optional
+            Keyword only. The bytes of each buffer (default 64 MiB).
+        buffers : int, optional
+            Keyword only. The number of pinned host buffers, and of device buffers (2 or
+            more; default 3).
+
+        Returns
+        -------
+        None
+            The cells change in place.
+
+        Raises
+        ------
+        TypeError
+            No samples.
+        ValueError
+            A channel histogram; samples in CUDA memory; no usable CUDA device; arguments
+            :meth:`fill` refuses.
+
+        Examples
+        --------
+        Needs a CUDA device:
+
+        >>> import numpy as np, tally
+        >>> h = tally.Histogram(tally.axis.regular(64, -4, 4, np.float32))
+        >>> x = np.memmap("samples.f32", np.float32, mode="r")  # doctest: +SKIP
+        >>> h.fill_streamed(x, buffer_bytes=256 << 20)  # doctest: +SKIP
+        """
         if self._channels is not None:
             raise ValueError("fill_streamed: a channel histogram fills with fill()")
         if not samples:
@@ -155,12 +333,45 @@ class Histogram:
                 _tally.fill_channels(self._hists, src.contiguous().obj, self._channels)
 
     def values(self):
-        """Counts (int64) or sums (float64), shaped by the axes; for channels, one row per
-        channel (a list where the channels' axes differ in bins)."""
+        """The cells: counts or sums of weights, shaped by the axes.
+
+        Returns
+        -------
+        numpy.ndarray or list of numpy.ndarray
+            int64 counts, or float64 sums for a weighted histogram, of shape ``(bins of axis
+            0, bins of axis 1, ...)``; for channels, one row per channel (a list where the
+            channels' axes differ in bins).
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> h = tally.Histogram(tally.axis.integer(0, 5))
+        >>> h.fill(np.array([0, 1, 1, 4, 5, -1]))
+        >>> h.values()
+        array([1, 2, 0, 0, 1])
+        """
         return self._per_channel([h.values() for h in self._hists])
 
     def density(self):
-        """numpy's density: values / bin volume / total."""
+        """numpy's density: the values over the bin volumes and the total.
+
+        Returns
+        -------
+        numpy.ndarray or list of numpy.ndarray
+            float64 ``values / bin volume / total``, shaped as `values` (for channels, one
+            row per channel).
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> x = np.array([0.5, 1.5, 1.5, 2.5, 3.0])
+        >>> h = tally.Histogram(tally.axis.regular(4, 0, 4))
+        >>> h.fill(x)
+        >>> h.density()
+        array([0.2, 0.4, 0.2, 0.2])
+        >>> np.array_equal(h.density(), np.histogram(x, 4, range=(0, 4), density=True)[0])
+        True
+        """
         return self._per_channel([h.density() for h in self._hists])
 
     def _per_channel(self, arrays):
@@ -171,13 +382,47 @@ class Histogram:
 
     @property
     def edges(self):
-        """The edges: one array for a 1-D histogram, else one per axis (or channel)."""
+        """The bin edges of the axes.
+
+        Returns
+        -------
+        numpy.ndarray or list of numpy.ndarray
+            float64 edges: one array for a 1-D histogram, else one per axis (or channel).
+
+        Examples
+        --------
+        >>> import tally
+        >>> tally.Histogram(tally.axis.regular(4, 0, 1)).edges
+        array([0.  , 0.25, 0.5 , 0.75, 1.  ])
+        """
         edges = [a.edges() for a in self.axes]
         return edges[0] if len(edges) == 1 else edges
 
     @property
     def flow(self):
-        """Samples dropped from the bins (with flow=True): underflow, overflow, nan."""
+        """Samples dropped from the bins, by reason (with ``flow=True``).
+
+        For N-D, a dropped sample is counted once, under the reason of the first axis that
+        drops it; for channels, the channels' counts are added.
+
+        Returns
+        -------
+        dict
+            ``{'underflow': int, 'overflow': int, 'nan': int}``.
+
+        Raises
+        ------
+        ValueError
+            The histogram was made without ``flow=True``.
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> h = tally.Histogram(tally.axis.regular(4, 0, 4), flow=True)
+        >>> h.fill(np.array([-1.0, 0.5, 5.0, np.nan, 2.0]))
+        >>> h.flow
+        {'underflow': 1, 'overflow': 1, 'nan': 1}
+        """
         if not self._flow:
             raise ValueError("flow: construct the Histogram with flow=True")
         counts = [h.flow() for h in self._hists]
@@ -185,15 +430,69 @@ class Histogram:
 
     @property
     def samples(self):
-        """Samples passed to fill since construction or reset (per channel for channels)."""
+        """Samples passed to fill since construction or reset (per channel for channels).
+
+        Returns
+        -------
+        int
+            Every sample filled, dropped ones included (for channels, the pixels).
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> h = tally.Histogram(tally.axis.regular(2, 0, 1))
+        >>> h.fill(np.array([0.2, 0.7, 3.0]))
+        >>> h.samples
+        3
+        """
         return self._hists[0].samples
 
     def reset(self):
+        """Empty the histogram: cells, flow counts and samples back to zero.
+
+        Returns
+        -------
+        None
+            The histogram changes in place; its axes and options stay.
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> h = tally.Histogram(tally.axis.regular(2, 0, 1))
+        >>> h.fill(np.array([0.2, 0.7]))
+        >>> h.reset()
+        >>> h.values(), h.samples
+        (array([0, 0]), 0)
+        """
         for h in self._hists:
             h.reset()
 
     def plan(self, dtype, n):
-        """The planner's choice for a fill of n contiguous samples of ``dtype``."""
+        """The planner's choice for a fill of n contiguous samples of `dtype`.
+
+        A histogram whose `device` is None or 'auto' is planned for the CPU.
+
+        Parameters
+        ----------
+        dtype : str or dtype
+            The samples' type: a tally type name such as 'f32' or a numpy type such as
+            numpy.float32.
+        n : int
+            The number of samples.
+
+        Returns
+        -------
+        dict
+            As :func:`tally.plan`'s: 'backend', 'strategy', the launch shape, 'reasons' and
+            'description'.
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> p = tally.Histogram(tally.axis.regular(64, 0, 1)).plan(np.float32, 10**6)
+        >>> p["backend"], p["strategy"]
+        ('cpu', 'cpu_private')
+        """
         if not isinstance(dtype, str):
             dtype = np.dtype(dtype).name
         return self._hists[0].plan(dtype, int(n))
@@ -202,39 +501,160 @@ class Histogram:
 
     @property
     def kind(self):
-        """UHI: "COUNT" (counts, or sums of weights)."""
+        """UHI: the kind of the cells, "COUNT" (counts, or sums of weights).
+
+        Returns
+        -------
+        str
+            Always "COUNT".
+
+        Examples
+        --------
+        >>> import tally
+        >>> tally.Histogram(tally.axis.integer(0, 3)).kind
+        'COUNT'
+        """
         return "COUNT"
 
     def counts(self):
-        """UHI: the counts of an unweighted histogram. None for a weighted one: UHI's effective
-        counts need the sums of squared weights, which tally does not keep."""
+        """UHI: the counts of an unweighted histogram.
+
+        None for a weighted one: UHI's effective counts need the sums of squared weights,
+        which tally does not keep.
+
+        Returns
+        -------
+        numpy.ndarray or None
+            `values` of an unweighted histogram, else None.
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> h = tally.Histogram(tally.axis.integer(0, 3))
+        >>> h.fill(np.array([0, 1, 1]))
+        >>> h.counts()
+        array([1, 2, 0])
+        >>> print(tally.Histogram(tally.axis.integer(0, 3), weighted=True).counts())
+        None
+        """
         return None if self._hists[0].weighted else self.values()
 
     def variances(self):
-        """UHI: the counts for an unweighted histogram (Poisson variances). None for a weighted
-        one: tally does not keep the sums of squared weights."""
+        """UHI: the variances of the cells, for an unweighted histogram.
+
+        The counts of an unweighted histogram (Poisson variances). None for a weighted one:
+        tally does not keep the sums of squared weights.
+
+        Returns
+        -------
+        numpy.ndarray or None
+            The counts of an unweighted histogram, else None.
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> h = tally.Histogram(tally.axis.integer(0, 3))
+        >>> h.fill(np.array([0, 1, 1]))
+        >>> h.variances()
+        array([1, 2, 0])
+        """
         return self.counts()
 
     # ---- boost-histogram ----
 
     def to_boost(self, *, flow=True):
-        """This histogram as a boost_histogram.Histogram: Int64 storage for counts, Double for sums
-        of weights; regular axes (float64 edges) as Regular, other edges as Variable, integer axes
-        as Integer. A 1-D histogram of counts with flow=True fills the underflow and overflow bins
-        (NaN into overflow, where boost-histogram puts it); where tally's flow totals cannot be
-        placed in per-axis flow bins (N-D, weighted) it raises unless ``flow=False``, which makes
-        axes without flow bins."""
+        """This histogram as a boost_histogram.Histogram (needs the boost-histogram package).
+
+        Int64 storage for counts, Double for sums of weights; regular axes (float64 edges) as
+        Regular, other edges as Variable, integer axes as Integer. A 1-D histogram of counts
+        made with ``flow=True`` fills the underflow and overflow bins (NaN into overflow, where
+        boost-histogram puts it); a histogram without flow counters, or ``to_boost(flow=False)``,
+        makes axes without flow bins.
+
+        Parameters
+        ----------
+        flow : bool, optional
+            Keyword only. Convert the flow counters into flow bins (default True); False
+            makes axes without flow bins.
+
+        Returns
+        -------
+        boost_histogram.Histogram
+            The same axes and cells.
+
+        Raises
+        ------
+        ValueError
+            Flow counters that per-axis flow bins cannot hold (N-D, weighted) with
+            ``flow=True``; a channel histogram; edges boost-histogram's Variable axis refuses.
+        ImportError
+            boost-histogram is not installed.
+
+        See Also
+        --------
+        from_boost : The conversion back.
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> h = tally.Histogram(tally.axis.regular(4, 0, 4), flow=True)
+        >>> h.fill(np.array([0.5, 1.5, -1.0, 9.0, np.nan]))
+        >>> b = h.to_boost()
+        >>> b.values(flow=True).tolist()  # underflow, 4 bins, overflow (NaN included)
+        [1, 1, 1, 0, 0, 2]
+        """
         return _boost.to_boost(self, flow)
 
     @classmethod
     def from_boost(cls, h, *, flow=True, count_bits=64, strategy="automatic", device=None, threads=0):
-        """A tally.Histogram of a boost_histogram.Histogram's cells: Int64/AtomicInt64 storage as
-        counts, Double as sums of weights; Regular (without transform) as regular, Variable and
-        transformed Regular as variable (their edges), Integer and Boolean as integer axes. The
-        flow bins become tally's flow counters (each cell under the first axis whose flow bin it
-        is in; ``samples`` is every entry, flow included; 0 for Double, which counts none); a
-        Double histogram's flow bins hold weights, so non-zero ones raise unless ``flow=False``,
-        which leaves them out. Other storages and axes raise ValueError."""
+        """A tally.Histogram of a boost_histogram.Histogram's cells.
+
+        Int64/AtomicInt64 storage as counts, Double as sums of weights; Regular (without
+        transform) as regular, Variable and transformed Regular as variable (their edges),
+        Integer and Boolean as integer axes. The flow bins become tally's flow counters (each
+        cell under the first axis whose flow bin it is in; `samples` is every entry, flow
+        included; 0 for Double, which counts none); a Double histogram's flow bins hold
+        weights, so non-zero ones raise unless ``flow=False``, which leaves them out.
+
+        Parameters
+        ----------
+        h : boost_histogram.Histogram
+            The histogram to convert.
+        flow : bool, optional
+            Keyword only. Keep the flow bins as flow counters (default True); False leaves
+            them out.
+        count_bits, strategy, device, threads : optional
+            Keyword only, as in :class:`Histogram`.
+
+        Returns
+        -------
+        Histogram
+            The same cells, flow counts and samples.
+
+        Raises
+        ------
+        ValueError
+            Other storages and axes (circular ones included); non-zero flow bins of a Double
+            histogram with ``flow=True``; negative counts.
+        TypeError
+            `h` is not a boost_histogram.Histogram.
+        ImportError
+            boost-histogram is not installed.
+
+        See Also
+        --------
+        to_boost : The conversion the other way.
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> import boost_histogram as bh
+        >>> b = bh.Histogram(bh.axis.Regular(4, 0.0, 4.0), storage=bh.storage.Int64())
+        >>> _ = b.fill(np.array([0.5, 1.5, 1.7, 9.0]))
+        >>> h = tally.Histogram.from_boost(b)
+        >>> h.values(), h.flow, h.samples
+        (array([1, 2, 0, 0]), {'underflow': 0, 'overflow': 1, 'nan': 0}, 4)
+        """
         return _boost.from_boost(cls, h, flow, count_bits=count_bits, strategy=strategy, device=device,
                                  threads=threads)
 
@@ -268,7 +688,25 @@ class Histogram:
     __hash__ = None  # mutable: equal histograms stop being equal after a fill
 
     def copy(self):
-        """An independent copy (cells, options, device)."""
+        """An independent copy (cells, options, device).
+
+        Returns
+        -------
+        Histogram
+            A copy equal to this histogram, filled apart from it.
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> h = tally.Histogram(tally.axis.integer(0, 3))
+        >>> h.fill(np.array([0, 1, 1]))
+        >>> c = h.copy()
+        >>> c == h
+        True
+        >>> c.fill(np.array([2]))
+        >>> c == h, h.samples, c.samples
+        (False, 3, 4)
+        """
         out = object.__new__(type(self))
         out._backend, out._channels, out._flow = self._backend, self._channels, self._flow
         out._hists = _tally.copy(self._hists)
