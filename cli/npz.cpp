@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "errors.hpp"
+#include "readers.hpp"
 
 namespace tally_cli {
 namespace {
@@ -36,20 +37,14 @@ void read_at(std::FILE* f, std::uint64_t offset, void* out, std::size_t n, const
     throw failure(path + ": damaged .npz (the zip directory points past the file's end)");
 }
 
-std::uint64_t size_of(std::FILE* f) {
-  std::fseek(f, 0, SEEK_END);
-  const long end = std::ftell(f);
-  return end < 0 ? 0 : static_cast<std::uint64_t>(end);
-}
-
 /// The archive's members, from its central directory.
 std::vector<member> members(std::FILE* f, const std::string& path) {
   const std::string damaged = path + ": damaged .npz (no zip directory)";
-  const std::uint64_t file_size = size_of(f);
+  const std::uint64_t bytes = file_size(f, path);
   // The end record: 22 bytes, plus a comment of up to 64 KiB.
-  const std::uint64_t tail_size = std::min<std::uint64_t>(file_size, 22 + 65535);
+  const std::uint64_t tail_size = std::min<std::uint64_t>(bytes, 22 + 65535);
   std::vector<unsigned char> tail(tail_size);
-  read_at(f, file_size - tail_size, tail.data(), tail.size(), path);
+  read_at(f, bytes - tail_size, tail.data(), tail.size(), path);
   std::int64_t end = -1;
   for (std::int64_t i = static_cast<std::int64_t>(tail_size) - 22; i >= 0; --i)
     if (le(&tail[i], 4) == kEnd) {
@@ -60,7 +55,7 @@ std::vector<member> members(std::FILE* f, const std::string& path) {
   std::uint64_t count = le(&tail[end + 10], 2), dir_size = le(&tail[end + 12], 4), dir_offset = le(&tail[end + 16], 4);
   if (count == 0xFFFF || dir_size == 0xFFFFFFFF || dir_offset == 0xFFFFFFFF) {
     // zip64: a locator just before the end record names the zip64 end record.
-    const std::uint64_t at = file_size - tail_size + static_cast<std::uint64_t>(end);
+    const std::uint64_t at = bytes - tail_size + static_cast<std::uint64_t>(end);
     unsigned char locator[20];
     if (at < 20) throw failure(damaged);
     read_at(f, at - 20, locator, sizeof locator, path);
@@ -72,7 +67,7 @@ std::vector<member> members(std::FILE* f, const std::string& path) {
     dir_size = le(end64 + 40, 8);
     dir_offset = le(end64 + 48, 8);
   }
-  if (dir_size > file_size || dir_offset > file_size - dir_size) throw failure(damaged);
+  if (dir_size > bytes || dir_offset > bytes - dir_size) throw failure(damaged);
   std::vector<unsigned char> dir(dir_size);
   read_at(f, dir_offset, dir.data(), dir.size(), path);
   std::vector<member> out;

@@ -52,13 +52,6 @@ file_ptr spool_stdin() {
   return copy;
 }
 
-/// The size of an open file, in bytes.
-std::uint64_t file_size(std::FILE* f, const std::string& path) {
-  struct stat st {};
-  if (fstat(fileno(f), &st) != 0) throw failure(path + ": cannot read its size: " + std::strerror(errno));
-  return static_cast<std::uint64_t>(st.st_size);
-}
-
 /// Values stored contiguously in a file from `offset` on, byte-swapped when the file's byte
 /// order is not the machine's (big-endian .npy).
 class file_reader final : public chunk_reader {
@@ -102,46 +95,24 @@ class file_reader final : public chunk_reader {
   std::int64_t pos_ = 0;
 };
 
-struct stb_deleter {
-  void operator()(void* p) const { stbi_image_free(p); }
-};
-
-/// A decoded image: pixels interleaved channel by channel, already in memory.
-class image_reader final : public chunk_reader {
+/// Values already in memory (decoded pixels, parsed text), kept alive by `owner`.
+class memory_reader final : public chunk_reader {
  public:
-  image_reader(std::unique_ptr<void, stb_deleter> pixels, std::int64_t count, std::size_t item)
-      : pixels_(std::move(pixels)), count_(count), item_(item) {}
+  memory_reader(std::shared_ptr<const void> owner, std::int64_t count, std::size_t item)
+      : owner_(std::move(owner)), count_(count), item_(item) {}
   std::int64_t read(void* out, std::int64_t max) override {
     const std::int64_t n = std::min(max, count_ - pos_);
     if (n <= 0) return 0;
-    std::memcpy(out, static_cast<const char*>(pixels_.get()) + pos_ * item_, n * item_);
+    std::memcpy(out, static_cast<const char*>(owner_.get()) + pos_ * item_, n * item_);
     pos_ += n;
     return n;
   }
   void rewind() override { pos_ = 0; }
 
  private:
-  std::unique_ptr<void, stb_deleter> pixels_;
+  std::shared_ptr<const void> owner_;
   std::int64_t count_;
   std::size_t item_;
-  std::int64_t pos_ = 0;
-};
-
-/// Numbers already in memory (a parsed text file), as f64.
-class values_reader final : public chunk_reader {
- public:
-  explicit values_reader(std::vector<double> values) : values_(std::move(values)) {}
-  std::int64_t read(void* out, std::int64_t max) override {
-    const std::int64_t n = std::min<std::int64_t>(max, static_cast<std::int64_t>(values_.size()) - pos_);
-    if (n <= 0) return 0;
-    std::memcpy(out, values_.data() + pos_, static_cast<std::size_t>(n) * sizeof(double));
-    pos_ += n;
-    return n;
-  }
-  void rewind() override { pos_ = 0; }
-
- private:
-  std::vector<double> values_;
   std::int64_t pos_ = 0;
 };
 
@@ -289,7 +260,9 @@ source open_text(file_ptr f, const std::string& path, const text_options& option
     for (int c = 0; c < columns; ++c) s.layout += (c ? ", " : "") + t.names[c];
   }
   if (t.header) s.names = t.names;
-  s.reader = std::make_unique<values_reader>(std::move(t.values));
+  auto values = std::make_shared<const std::vector<double>>(std::move(t.values));
+  s.reader = std::make_unique<memory_reader>(std::shared_ptr<const void>(values, values->data()), s.values,
+                                             sizeof(double));
   return s;
 }
 
@@ -322,7 +295,7 @@ source open_image(std::FILE* f, const std::string& path, format fmt, bool gray) 
   void* pixels = wide ? static_cast<void*>(stbi_load_from_file_16(f, &w, &h, &channels, wanted))
                       : static_cast<void*>(stbi_load_from_file(f, &w, &h, &channels, wanted));
   if (!pixels) throw failure(path + ": cannot decode the image: " + stbi_failure_reason());
-  std::unique_ptr<void, stb_deleter> owned(pixels);
+  const std::shared_ptr<const void> owned(pixels, stbi_image_free);
   if (gray) channels = 1;
 
   source s;
@@ -336,11 +309,17 @@ source open_image(std::FILE* f, const std::string& path, format fmt, bool gray) 
              std::to_string(channels) + (channels == 1 ? " channel" : " channels");
   s.names = channel_names(channels, gray);
   s.integer_hi = wide ? 65536 : 256;
-  s.reader = std::make_unique<image_reader>(std::move(owned), s.values, tally::size_of(s.type));
+  s.reader = std::make_unique<memory_reader>(owned, s.values, tally::size_of(s.type));
   return s;
 }
 
 }  // namespace
+
+std::uint64_t file_size(std::FILE* f, const std::string& path) {
+  struct stat st {};
+  if (fstat(fileno(f), &st) != 0) throw failure(path + ": cannot read its size: " + std::strerror(errno));
+  return static_cast<std::uint64_t>(st.st_size);
+}
 
 source open_samples(const std::string& given, std::optional<tally::dtype> raw_type, bool gray,
                     const text_options& text, const std::string& key) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,6 +48,9 @@ struct source : source_info {
 /// Throws failure for unreadable or malformed files, usage_error for options that do not fit.
 source open_samples(const std::string& path, std::optional<tally::dtype> raw_type, bool gray,
                     const text_options& text = {}, const std::string& key = "");
+
+/// The size of the open file `f` (named `path` in the error), in bytes.
+std::uint64_t file_size(std::FILE* f, const std::string& path);
 
 /// Opens the weights for `rows` samples: a .npy of f4/f8 or raw f32/f64 (told by the size).
 source open_weights(const std::string& path, std::int64_t rows);
