@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iostream>
 #include <limits>
 #include <string>
 
@@ -36,6 +37,7 @@ bool whole(double v) { return std::isfinite(v) && v == std::floor(v) && std::fab
 /// than read as whatever number strtod makes of them.
 std::vector<std::int64_t> parse_bins(const std::string& text) {
   std::vector<std::int64_t> out;
+  if (tally::bin_estimator_from_name(text)) return out;
   for (const std::string& item : split_commas(text)) {
     std::int64_t v = 0;
     const bool digits = !item.empty() && std::all_of(item.begin(), item.end(), [](unsigned char c) {
@@ -45,7 +47,8 @@ std::vector<std::int64_t> parse_bins(const std::string& text) {
     if (!digits || std::from_chars(item.data(), item.data() + item.size(), v).ec != std::errc() || v < 1)
       throw usage_error("--bins: '" + item +
                         "' is not a number of bins: a whole number >= 1 in decimal digits "
-                        "(or a comma-separated list of them, one per axis/channel)");
+                        "(or a comma-separated list of them, one per axis/channel), or one of numpy's "
+                        "estimators auto, fd, doane, rice, scott, sqrt, stone, sturges");
     out.push_back(v);
   }
   return out;
@@ -119,12 +122,16 @@ tally::dtype edge_type_for(tally::dtype sample) {
 axis_options parse_axis_options(const hist_args& args) {
   axis_options o;
   if (!args.bins.empty()) o.bins = parse_bins(args.bins);
+  o.estimator = tally::bin_estimator_from_name(args.bins);
+  if (o.estimator && !args.weights.empty())
+    throw usage_error("--bins " + args.bins + " estimates from unweighted data; it does not go with --weights "
+                      "(numpy: \"Automated estimation of the number of bins is not supported for weighted data\")");
   if (!args.range.empty()) o.ranges = parse_ranges(args.range);
   for (const std::string& e : args.edges) o.edges.push_back(parse_numbers(e, "--edges"));
   o.integer = args.integer;
   if (!o.edges.empty() && (!o.bins.empty() || !o.ranges.empty() || o.integer))
     throw usage_error("--edges fixes the bins; it does not go with --bins, --range or --integer");
-  if (o.integer && !o.bins.empty())
+  if (o.integer && (!o.bins.empty() || o.estimator))
     throw usage_error("--integer makes one bin per integer; it does not go with --bins");
   if (o.integer)
     for (const auto& [lo, hi] : o.ranges)
@@ -139,6 +146,7 @@ std::vector<axis_spec> axis_specs(const axis_options& o, int columns) {
     axis_spec& s = specs[c];
     s.integer = o.integer;
     if (!o.bins.empty()) s.bins = pick(o.bins, c, columns, "--bins");
+    s.estimator = o.estimator;
     if (!o.ranges.empty()) s.range = pick(o.ranges, c, columns, "--range");
     if (!o.edges.empty()) s.edges = pick(o.edges, c, columns, "--edges");
   }
@@ -147,13 +155,25 @@ std::vector<axis_spec> axis_specs(const axis_options& o, int columns) {
 
 bool needs_extrema(const axis_spec& spec, const source_info& input) {
   if (spec.edges || spec.range) return false;
-  return !(input.integer_hi && (spec.integer || !spec.bins));
+  return spec.estimator || !(input.integer_hi && (spec.integer || !spec.bins));
+}
+
+std::int64_t estimated_bins(const axis_spec& spec, const source_info& input, const extrema& data,
+                            const std::vector<double>& values) {
+  const auto [lo, hi] = spec.range ? *spec.range : data_range(data, input.type);
+  const tally::bin_estimate e = tally::estimate_bins(*spec.estimator, values.data(),
+                                                     static_cast<std::int64_t>(values.size()), lo, hi,
+                                                     !tally::is_floating(input.type));
+  if (e.at_search_bound)
+    std::cerr << "tally: warning: the number of bins estimated may be suboptimal (stone's search ended at "
+              << e.bins << " bins, its bound)\n";
+  return e.bins;
 }
 
 tally::axis make_axis(const axis_spec& spec, const source_info& input, const extrema& data) {
   if (spec.edges) return tally::axis::variable(*spec.edges);
   if (spec.integer) return integer_axis(spec, input, data);
-  if (!spec.bins && !spec.range) {
+  if (!spec.bins && !spec.range && !spec.estimator) {
     if (input.integer_hi) return tally::axis::integer(0, *input.integer_hi);
     if (!tally::is_floating(input.type) && data.any) {
       const auto lo = to_int64(data.lo), hi = to_int64(data.hi);

@@ -10,12 +10,14 @@
 #include "readers.hpp"
 #include "scan.hpp"
 #include "tally/axis.hpp"
+#include "tally/edges.hpp"
 
 namespace tally_cli {
 
 /// What the options say about one column's axis; unset parts come from defaults and data.
 struct axis_spec {
   std::optional<std::int64_t> bins;
+  std::optional<tally::bin_estimator> estimator;  // --bins auto|fd|...: numpy's estimate from the data
   std::optional<std::pair<double, double>> range;
   std::optional<std::vector<double>> edges;
   bool integer = false;
@@ -25,6 +27,7 @@ struct axis_spec {
 /// before any file is opened.
 struct axis_options {
   std::vector<std::int64_t> bins;
+  std::optional<tally::bin_estimator> estimator;
   std::vector<std::pair<double, double>> ranges;
   std::vector<std::vector<double>> edges;
   bool integer = false;
@@ -37,7 +40,13 @@ std::vector<axis_spec> axis_specs(const axis_options& options, int columns);
 /// Whether building this column's axis needs the data's extrema (a first pass over the file).
 bool needs_extrema(const axis_spec& spec, const source_info& input);
 
-/// Defaults where the spec leaves gaps: numpy's range (the data's [min, max]) and edge type (the
+/// The number of bins of spec's estimator over the column's values (NaN left out): numpy's for
+/// the range the axis takes (--range, or the data's). Prints numpy's warning where stone's search
+/// ends at its bound.
+std::int64_t estimated_bins(const axis_spec& spec, const source_info& input, const extrema& data,
+                            const std::vector<double>& values);
+
+/// Defaults where the spec leaves gaps (an estimator's bins set by estimated_bins first): numpy's range (the data's [min, max]) and edge type (the
 /// sample's float type); integer samples spanning at most 65536 values get one bin per integer,
 /// others 64 regular bins (numpy's default is 10).
 tally::axis make_axis(const axis_spec& spec, const source_info& input, const extrema& data);

@@ -246,10 +246,11 @@ int run_hist(const hist_args& a) {
   const std::int64_t rows = src.values / columns;
   std::optional<source> weights;
   if (!a.weights.empty()) weights = open_weights(a.weights, rows);
-  const std::vector<axis_spec> specs = axis_specs(axis_opts, columns);
+  std::vector<axis_spec> specs = axis_specs(axis_opts, columns);
 
-  const bool two_passes = std::any_of(specs.begin(), specs.end(),
-                                      [&](const axis_spec& s) { return needs_extrema(s, src); });
+  const bool two_passes = axis_opts.estimator || std::any_of(specs.begin(), specs.end(), [&](const axis_spec& s) {
+                            return needs_extrema(s, src);
+                          });
   const std::size_t item = tally::size_of(src.type);
   // Never more buffer than the data need, never less than one row.
   const std::int64_t chunk_rows = std::clamp<std::int64_t>(
@@ -261,7 +262,11 @@ int run_hist(const hist_args& a) {
   const std::uint64_t bytes = static_cast<std::uint64_t>(src.values) * item;
   progress bar(bytes * (two_passes ? 2 : 1) + (weights ? rows * tally::size_of(weights->type) : 0));
 
-  scanner extrema_of(src.type, columns);
+  // The estimators read every value: the first pass keeps them, as doubles.
+  if (axis_opts.estimator)
+    tally::detail::ensure_memory(tally::detail::times(static_cast<std::uint64_t>(src.values), 8),
+                                 "--bins " + a.bins + ": a copy of every value as a double (give a number of bins)");
+  scanner extrema_of(src.type, columns, axis_opts.estimator.has_value());
   if (two_passes) {
     while (const std::int64_t n = src.reader->read(samples.data(), samples.capacity)) {
       extrema_of.add(samples.data(), n);
@@ -276,7 +281,10 @@ int run_hist(const hist_args& a) {
   opts.flow = true;  // the report always says how many samples were dropped
   opts.weighted = weights.has_value();
   std::vector<tally::axis> axes;
-  for (int c = 0; c < columns; ++c) axes.push_back(make_axis(specs[c], src, bounds[c]));
+  for (int c = 0; c < columns; ++c) {
+    if (specs[c].estimator) specs[c].bins = estimated_bins(specs[c], src, bounds[c], extrema_of.values(c));
+    axes.push_back(make_axis(specs[c], src, bounds[c]));
+  }
   std::vector<tally::histogram> hists = make_histograms(a, lay.mode, axes, opts);
 
   if (opts.backend == tally::backend::cuda) {

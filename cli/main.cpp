@@ -82,7 +82,8 @@ void add_hist(CLI::App& app, hist_args& h) {
                   "Weights, one per sample (row): .npy of f4/f8 or raw f32/f64")
       ->check(non_empty);
   cmd->add_option("--bins", h.bins,
-                  "Bins: N, or N0,N1,... one per axis/channel, in decimal digits (default 64)")
+                  "Bins: N, or N0,N1,... one per axis/channel, in decimal digits (default 64); or numpy's estimator "
+                  "auto, fd, doane, rice, scott, sqrt, stone or sturges (each column's own estimate)")
       ->check(non_empty);
   cmd->add_option(
       "--range", h.range,

@@ -62,6 +62,7 @@ struct scanner::impl {
   virtual ~impl() = default;
   virtual void add(const void* data, std::int64_t values) = 0;
   virtual std::vector<extrema> result() const = 0;
+  std::vector<std::vector<double>> kept_values;  // per column, where kept
 };
 
 namespace {
@@ -80,11 +81,13 @@ class typed_scanner final : public scanner::impl {
     for (int c = 0; c < columns_; ++c) {
       K lo = lo_[c], hi = hi_[c];
       bool any = any_[c];
+      const bool keep = !kept_values.empty();
       for (std::int64_t r = 0; r < rows; ++r) {
         const K x = widen(p[r * columns_ + c]);
         if constexpr (std::is_floating_point_v<K>) {
           if (std::isnan(x)) continue;
         }
+        if (keep) kept_values[c].push_back(static_cast<double>(x));
         if (!any) {
           lo = hi = x;
           any = true;
@@ -138,11 +141,14 @@ std::unique_ptr<scanner::impl> make_scanner(tally::dtype t, int columns,
 
 }  // namespace
 
-scanner::scanner(tally::dtype type, int columns)
+scanner::scanner(tally::dtype type, int columns, bool keep_values)
     : impl_(make_scanner(type, columns,
-                         std::make_index_sequence<std::tuple_size_v<sample_types>>())) {}
+                         std::make_index_sequence<std::tuple_size_v<sample_types>>())) {
+  if (keep_values) impl_->kept_values.resize(columns);
+}
 scanner::~scanner() = default;
 void scanner::add(const void* data, std::int64_t values) { impl_->add(data, values); }
 std::vector<extrema> scanner::result() const { return impl_->result(); }
+const std::vector<double>& scanner::values(int c) const { return impl_->kept_values.at(c); }
 
 }  // namespace tally_cli

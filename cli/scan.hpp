@@ -27,14 +27,17 @@ struct extrema {
   exact lo{0.0}, hi{0.0};
 };
 
-/// Accumulates extrema over interleaved rows of `columns` values, chunk by chunk.
+/// Accumulates extrema over interleaved rows of `columns` values, chunk by chunk, and where
+/// asked every value but NaN as a double, per column (the bin estimators read them all).
 class scanner {
  public:
-  scanner(tally::dtype type, int columns);
+  scanner(tally::dtype type, int columns, bool keep_values = false);
   ~scanner();
   /// `values` is a multiple of the column count.
   void add(const void* data, std::int64_t values);
   std::vector<extrema> result() const;
+  /// Column c's values in the order read (keep_values only).
+  const std::vector<double>& values(int c) const;
 
   struct impl;
 

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -37,5 +39,31 @@ axis axis_of_edges(std::vector<double> edges);
 /// f64 for the others, as numpy 2's arithmetic on the data's scalars), [0, 1] for no samples.
 /// Throws tally::error where min or max is not finite.
 std::pair<double, double> data_range(bool any, double min, double max, dtype sample);
+
+/// numpy's estimators of a number of equal bins (numpy.histogram's `bins` as a string).
+enum class bin_estimator { automatic, fd, doane, rice, scott, sqrt, stone, sturges };
+
+/// The estimator numpy names `name` ("auto", "fd", ...); none for another name.
+std::optional<bin_estimator> bin_estimator_from_name(std::string_view name);
+const char* name_of(bin_estimator e);
+
+struct bin_estimate {
+  std::int64_t bins = 1;
+  /// stone's search ended at its last candidate: numpy warns "The number of bins estimated may be
+  /// suboptimal."
+  bool at_search_bound = false;
+};
+
+/// The number of equal bins numpy.histogram_bin_edges(x, name, range=(first, last)) makes over
+/// [first, last] (data_range's, or the caller's range): the estimator's width over the values of
+/// x within [first, last] (NaN never is), then ceil((last - first) / width); one bin where the
+/// width is 0 or no value is in range. `integer_samples`: x holds an integer type's values, and a
+/// width below 1 becomes 1 (numpy's rule). Computed in f64 with numpy's formulas and summation
+/// order (its pairwise sums; 8192-value blocks for integer samples' means), so f64 and integer
+/// samples get numpy's count. numpy computes some steps of f16 and f32 samples in their own type,
+/// its cubes (doane) and dot products (stone) in SIMD code: a width within a rounding of a whole
+/// number of bins can give one bin more or less than numpy there.
+bin_estimate estimate_bins(bin_estimator e, const double* x, std::int64_t n, double first, double last,
+                           bool integer_samples);
 
 }  // namespace tally

@@ -113,9 +113,58 @@ def nd_cases(rng):
     return cases
 
 
+ESTIMATORS = ("auto", "fd", "doane", "rice", "scott", "sqrt", "stone", "sturges")
+
+
+def estimator_samples(shape, dtype, seed, n):
+    """The samples numpy_golden_test.cpp makes again from lcg(): shapes by +, * and floor only
+    (the same bits in C++), as floats or, for integer types, floored."""
+    u = [lcg(seed + k, n) for k in range(4)]
+    byte = dtype == "uint8"
+    if shape == "uniform":
+        x = u[0] * 256.0 if byte else u[0] * 200.0 - 100.0
+    elif shape == "skewed":
+        x = (u[0] * u[0]) * (u[0] * u[0]) * (256.0 if byte else 1000.0)
+    elif shape == "hot":  # nine in ten samples on one value
+        x = np.where(u[0] < 0.9, 17.25, u[1] * (256.0 if byte else 100.0))
+    elif shape in ("normal", "sorted"):  # a sum of four uniforms
+        x = ((u[0] + u[1]) + (u[2] + u[3])) * 64.0 if byte else (((u[0] + u[1]) + (u[2] + u[3])) - 2.0) * 10.0
+        if shape == "sorted":
+            x = np.sort(x)
+    else:  # constant
+        x = np.full(n, 5.0)
+    return np.floor(x).astype(dtype) if dtype != "float64" else x
+
+
+def estimator_cases():
+    """numpy's bin estimators: the number of equal bins histogram_bin_edges makes for each name,
+    over several shapes, sizes (one, a few, past the 8192-value buffers of integer means) and
+    ranges, and whether stone's search warned that it ended at its bound."""
+    import warnings
+    cases = []
+    seed = 100
+    for dtype, ranges in (("float64", (None, (-20.0, 30.0))), ("int64", (None, (-3.0, 40.0))),
+                          ("uint8", (None, (10.0, 200.0)))):
+        for shape in ("uniform", "skewed", "hot", "normal", "sorted", "constant"):
+            for n in (1, 2, 3, 7, 50, 1000, 20000):
+                for rng_ in ranges:
+                    seed += 1
+                    x = estimator_samples(shape, dtype, seed, n)
+                    bins, warned = {}, False
+                    for name in ESTIMATORS:
+                        with warnings.catch_warnings(record=True) as caught:
+                            warnings.simplefilter("always")
+                            bins[name] = len(np.histogram_bin_edges(x, name, rng_)) - 1
+                        warned |= name == "stone" and any("suboptimal" in str(w.message) for w in caught)
+                    cases.append({"kind": "estimator", "dtype": dtype, "shape": shape, "seed": seed, "n": n,
+                                  "range": list(rng_) if rng_ else None, "bins": bins, "stone_warns": warned})
+    return cases
+
+
 def main():
     rng = np.random.default_rng(20261122)
-    cases = regular_cases(rng) + variable_cases(rng) + bincount_cases(rng) + weighted_cases() + nd_cases(rng)
+    cases = (regular_cases(rng) + variable_cases(rng) + bincount_cases(rng) + weighted_cases() + nd_cases(rng)
+             + estimator_cases())
     path = os.path.join(os.path.dirname(__file__), "numpy_golden.json")
     with open(path, "w") as f:
         json.dump({"numpy": np.__version__, "cases": cases}, f, separators=(",", ":"))

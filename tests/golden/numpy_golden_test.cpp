@@ -1,6 +1,7 @@
 // Checks tally against numpy's own outputs (numpy_golden.json, from make_numpy_golden.py), bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -185,6 +186,57 @@ TEST(NumpyGolden, HistogramddCountsAndDensity) {
     EXPECT_EQ(h.counts(), counts_of(c["counts"])) << bins.size() << "-D";
     expect_same_bits(h.density(), numbers(c["density"]), std::to_string(bins.size()) + "-D density");
   }
+}
+
+/// make_numpy_golden.py's estimator_samples, again: the same arithmetic on the same lcg() draws.
+std::vector<double> estimator_samples(const std::string& shape, const std::string& dtype, std::uint64_t seed,
+                                      std::size_t n) {
+  std::vector<std::vector<double>> u;
+  for (std::uint64_t k = 0; k < 4; ++k) u.push_back(lcg(seed + k, n));
+  const bool byte = dtype == "uint8";
+  std::vector<double> x(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double a = u[0][i], b = u[1][i], c = u[2][i], d = u[3][i];
+    if (shape == "uniform") x[i] = byte ? a * 256.0 : a * 200.0 - 100.0;
+    else if (shape == "skewed") x[i] = (a * a) * (a * a) * (byte ? 256.0 : 1000.0);
+    else if (shape == "hot") x[i] = a < 0.9 ? 17.25 : b * (byte ? 256.0 : 100.0);
+    else if (shape == "normal" || shape == "sorted") x[i] = byte ? ((a + b) + (c + d)) * 64.0 : (((a + b) + (c + d)) - 2.0) * 10.0;
+    else x[i] = 5.0;
+  }
+  if (shape == "sorted") std::sort(x.begin(), x.end());
+  if (dtype != "float64")
+    for (double& v : x) v = std::floor(v);
+  return x;
+}
+
+TEST(NumpyGolden, BinEstimatorsMakeNumpysNumberOfBins) {
+  const auto cases = cases_of("estimator");
+  ASSERT_FALSE(cases.empty());
+  int warned = 0;
+  for (const auto& c : cases) {
+    const std::string dtype = c["dtype"];
+    const std::vector<double> x = estimator_samples(c["shape"], dtype, c["seed"], c["n"]);
+    const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+    const auto [first, last] = c["range"].is_null()
+                                   ? tally::data_range(true, *lo, *hi, dtype == "float64" ? tally::dtype::f64 : tally::dtype::i64)
+                                   : std::pair<double, double>(c["range"][0], c["range"][1]);
+    for (const auto& [name, bins] : c["bins"].items()) {
+      const auto e = tally::bin_estimator_from_name(name);
+      ASSERT_TRUE(e) << name;
+      EXPECT_STREQ(tally::name_of(*e), name.c_str());
+      const tally::bin_estimate got =
+          tally::estimate_bins(*e, x.data(), static_cast<std::int64_t>(x.size()), first, last, dtype != "float64");
+      EXPECT_EQ(got.bins, bins.get<std::int64_t>())
+          << name << " of " << c["n"] << " " << c["shape"] << " " << dtype << " samples, range " << c["range"];
+      if (*e == tally::bin_estimator::stone) {
+        EXPECT_EQ(got.at_search_bound, c["stone_warns"].get<bool>()) << c["n"] << " " << c["shape"] << " " << dtype;
+        warned += got.at_search_bound;
+      }
+    }
+  }
+  EXPECT_GT(warned, 0);  // the golden cases include stone searches that end at the bound
+  EXPECT_FALSE(tally::bin_estimator_from_name("Auto"));
+  EXPECT_FALSE(tally::bin_estimator_from_name("automatic"));
 }
 
 }  // namespace
