@@ -27,6 +27,49 @@ nb::ndarray<nb::numpy, double> numpy_edges(const std::vector<double>& e) {
   return cell_copy<double>(e.data(), {static_cast<std::int64_t>(e.size())}).to_numpy();
 }
 
+/// Python's repr of a double (the shortest text that reads back as it).
+std::string float_text(double x) { return nb::cast<std::string>(nb::repr(nb::float_(x))); }
+
+/// The call of tally.axis that makes `a` (a variable axis' edges abridged past 10).
+std::string axis_repr(const tally::axis& a) {
+  switch (a.kind()) {
+    case tally::axis_kind::regular: {
+      const bool exact = a.has_exact_range();
+      const auto bound = [&](tally::integer_value v) {
+        return (v.negative && v.magnitude ? "-" : "") + std::to_string(v.magnitude);
+      };
+      std::string out = "tally.axis.regular(" + std::to_string(a.bins()) + ", " +
+                        (exact ? bound(a.exact_lo()) : float_text(a.regular_lo())) + ", " +
+                        (exact ? bound(a.exact_hi()) : float_text(a.regular_hi()));
+      if (a.edge_type() != tally::dtype::f64) out += ", edge_type='" + std::string(tally::name_of(a.edge_type())) + "'";
+      return out + ")";
+    }
+    case tally::axis_kind::integer:
+      return "tally.axis.integer(" + std::to_string(a.integer_lo()) + ", " + std::to_string(a.integer_lo() + a.bins()) +
+             ")";
+    default: {
+      // Integer edges (variable_integers) as integers, others as Python's floats.
+      const std::vector<std::int64_t>& ints = a.integer_edges();
+      const std::vector<double> e = a.edges();
+      const auto edge = [&](std::size_t k) {
+        if (ints.empty()) return float_text(e[k]);
+        return a.integer_edges_unsigned() ? std::to_string(static_cast<std::uint64_t>(ints[k])) : std::to_string(ints[k]);
+      };
+      std::string out = "tally.axis.variable([";
+      for (std::size_t k = 0; k < e.size(); ++k) {
+        if (e.size() > 10 && k == 3) {
+          out += "..., ";
+          k = e.size() - 3;
+        }
+        out += edge(k) + (k + 1 < e.size() ? ", " : "");
+      }
+      out += "])";
+      if (e.size() > 10) out += "  # " + std::to_string(a.bins()) + " bins";
+      return out;
+    }
+  }
+}
+
 }  // namespace
 
 void register_axes(nb::module_& m) {
@@ -67,6 +110,7 @@ void register_axes(nb::module_& m) {
       .def("edges", [](const tally::axis& a) { return numpy_edges(a.edges()); })
       .def("widths", [](const tally::axis& a) { return numpy_edges(a.widths()); })
       .def("__eq__", [](const tally::axis& a, const tally::axis& b) { return a == b; })
+      .def("__repr__", &axis_repr)
       // UHI's PlottableAxis: bins as (lower, upper) edge pairs, or for an integer axis (discrete)
       // as the integer each bin holds, as boost-histogram's Integer axis.
       .def_prop_ro("traits", [](const tally::axis& a) { return axis_traits{false, a.kind() == tally::axis_kind::integer}; })

@@ -1128,10 +1128,10 @@ def plan(a=None, bins=10, range=None, weights=None, *, dtype=None, n=None,
 
     Returns
     -------
-    dict
-        The plan: 'backend', 'strategy', the launch shape ('threads', 'replicas', 'block',
+    Plan
+        A dict: 'backend', 'strategy', the launch shape ('threads', 'replicas', 'block',
         'grid_blocks', ...), 'reasons' (a list of str, the measured reason for each choice)
-        and 'description' (all of it as printable text).
+        and 'description' (all of it as printable text, which is also its repr).
 
     Raises
     ------
@@ -1152,6 +1152,11 @@ def plan(a=None, bins=10, range=None, weights=None, *, dtype=None, n=None,
     ('cpu', 'cpu_private')
     >>> tally.plan(dtype=np.float32, n=10**6, bins=64)["backend"]
     'cpu'
+    >>> p                                                   # doctest: +ELLIPSIS
+    tally plan:
+    backend    cpu
+    strategy   cpu_private
+    ...
     """
     if a is not None:
         src = _histogram_input(a)
@@ -1173,4 +1178,12 @@ def plan(a=None, bins=10, range=None, weights=None, *, dtype=None, n=None,
         backend = "cuda" if src is not None and src.on_cuda else "cpu"
     h = _tally.Hist([axis], w is not None, strategy_arg(strategy), backend)
     weight_type = w.type if isinstance(w, Source) else "f64"  # f32 weights sum exactly on the GPU
-    return h.plan(sample_type, count, weight_type)
+    return Plan(h.plan(sample_type, count, weight_type))
+
+
+class Plan(dict):
+    """The planner's choice for a fill (:func:`plan`, :meth:`Histogram.plan`): a dict of its
+    fields, shown as the planner's own description (the strategy, the launch shape and why)."""
+
+    def __repr__(self):
+        return "tally plan:\n" + self["description"].rstrip("\n")

@@ -7,7 +7,7 @@ import numpy as np
 from . import _boost, _tally
 from ._arrays import Source, backend_for, same_device, strategy_arg
 from ._devices import device_of
-from ._functions import _in_layout, fill_into
+from ._functions import Plan, _in_layout, fill_into
 
 _STREAM_ABOVE = 64 << 20  # host bytes above which a CUDA histogram's fill streams (fill_streamed)
 
@@ -482,9 +482,9 @@ class Histogram:
 
         Returns
         -------
-        dict
-            As :func:`tally.plan`'s: 'backend', 'strategy', the launch shape, 'reasons' and
-            'description'.
+        Plan
+            As :func:`tally.plan`'s: a dict of 'backend', 'strategy', the launch shape, 'reasons'
+            and 'description' (its repr).
 
         Examples
         --------
@@ -495,7 +495,7 @@ class Histogram:
         """
         if not isinstance(dtype, str):
             dtype = np.dtype(dtype).name
-        return self._hists[0].plan(dtype, int(n))
+        return Plan(self._hists[0].plan(dtype, int(n)))
 
     # ---- UHI PlottableHistogram (hist, mplhep) ----
 
