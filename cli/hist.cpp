@@ -218,7 +218,7 @@ void write_outputs(const hist_args& a, const hist_result& r) {
   if (!a.plot.empty()) {
     const plot_model model = make_plot_model(r, plot_options{a.title, a.x_label, a.y_label, a.log, a.density});
     files.push_back(std::make_unique<staged_file>(
-        a.plot, lower_extension(a.plot) == ".png" ? render_png(model) : render_svg(model)));
+        a.plot, render_plot(model, lower_extension(a.plot) == ".png" ? plot_format::png : plot_format::svg)));
   }
   // Devices and FIFOs first: their writes cannot be undone, so no rename happens before they
   // have succeeded.
@@ -239,6 +239,7 @@ int run_hist(const hist_args& a) {
 
   const std::string input = !a.file.empty() ? a.file : stdin_is_piped() ? "-" : bundled_sample();
   check_outputs_are_not_inputs(a, input);
+  if (!a.plot.empty() && !plots_available()) throw failure(kNoPlotsMessage);  // before the work
   source src = open_samples(input, raw, a.gray, text_options{a.column, a.delimiter}, a.key);
   if (src.values == 0) throw failure(src.path + ": holds no values; nothing to histogram");
   const layout lay = resolve_layout(a, src);

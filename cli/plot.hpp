@@ -1,7 +1,9 @@
-// --plot: a picture model built once from the result, drawn as PNG (pixels) or SVG (vectors).
+// --plot: a picture model built once from the result, drawn by one renderer (cairo) as PNG
+// (pixels) or SVG (vectors) with the same calls, so both carry the same text.
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,13 +46,16 @@ struct plot_model {
 
 plot_model make_plot_model(const hist_result& r, const plot_options& options = {});
 
-/// The plot area inside the picture and the map from data to pixel coordinates (log_y: heights
-/// on a log scale, values at or below y_lo on the bottom line).
+/// The picture (its size is fixed), the plot area inside it (margins, in pixels, that the
+/// renderer sizes to the texts around the area) and the map from data to pixel coordinates
+/// (log_y: heights on a log scale, values at or below y_lo on the bottom line).
 struct frame {
   static constexpr int width = 800, height = 450;
-  static constexpr int left = 80, right = 20, top = 40, bottom = 60;
-  double x_lo, x_hi, y_lo, y_hi;
+  double x_lo = 0, x_hi = 1, y_lo = 0, y_hi = 1;
   bool log_y = false;
+  double left = 80, right = 20, top = 40, bottom = 60;
+  double x_end() const { return width - right; }
+  double y_base() const { return height - bottom; }
   double px(double x) const { return left + (x - x_lo) / (x_hi - x_lo) * (width - left - right); }
   double py(double y) const {
     const double t = log_y ? (y > y_lo ? std::log10(y / y_lo) / std::log10(y_hi / y_lo) : 0.0)
@@ -59,11 +64,40 @@ struct frame {
   }
 };
 
+/// A tick on an axis or on the heat map's colour bar: its value and the text drawn beside it.
+struct tick {
+  double value;
+  std::string label;
+};
+
 /// Round tick values (1, 2 or 5 times a power of ten apart) inside [lo, hi].
 std::vector<double> nice_ticks(double lo, double hi, int target = 6);
-/// The y axis' ticks: nice_ticks, or on a log scale the powers of ten inside [lo, hi] (with 2
-/// and 5 times them where the range spans less than two decades).
-std::vector<double> y_ticks(const plot_model& m);
+/// Powers of ten inside [lo, hi] (0 < lo <= hi), with 2 and 5 times them where the range spans
+/// less than two decades; every k-th power where there would be more than 8; lo and hi
+/// themselves where no power falls inside.
+std::vector<double> log_ticks(double lo, double hi);
+/// The x axis' ticks (nice_ticks), labelled: whole numbers below ten million in full, others
+/// with as many significant digits as keep them distinct.
+std::vector<tick> x_ticks(const plot_model& m);
+/// The y axis' ticks: nice_ticks, or on a log scale log_ticks.
+std::vector<tick> y_ticks(const plot_model& m);
+
+/// The heat map's colour scale: the values its colour bar spans (bottom to top), linear from 0
+/// to the fullest cell, or logarithmic from the least nonzero cell to the fullest.
+struct colour_scale {
+  double lo, hi;
+  bool log;
+  /// Where v falls on the bar: 0 at lo, 1 at hi.
+  double at(double v) const {
+    if (!(hi > lo)) return 1.0;
+    return log ? std::log10(v / lo) / std::log10(hi / lo) : (v - lo) / (hi - lo);
+  }
+};
+colour_scale colour_scale_of(const plot_model& m);
+/// The colour bar's ticks (none without a heat map).
+std::vector<tick> colour_ticks(const plot_model& m);
+/// The heat map's colour for a value (empty cells are not drawn).
+rgb heat_color(const plot_model& m, double value);
 
 /// A non-empty heat-map cell, in picture coordinates (y0 < y1), with its value and colour.
 struct heat_cell {
@@ -73,9 +107,29 @@ struct heat_cell {
 };
 std::vector<heat_cell> heat_cells(const plot_model& m, const frame& f);
 
-/// PNG bytes.
-std::string render_png(const plot_model& m);
-/// An SVG document with axis labels and tick values.
-std::string render_svg(const plot_model& m);
+/// Whether the picture names its series in a legend: 2 to kMaxLegend of them (more would take
+/// the plot's room, and the palette's 8 colours repeat anyway).
+inline constexpr std::size_t kMaxLegend = 16;
+inline bool has_legend(const plot_model& m) { return m.series.size() > 1 && m.series.size() <= kMaxLegend; }
+
+/// Every text the picture shows, as the renderer draws it: the title, the axis labels, the x
+/// and y tick labels, the legend's names (has_legend) and the colour bar's tick labels (a heat
+/// map); empty texts are not drawn and not listed.
+std::vector<std::string> plot_texts(const plot_model& m);
+
+enum class plot_format { png, svg };
+
+/// Whether this build draws plots: cairo was found where it was built.
+bool plots_available();
+/// What --plot says in a build without cairo.
+inline constexpr const char* kNoPlotsMessage =
+    "this tally was built without cairo (Debian: libcairo2-dev); it cannot draw plots";
+
+/// The frame the renderer draws `m` in: the margins sized to the texts around the plot area.
+/// Throws failure (kNoPlotsMessage) without cairo.
+frame plot_frame(const plot_model& m);
+/// The picture as PNG (8-bit RGB) or SVG bytes, frame::width x frame::height pixels. Throws
+/// failure (kNoPlotsMessage) without cairo.
+std::string render_plot(const plot_model& m, plot_format format);
 
 }  // namespace tally_cli

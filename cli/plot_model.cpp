@@ -20,8 +20,8 @@ rgb color_for(const std::string& name, int index) {
   return palette[index % 8];
 }
 
-/// Bars never need to be finer than a pixel.
-constexpr std::int64_t kMaxBars = frame::width - frame::left - frame::right;
+/// Bars never need to be finer than a pixel (the plot area of the default margins).
+constexpr std::int64_t kMaxBars = frame::width - 80 - 20;
 constexpr std::int64_t kMaxHeatCells = 200;
 
 /// Each value over `total` and its bin's width (numpy's density; a total of 0 leaves zeros).
@@ -32,14 +32,24 @@ void to_density(merged_bins& b, double total) {
   }
 }
 
-/// The heat map's colour for a cell holding `fraction` of the fullest cell.
-rgb heat_color(double fraction) {
-  // Light to dark blue (empty cells are not drawn): a sequential map that prints well in gray.
-  const double t = std::clamp(fraction, 0.0, 1.0);
+/// Light to dark blue: a sequential map that prints well in gray (NaN: the lightest, as 0 / 0
+/// for a fraction of an empty map's fullest cell).
+rgb blues(double fraction) {
+  const double t = fraction > 0 ? std::min(fraction, 1.0) : 0.0;
   auto mix = [t](double from, double to) {
     return static_cast<unsigned char>(from + (to - from) * t);
   };
   return {mix(222, 8), mix(235, 48), mix(247, 107)};
+}
+
+/// Tick labels: whole numbers below ten million in full (10000, not 1e+04), other values with
+/// as many significant digits as keep neighbours apart.
+std::vector<tick> labelled(const std::vector<double>& values) {
+  const int digits = distinct_digits(values);
+  std::vector<tick> ticks;
+  for (const double v : values)
+    ticks.push_back({v, v == std::round(v) && std::fabs(v) < 1e7 ? sig(v, 7) : sig(v, digits)});
+  return ticks;
 }
 
 }  // namespace
@@ -63,14 +73,50 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   return ticks;
 }
 
-std::vector<double> y_ticks(const plot_model& m) {
-  if (!m.log_y) return nice_ticks(m.y_lo, m.y_hi);
+std::vector<double> log_ticks(double lo, double hi) {
+  if (!(lo > 0) || !(hi >= lo) || !std::isfinite(hi)) return {lo};
+  const bool fine = hi / lo < 100;
+  const int first = static_cast<int>(std::ceil(std::log10(lo) - 1e-9));
+  const int last = static_cast<int>(std::floor(std::log10(hi) + 1e-9));
+  const int stride = std::max(1, (last - first + 8) / 8);  // at most 8 powers of ten
   std::vector<double> ticks;
-  const bool fine = m.y_hi / m.y_lo < 100;
-  for (double decade = std::pow(10.0, std::floor(std::log10(m.y_lo))); decade <= m.y_hi; decade *= 10)
-    for (const double k : {1.0, 2.0, 5.0})
-      if ((k == 1.0 || fine) && decade * k >= m.y_lo && decade * k <= m.y_hi) ticks.push_back(decade * k);
+  for (int e = first - 1; e <= last; ++e) {
+    if (!fine && e % stride != 0) continue;
+    const double decade = std::pow(10.0, e);
+    for (const double k : {1.0, 2.0, 5.0}) {
+      const double t = decade * k;
+      if ((k == 1.0 || fine) && t >= lo * (1 - 1e-12) && t <= hi * (1 + 1e-12)) ticks.push_back(t);
+    }
+  }
+  if (ticks.empty()) {
+    ticks.push_back(lo);
+    if (hi > lo) ticks.push_back(hi);
+  }
   return ticks;
+}
+
+std::vector<tick> x_ticks(const plot_model& m) { return labelled(nice_ticks(m.x_lo, m.x_hi)); }
+
+std::vector<tick> y_ticks(const plot_model& m) {
+  return labelled(m.log_y ? log_ticks(m.y_lo, m.y_hi) : nice_ticks(m.y_lo, m.y_hi));
+}
+
+colour_scale colour_scale_of(const plot_model& m) {
+  if (m.log_heat && m.heat_min > 0) return {m.heat_min, m.heat_max, true};
+  return {0.0, m.heat_max > 0 ? m.heat_max : 1.0, false};
+}
+
+std::vector<tick> colour_ticks(const plot_model& m) {
+  if (!m.heat) return {};
+  const colour_scale s = colour_scale_of(m);
+  return labelled(s.log ? log_ticks(s.lo, s.hi) : nice_ticks(s.lo, s.hi, 5));
+}
+
+rgb heat_color(const plot_model& m, double v) {
+  // log: the lightest colour a decade below the least nonzero cell, so that one still shows.
+  if (m.log_heat && m.heat_min > 0)
+    return blues((1 + std::log10(v / m.heat_min)) / (1 + std::log10(m.heat_max / m.heat_min)));
+  return blues(v / m.heat_max);
 }
 
 std::vector<heat_cell> heat_cells(const plot_model& m, const frame& f) {
@@ -83,11 +129,20 @@ std::vector<heat_cell> heat_cells(const plot_model& m, const frame& f) {
       const double v = g.cells[i * ncols + j];
       if (v > 0)
         out.push_back({f.px(g.rows.edges[i]), f.py(g.cols.edges[j + 1]), f.px(g.rows.edges[i + 1]),
-                       f.py(g.cols.edges[j]), v,
-                       heat_color(m.log_heat ? (1 + std::log10(v / m.heat_min)) / (1 + std::log10(m.heat_max / m.heat_min))
-                                             : v / m.heat_max)});
+                       f.py(g.cols.edges[j]), v, heat_color(m, v)});
     }
   return out;
+}
+
+std::vector<std::string> plot_texts(const plot_model& m) {
+  std::vector<std::string> texts = {m.title, m.x_label, m.y_label};
+  for (const tick& t : x_ticks(m)) texts.push_back(t.label);
+  for (const tick& t : y_ticks(m)) texts.push_back(t.label);
+  if (has_legend(m))
+    for (const plot_series& s : m.series) texts.push_back(s.name);
+  for (const tick& t : colour_ticks(m)) texts.push_back(t.label);
+  texts.erase(std::remove(texts.begin(), texts.end(), std::string()), texts.end());
+  return texts;
 }
 
 /// The model with tally's own title and labels.

@@ -1,6 +1,5 @@
 // `tally hist` end to end: results read back from --out, checked against counts worked out here.
 #include <gtest/gtest.h>
-#include <stb_image.h>
 #include <stb_image_write.h>
 
 #include <cmath>
@@ -10,6 +9,7 @@
 #include <set>
 
 #include "harness.hpp"
+#include "plot_check.hpp"
 
 namespace cli_test {
 namespace {
@@ -467,76 +467,107 @@ TEST(Hist, ReportEstimatesFromTheBins) {
 }
 
 TEST(Hist, PlotsOfNpyData) {
+  REQUIRE_PLOTS();
   scratch dir;
   const std::string in = write_npy(dir, "a.npy", "<f8", {4}, bytes_of<double>({1, 2, 2, 3}));
   const std::string png = dir.path("p.png");
   ASSERT_EQ(tally({"hist", in, "--plot", png}).code, 0);
-  int w = 0, h = 0, n = 0;
-  unsigned char* pixels = stbi_load(png.c_str(), &w, &h, &n, 3);
-  ASSERT_NE(pixels, nullptr);
+  const image img = decode_png(read_bytes(png));
   std::set<int> colours;  // more than the background and the axes: bars were drawn
-  for (int i = 0; i < w * h; ++i)
-    colours.insert(pixels[3 * i] << 16 | pixels[3 * i + 1] << 8 | pixels[3 * i + 2]);
-  stbi_image_free(pixels);
-  EXPECT_EQ(w, 800);
-  EXPECT_EQ(h, 450);
+  for (std::size_t i = 0; i < img.rgb.size(); i += 3)
+    colours.insert(img.rgb[i] << 16 | img.rgb[i + 1] << 8 | img.rgb[i + 2]);
+  EXPECT_EQ(img.width, 800);
+  EXPECT_EQ(img.height, 450);
   EXPECT_GE(colours.size(), 3u);
+  EXPECT_GT(img.dark_pixels(0, 0, 800, 36), 30);     // the title
+  EXPECT_GT(img.dark_pixels(0, 401, 800, 418), 30);  // the x tick labels
 
+  // A heat map: the texts of the model of the same result (the axes' names, the fullest cell's
+  // count 2 in the title and atop the colour bar), one glyph a character in the SVG.
   const std::string m = write_npy(dir, "m.npy", "<f8", {5, 2}, bytes_of(kPoints));
   const std::string svg = dir.path("heat.svg");
   ASSERT_EQ(tally({"hist", m, "--bins", "2", "--range", "0,1,0,2", "--plot", svg}).code, 0);
   const std::string text = read_bytes(svg);
-  EXPECT_EQ(text.rfind("<svg", 0), 0u);
+  EXPECT_EQ(text.rfind("<?xml", 0), 0u);
   EXPECT_NE(text.find("</svg>"), std::string::npos);
-  EXPECT_NE(text.find(">axis 0</text>"), std::string::npos);
-  EXPECT_NE(text.find(">axis 1</text>"), std::string::npos);
-  EXPECT_NE(text.find("<title>2</title>"), std::string::npos);  // the fullest cell holds 2
+  EXPECT_EQ(size_of_svg(text).width, 800);
+  EXPECT_EQ(size_of_svg(text).height, 450);
+  const tally_cli::plot_model model = tally_cli::make_plot_model(
+      matrix_result(m, kPoints, {tally::axis::regular(2, 0, 1), tally::axis::regular(2, 0, 2)}));
+  const std::vector<std::string> texts = tally_cli::plot_texts(model);
+  EXPECT_EQ(svg_glyphs(text), ink_characters(texts)) << ::testing::PrintToString(texts);
+  EXPECT_EQ(model.title, "m.npy (f64), count per cell, darkest 2");
+  EXPECT_EQ(texts[1], "axis 0");
+  EXPECT_EQ(texts[2], "axis 1");
+  EXPECT_EQ(texts.back(), "2");  // the colour bar's top tick: the fullest cell holds 2
+}
+
+/// The labels of ticks.
+std::vector<std::string> labels(const std::vector<tally_cli::tick>& ticks) {
+  std::vector<std::string> out;
+  for (const auto& t : ticks) out.push_back(t.label);
+  return out;
 }
 
 // --title, --xlabel, --ylabel replace the made-up labels; --density draws count / (total x width)
 // (here 1/4, 2/4, 1/4 over bins of width 1: the top tick 0.5); --log draws heights on decades
 // from half a decade below the least bar (counts 1, 2, 1: ticks 0.1 .. 2); a 2-D --density plot
-// names its fullest cell's density. Without --plot they are a usage error.
+// names its fullest cell's density. Without --plot they are a usage error. Each plot the tool
+// writes draws the texts of the model of the same result with the same options: one glyph a
+// character (the model's texts are checked here, the glyphs against them).
 TEST(Hist, PlotLabelsDensityAndLogScale) {
   scratch dir;
-  const std::string in = write_npy(dir, "a.npy", "<f8", {4}, bytes_of<double>({0.5, 1.5, 1.5, 2.5}));
-  const std::string svg = dir.path("p.svg");
-  const std::vector<std::string> base = {"hist", in, "--bins", "3", "--range", "0,3", "--no-bars", "--plot", svg};
-  auto plot = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = base;
-    args.insert(args.end(), extra.begin(), extra.end());
-    const outcome o = tally(args);
-    EXPECT_EQ(o.code, 0) << o.err;
-    return read_bytes(svg);
-  };
-  const std::string labelled = plot({"--title", "Heights <cm>", "--xlabel", "height", "--ylabel", "people"});
-  EXPECT_NE(labelled.find(">Heights &lt;cm&gt;</text>"), std::string::npos) << labelled;
-  EXPECT_NE(labelled.find(">height</text>"), std::string::npos);
-  EXPECT_NE(labelled.find(">people</text>"), std::string::npos);
-  // The y axis' tick values, as the SVG writes them (right-aligned, left of the axis).
-  const auto y_tick = [](const std::string& value) {
-    return "text-anchor=\"end\" dominant-baseline=\"middle\">" + value + "</text>";
-  };
-  EXPECT_NE(labelled.find(y_tick("2")), std::string::npos);  // counts
-
-  const std::string density = plot({"--density"});
-  EXPECT_NE(density.find(">density</text>"), std::string::npos);
-  EXPECT_NE(density.find(y_tick("0.5")), std::string::npos) << density;
-  EXPECT_EQ(density.find(y_tick("2")), std::string::npos);
-
-  const std::string log = plot({"--log"});
-  for (const char* tick : {"0.1", "0.2", "0.5", "1", "2"}) EXPECT_NE(log.find(y_tick(tick)), std::string::npos) << tick;
-
-  const std::string m = write_npy(dir, "m.npy", "<f8", {5, 2}, bytes_of(kPoints));
-  const outcome heat = tally({"hist", m, "--bins", "2", "--range", "0,1,0,2", "--plot", svg, "--density", "--log"});
-  ASSERT_EQ(heat.code, 0) << heat.err;
-  EXPECT_NE(read_bytes(svg).find("density per cell (log colours)"), std::string::npos);
-
+  const std::vector<double> values = {0.5, 1.5, 1.5, 2.5};
+  const std::string in = write_npy(dir, "a.npy", "<f8", {4}, bytes_of(values));
   for (const char* option : {"--log", "--density"}) {
     const outcome o = tally({"hist", in, option});
     EXPECT_EQ(o.code, 2);
     EXPECT_NE(o.err.find("are for --plot"), std::string::npos) << o.err;
   }
+  REQUIRE_PLOTS();
+
+  const std::string svg = dir.path("p.svg");
+  const std::vector<std::string> base = {"hist", in, "--bins", "3", "--range", "0,3", "--no-bars", "--plot", svg};
+  const tally_cli::hist_result same = result_of(in, values, tally::axis::regular(3, 0, 3));
+  // The model of the plot `extra` asks for, checked against the SVG the tool writes.
+  auto plot = [&](std::vector<std::string> extra, const tally_cli::plot_options& options) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const outcome o = tally(args);
+    EXPECT_EQ(o.code, 0) << o.err;
+    const tally_cli::plot_model m = tally_cli::make_plot_model(same, options);
+    const std::vector<std::string> texts = tally_cli::plot_texts(m);
+    EXPECT_EQ(svg_glyphs(read_bytes(svg)), ink_characters(texts)) << ::testing::PrintToString(texts);
+    return m;
+  };
+  const tally_cli::plot_model plain = plot({}, {});
+  EXPECT_EQ(plain.title, "a.npy (f64)");
+  const tally_cli::plot_model labelled =
+      plot({"--title", "Heights <cm>", "--xlabel", "height", "--ylabel", "people"}, {"Heights <cm>", "height", "people"});
+  EXPECT_EQ(labelled.title, "Heights <cm>");
+  EXPECT_EQ(labelled.x_label, "height");
+  EXPECT_EQ(labelled.y_label, "people");
+  // Only the labels changed: the SVGs differ by their characters alone.
+  EXPECT_EQ(ink_characters(tally_cli::plot_texts(labelled)) - ink_characters(tally_cli::plot_texts(plain)),
+            ink_characters({"Heights <cm>", "height", "people"}) - ink_characters({"a.npy (f64)", "value", "count"}));
+  EXPECT_EQ(labels(tally_cli::y_ticks(labelled)), (std::vector<std::string>{"0", "0.5", "1", "1.5", "2"}));  // counts
+
+  const tally_cli::plot_model density = plot({"--density"}, {"", "", "", false, true});
+  EXPECT_EQ(density.y_label, "density");
+  const std::vector<std::string> density_ticks = labels(tally_cli::y_ticks(density));
+  EXPECT_EQ(density_ticks.back(), "0.5") << ::testing::PrintToString(density_ticks);
+  EXPECT_EQ(std::count(density_ticks.begin(), density_ticks.end(), "2"), 0);
+
+  const tally_cli::plot_model log = plot({"--log"}, {"", "", "", true, false});
+  EXPECT_EQ(labels(tally_cli::y_ticks(log)), (std::vector<std::string>{"0.1", "0.2", "0.5", "1", "2"}));
+
+  const std::string m = write_npy(dir, "m.npy", "<f8", {5, 2}, bytes_of(kPoints));
+  const outcome heat = tally({"hist", m, "--bins", "2", "--range", "0,1,0,2", "--plot", svg, "--density", "--log"});
+  ASSERT_EQ(heat.code, 0) << heat.err;
+  const tally_cli::plot_model heat_model = tally_cli::make_plot_model(
+      matrix_result(m, kPoints, {tally::axis::regular(2, 0, 1), tally::axis::regular(2, 0, 2)}), {"", "", "", true, true});
+  EXPECT_NE(heat_model.title.find("density per cell (log colours)"), std::string::npos) << heat_model.title;
+  EXPECT_EQ(svg_glyphs(read_bytes(svg)), ink_characters(tally_cli::plot_texts(heat_model)));
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include <stb_image_write.h>
 
 #include "harness.hpp"
+#include "plot_check.hpp"
 
 extern char** environ;
 
@@ -141,6 +142,7 @@ TEST(Safety, CharacterDevicesAreWrittenNotReplaced) {
   EXPECT_NE(linked.err.find("No space left on device"), std::string::npos) << linked.err;
   EXPECT_TRUE(fs::is_symlink(dir.path("link.csv")));
   // A device write that fails leaves the other output unwritten: devices are written first.
+  REQUIRE_PLOTS();
   ASSERT_TRUE(make_char_device(dir, "full.svg", 7));
   const outcome both = tally({"hist", dir.path("a.npy"), "--out", dir.path("new.csv"), "--plot", dir.path("full.svg")});
   EXPECT_EQ(both.code, kFailure);
@@ -201,6 +203,7 @@ TEST(Safety, SocketsAndBlockDevicesAreRefused) {
   ::close(sock);
   // A block device (a loop device's numbers, 7, 0), where this process may make one.
   if (::mknod(dir.path("block.svg").c_str(), S_IFBLK | 0600, makedev(7, 0)) == 0) {
+    REQUIRE_PLOTS();
     expect_refused(dir, {"hist", dir.path("a.npy"), "--plot", dir.path("block.svg")}, kFailure,
                    "it is a block device");
     EXPECT_TRUE(fs::is_block_file(dir.path("block.svg")));
@@ -235,8 +238,9 @@ pid_t spawn_tally(const std::vector<std::string>& args) {
   return rc == 0 ? pid : -1;
 }
 
-// SIGINT or SIGTERM at any moment of a run that writes two large outputs: whatever moment it
-// lands (reading, writing, renaming), no temporary file is left behind.
+// SIGINT or SIGTERM at any moment of a run that writes two large outputs (one where this build
+// draws no plots): whatever moment it lands (reading, writing, renaming), no temporary file is
+// left behind.
 TEST(Safety, SignalsLeaveNoTemporaryFile) {
   scratch dir;
   std::vector<std::int32_t> v(200000);
@@ -244,8 +248,10 @@ TEST(Safety, SignalsLeaveNoTemporaryFile) {
   write_bytes(dir.path("a.npy"), npy("<i4", {static_cast<std::int64_t>(v.size())}, bytes_of(v)));
   int interrupted = 0;
   for (int delay_ms = 20; delay_ms <= 1000; delay_ms += 70) {
-    const pid_t pid = spawn_tally({"hist", dir.path("a.npy"), "--integer", "--range", "0,3000000", "--no-bars",
-                                   "--out", dir.path("o.csv"), "--plot", dir.path("o.svg")});
+    std::vector<std::string> args = {"hist", dir.path("a.npy"), "--integer", "--range", "0,3000000", "--no-bars",
+                                     "--out", dir.path("o.csv")};
+    if (tally_cli::plots_available()) args.insert(args.end(), {"--plot", dir.path("o.svg")});
+    const pid_t pid = spawn_tally(args);
     ASSERT_GT(pid, 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     ::kill(pid, delay_ms % 140 == 20 ? SIGTERM : SIGINT);

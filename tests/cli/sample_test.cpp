@@ -1,36 +1,55 @@
 // The bundled sample run (no FILE) with its plots, and `tally info` / `tally strategies` /
 // `tally plan`.
 #include <gtest/gtest.h>
-#include <stb_image.h>
 
 #include "harness.hpp"
+#include "plot_check.hpp"
 #include "tally/strategy.hpp"
 
 namespace cli_test {
 namespace {
 
-TEST(Sample, RunsWithoutFileAndDrawsBothPlots) {
-  scratch dir;
-  const std::string png = dir.path("s.png"), svg = dir.path("s.svg");
-  const outcome o = tally({"hist", "--plot", png});
+TEST(Sample, RunsWithoutFile) {
+  const outcome o = tally({"hist"});
   ASSERT_EQ(o.code, 0) << o.err;
   for (const char* expected : {"sample.png", "PNG, 256 x 256 pixels, 3 channels", "channel R:",
                                "channel G:", "channel B:", "samples 65536   in bins 65536",
                                "integer [0, 256), 256 bins", "(estimated from bin centres)", "│"})
     EXPECT_NE(o.out.find(expected), std::string::npos) << expected << "\n" << o.out;
+}
 
-  int w = 0, h = 0, n = 0;
-  unsigned char* pixels = stbi_load(png.c_str(), &w, &h, &n, 3);
-  ASSERT_NE(pixels, nullptr);
-  stbi_image_free(pixels);
-  EXPECT_EQ(w, 800);
-  EXPECT_EQ(h, 450);
+// The sample's plots: three channels with a legend, the same texts in the PNG and the SVG.
+TEST(Sample, DrawsBothPlots) {
+  REQUIRE_PLOTS();
+  scratch dir;
+  const std::string png = dir.path("s.png"), svg = dir.path("s.svg");
+  const outcome o = tally({"hist", "--plot", png});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("channel B:"), std::string::npos) << o.out;
+  const image img = decode_png(read_bytes(png));
+  EXPECT_EQ(img.width, 800);
+  EXPECT_EQ(img.height, 450);
+  EXPECT_GT(img.dark_pixels(0, 0, 800, 36), 30);  // the title and the legend's names
+  // The legend's R, G and B boxes, in the title band.
+  int red = 0, green = 0, blue = 0;
+  for (int y = 0; y < 36; ++y)
+    for (int x = 400; x < 800; ++x) {
+      const unsigned char* p = img.at(x, y);
+      red += p[0] > 150 && p[1] < 100 && p[2] < 100;
+      green += p[1] > 120 && p[0] < 100 && p[2] < 100;
+      blue += p[2] > 150 && p[0] < 100 && p[1] < 160;
+    }
+  EXPECT_GT(red, 20);
+  EXPECT_GT(green, 20);
+  EXPECT_GT(blue, 20);
 
   ASSERT_EQ(tally({"hist", "--plot", svg, "--no-bars"}).code, 0);
   const std::string text = read_bytes(svg);
-  for (const char* expected : {"<svg xmlns=\"http://www.w3.org/2000/svg\"", ">value</text>",
-                               ">count</text>", ">100</text>", ">R</text>", "</svg>"})
-    EXPECT_NE(text.find(expected), std::string::npos) << expected;
+  EXPECT_EQ(size_of_svg(text).width, 800);
+  EXPECT_EQ(size_of_svg(text).height, 450);
+  // Title, "value", "count", the tick labels (0 .. 250 at least) and the legend's R, G, B.
+  EXPECT_GT(svg_glyphs(text), ink_characters({"sample.png (u8)", "value", "count", "0", "50", "100", "150",
+                                              "200", "250", "R", "G", "B"}));
 }
 
 TEST(Sample, NoBarsDropsTheChart) {
