@@ -199,6 +199,42 @@ TEST(CudaPlan, SmallFillsLaunchOnlyTheBlocksOneStepNeeds) {
   EXPECT_EQ(tally::plan(h100_request(256)).grid_blocks % 132, 0);
 }
 
+TEST(CudaPlan, WithoutClustersNothingPlansTheClusterKernels) {
+  // An A100 (sm_80, as a wheel's code runs on): no thread block clusters.
+  const auto a100 = [](std::int64_t cells) {
+    auto r = h100_request(cells);
+    r.device_sms = 108;
+    r.device_shared_bytes = 166912;
+    r.device_shared_per_sm = 167936;
+    r.device_clusters = false;
+    return r;
+  };
+  auto asked = a100(65536);
+  asked.wanted = tally::strategy::cluster;
+  try {
+    tally::plan(asked);
+    ADD_FAILURE() << "cluster planned without clusters";
+  } catch (const tally::error& e) {
+    EXPECT_NE(std::string(e.what()).find("thread block clusters"), std::string::npos) << e.what();
+  }
+  for (std::int64_t cells : {16, 4096, 65536, 1 << 17, 1 << 20, 1 << 24}) {
+    EXPECT_NE(tally::plan(a100(cells)).chosen, tally::strategy::cluster) << cells;
+    EXPECT_EQ(tally::plan(a100(cells)).cluster_blocks, 0) << cells;
+  }
+  // count_into's small fills: one launch that adds into the zeroed output, never the one-cluster
+  // write; for a type whose adds round (f16), a histogram's fill.
+  auto small = a100(16);
+  small.write_once = true;
+  small.n = 16;
+  const auto p = tally::plan(small);
+  EXPECT_FALSE(p.write_once);
+  EXPECT_TRUE(p.add_once);
+  small.write_type = tally::dtype::f16;
+  EXPECT_FALSE(tally::plan(small).write_once || tally::plan(small).add_once);
+  small.device_clusters = true;  // the same fill on an H100
+  EXPECT_TRUE(tally::plan(small).write_once);
+}
+
 TEST(CudaPlan, ClustersHoldWhatOneBlockCannotUpToEightBlocks) {
   // 65536 cells (as asked for: automatic takes 16-bit counters in one block): 2 blocks of 32768
   // (131084 bytes) exceed half a multiprocessor, 4 of 16384 fit.

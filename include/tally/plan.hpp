@@ -55,6 +55,7 @@ struct plan_request {
   int device_sms = 0;                    // CUDA: multiprocessors
   std::int64_t device_shared_bytes = 0;  // CUDA: shared memory one block may use
   std::int64_t device_shared_per_sm = 0; // CUDA: shared memory of one multiprocessor
+  bool device_clusters = true;           // CUDA: thread block clusters (sm_90 and newer)
   /// CUDA: the samples are one contiguous column of a type whose 16-byte vectors can be
   /// loaded (1-D, stride 1, aligned to the sample size); else the generic per-sample kernel.
   bool contiguous = false;

@@ -292,7 +292,7 @@ bool takes_count_into(const plan_request& r, const cuda_room& m) {
                           r.write_type == dtype::f32;
   return r.write_once && r.wanted == strategy::automatic && r.channels == 1 && r.cells <= write_once_max_cells &&
          (r.cells + 3) * 4 <= m.per_block &&
-         (r.n <= write_once_max_samples || (r.n <= add_once_max_samples && exact_adds));
+         ((r.n <= write_once_max_samples && r.device_clusters) || (r.n <= add_once_max_samples && exact_adds));
 }
 
 policy plan_count_into(const plan_request& r, policy p) {
@@ -300,7 +300,7 @@ policy plan_count_into(const plan_request& r, policy p) {
   static_assert(write_once_max_samples == 8 * block * per_thread, "write_once's grid is one portable cluster");
   p.chosen = strategy::shared;
   p.shared_bytes = (r.cells + 3) * 4;
-  if (r.n <= write_once_max_samples) {
+  if (r.n <= write_once_max_samples && r.device_clusters) {
     p.write_once = true;
     p.block_threads = r.n <= small_block * per_thread ? small_block : block;
     p.grid_blocks = std::max<std::int64_t>(1, (r.n + block * per_thread - 1) / (block * per_thread));
@@ -375,7 +375,7 @@ counting_fit fit_of(const plan_request& r, const cuda_room& m) {
       if (f.cluster_share(r.cells, k) <= limit) f.cluster_k = k;
     if (f.cluster_k) break;
   }
-  f.cluster_fits = r.contiguous && !f.bytes && f.cluster_k > 0;
+  f.cluster_fits = r.device_clusters && r.contiguous && !f.bytes && f.cluster_k > 0;
   // Partitioned: buckets of 2^bits slots, a bucket's slots counted in one block's shared memory.
   // At most 32 buckets of bins where 2^15 slots allow (the flow counters may take one more), at
   // least 2^10 slots a bucket, at most 256 buckets. The sort's bucket counters and starts then
@@ -397,6 +397,8 @@ void check_asked(const plan_request& r, const counting_fit& f, const cuda_room& 
                 " cells need " + std::to_string(f.counter_bytes) + " bytes of shared memory (" +
                 std::to_string(f.packed_bytes) + " as 16-bit counters, for one contiguous column), the device has " +
                 std::to_string(m.per_block) + " per block");
+  if (r.wanted == strategy::cluster && !r.device_clusters)
+    throw error("strategy cluster needs thread block clusters, which this GPU lacks (sm_90 and newer have them)");
   if (r.wanted == strategy::cluster && !f.cluster_fits)
     throw error("strategy cluster needs one contiguous column of samples wider than 8 bits and no more "
                 "cells than 8 blocks' shared memory holds (" + std::to_string(m.per_block) + " bytes each); got " +

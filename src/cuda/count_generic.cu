@@ -1,12 +1,12 @@
 // The generic kernels, for any sample type, stride, alignment and number of axes, the rule chosen
 // at run time: global_atomic and warp_aggregated (the ladder's first rungs), shared /
 // shared_replicated (one sample a load), and the one-launch counts of small fills.
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
 
+#include "cuda/clusters.cuh"
 #include "cuda/kernels.hpp"
 
 namespace tally::detail::cuda {
@@ -125,16 +125,15 @@ __global__ void __launch_bounds__(1024) count_once_kernel(device_axes axes, std:
     for (std::int64_t c = threadIdx.x; c < cells; c += blockDim.x)
       if (block_slots[c]) add_count(out, type, c, block_slots[c]);
   } else {
-    const auto cluster = cooperative_groups::this_cluster();
-    cluster.sync();  // every block's counts are in its shared memory
-    const unsigned blocks = cluster.num_blocks();
-    for (std::int64_t c = cluster.block_rank() * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < cells;
+    cluster_sync();  // every block's counts are in its shared memory
+    const unsigned blocks = cluster_blocks();
+    for (std::int64_t c = cluster_rank() * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; c < cells;
          c += static_cast<std::int64_t>(blocks) * blockDim.x) {
       unsigned count = 0;
-      for (unsigned b = 0; b < blocks; ++b) count += cluster.map_shared_rank(block_slots, b)[c];
+      for (unsigned b = 0; b < blocks; ++b) count += cluster_shared(block_slots, b)[c];
       store_count(out, type, c, count);
     }
-    cluster.sync();  // no block leaves while another reads its shared memory
+    cluster_sync();  // no block leaves while another reads its shared memory
   }
 }
 

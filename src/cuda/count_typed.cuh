@@ -13,7 +13,7 @@
 #include <tuple>
 #include <type_traits>
 
-#include <cooperative_groups.h>
+#include "cuda/clusters.cuh"
 
 #include "core/partition.hpp"
 #include "cuda/kernels.hpp"
@@ -271,7 +271,7 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
     const std::int64_t local = in_cluster ? slice + 3 : M == count_mode::packed ? (slots + 1) / 2 : slots << shift;
     for (std::int64_t k = threadIdx.x; k < local; k += blockDim.x) counters[k] = 0;
   }
-  if constexpr (in_cluster) cooperative_groups::this_cluster().sync();  // every share zeroed
+  if constexpr (in_cluster) cluster_sync();  // every share zeroed
   else __syncthreads();
 
   // This lane's copy as a shared-memory address, and the distance between a copy's slots: one
@@ -313,7 +313,7 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
       if (s >= cells) {
         atomicAdd(&counters[slice + (s - cells)], n);
       } else {
-        unsigned* share = cooperative_groups::this_cluster().map_shared_rank(counters, s >> a.slice_shift);
+        unsigned* share = cluster_shared(counters, static_cast<unsigned>(s >> a.slice_shift));
         atomicAdd(share + (s & (slice - 1)), n);
       }
     } else if constexpr (M == count_mode::registers) {
@@ -460,9 +460,8 @@ __global__ void __launch_bounds__(kTypedThreads, min_blocks<Binner, M>()) count_
   }
   if constexpr (in_cluster) {
     // Every block's adds into this share are done; then its cells and flow go to device memory.
-    const auto cluster = cooperative_groups::this_cluster();
-    cluster.sync();
-    const std::int64_t lo = static_cast<std::int64_t>(cluster.block_rank()) << a.slice_shift;
+    cluster_sync();
+    const std::int64_t lo = static_cast<std::int64_t>(cluster_rank()) << a.slice_shift;
     for (std::int64_t k = threadIdx.x; k < slice + 3; k += blockDim.x) {
       const std::int64_t s = k < slice ? lo + k : a.cells + (k - slice);
       if (counters[k] && (k >= slice || s < a.cells)) atomicAdd(&a.slots[s], static_cast<unsigned long long>(counters[k]));

@@ -101,7 +101,7 @@ bool cuda_owns(const void* p) { return device_of(p) >= 0; }
 /// The current device's figures the planner takes, asked once per device (every fill plans).
 void cuda_describe(plan_request& r) {
   struct figures {
-    int sms = 0, optin = 0, per_sm = 0;
+    int sms = 0, optin = 0, per_sm = 0, clusters = 0;
   };
   static std::mutex mutex;
   static std::map<int, figures> known;
@@ -112,11 +112,13 @@ void cuda_describe(plan_request& r) {
     TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&made.sms, cudaDevAttrMultiProcessorCount, device));
     TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&made.optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&made.per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&made.clusters, cudaDevAttrClusterLaunch, device));
     return made;
   });
   r.device_sms = f.sms;
   r.device_shared_bytes = f.optin;
   r.device_shared_per_sm = f.per_sm;
+  r.device_clusters = f.clusters != 0;
 }
 
 /// A column in device memory: the caller's (`device`, from device_of, is >= 0), or a copy of

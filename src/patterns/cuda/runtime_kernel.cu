@@ -3,7 +3,6 @@
 // the CUDA runtime loads it as a context-independent library, and each (source, architecture)
 // is compiled once per process.
 #include <cuda_runtime_api.h>
-#include <nvrtc.h>
 
 #include <algorithm>
 #include <map>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "base/cuda_check.cuh"
+#include "patterns/cuda/nvrtc_library.hpp"
 #include "tally/error.hpp"
 #include "tally/patterns/runtime_kernel.hpp"
 
@@ -21,17 +21,18 @@ namespace tally {
 namespace {
 
 void check_nvrtc(nvrtcResult status, const char* what) {
-  if (status != NVRTC_SUCCESS) throw error(std::string("NVRTC error: ") + nvrtcGetErrorString(status) + " in " + what);
+  if (status != NVRTC_SUCCESS)
+    throw error(std::string("NVRTC error: ") + detail::nvrtc().GetErrorString(status) + " in " + what);
 }
 
 /// An NVRTC program, destroyed on every path.
 class program {
  public:
   explicit program(const std::string& source) {
-    check_nvrtc(nvrtcCreateProgram(&p_, source.c_str(), "tally_user_kernel.cu", 0, nullptr, nullptr),
+    check_nvrtc(detail::nvrtc().CreateProgram(&p_, source.c_str(), "tally_user_kernel.cu", 0, nullptr, nullptr),
                 "nvrtcCreateProgram");
   }
-  ~program() { nvrtcDestroyProgram(&p_); }
+  ~program() { detail::nvrtc().DestroyProgram(&p_); }
   program(const program&) = delete;
   program& operator=(const program&) = delete;
 
@@ -41,7 +42,7 @@ class program {
     // C++17 as the rest of tally; functions without an annotation are device functions (the
     // user's preamble); no fused multiply-add, as tally's own kernels.
     const char* options[] = {arch.c_str(), "--std=c++17", "--device-as-default-execution-space", "--fmad=false"};
-    const nvrtcResult status = nvrtcCompileProgram(p_, static_cast<int>(std::size(options)), options);
+    const nvrtcResult status = detail::nvrtc().CompileProgram(p_, static_cast<int>(std::size(options)), options);
     if (status == NVRTC_SUCCESS) return;
     if (status != NVRTC_ERROR_COMPILATION) check_nvrtc(status, "nvrtcCompileProgram");
     throw error("tally: the kernel does not compile (NVRTC, " + target + "):\n" + log());
@@ -49,26 +50,26 @@ class program {
 
   std::string log() const {
     std::size_t size = 0;
-    check_nvrtc(nvrtcGetProgramLogSize(p_, &size), "nvrtcGetProgramLogSize");
+    check_nvrtc(detail::nvrtc().GetProgramLogSize(p_, &size), "nvrtcGetProgramLogSize");
     std::string text(size, '\0');
-    check_nvrtc(nvrtcGetProgramLog(p_, text.data()), "nvrtcGetProgramLog");
+    check_nvrtc(detail::nvrtc().GetProgramLog(p_, text.data()), "nvrtcGetProgramLog");
     while (!text.empty() && (text.back() == '\0' || text.back() == '\n')) text.pop_back();
     return text;
   }
 
   std::string ptx() const {
     std::size_t size = 0;
-    check_nvrtc(nvrtcGetPTXSize(p_, &size), "nvrtcGetPTXSize");
+    check_nvrtc(detail::nvrtc().GetPTXSize(p_, &size), "nvrtcGetPTXSize");
     std::string code(size, '\0');
-    check_nvrtc(nvrtcGetPTX(p_, code.data()), "nvrtcGetPTX");
+    check_nvrtc(detail::nvrtc().GetPTX(p_, code.data()), "nvrtcGetPTX");
     return code;  // keeps its terminating NUL, which cudaLibraryLoadData needs for PTX
   }
 
   std::string cubin() const {
     std::size_t size = 0;
-    check_nvrtc(nvrtcGetCUBINSize(p_, &size), "nvrtcGetCUBINSize");
+    check_nvrtc(detail::nvrtc().GetCUBINSize(p_, &size), "nvrtcGetCUBINSize");
     std::string code(size, '\0');
-    check_nvrtc(nvrtcGetCUBIN(p_, code.data()), "nvrtcGetCUBIN");
+    check_nvrtc(detail::nvrtc().GetCUBIN(p_, code.data()), "nvrtcGetCUBIN");
     return code;
   }
 
@@ -80,9 +81,9 @@ class program {
 const std::vector<int>& nvrtc_architectures() {
   static const std::vector<int> archs = [] {
     int n = 0;
-    check_nvrtc(nvrtcGetNumSupportedArchs(&n), "nvrtcGetNumSupportedArchs");
+    check_nvrtc(detail::nvrtc().GetNumSupportedArchs(&n), "nvrtcGetNumSupportedArchs");
     std::vector<int> a(static_cast<std::size_t>(n));
-    if (n > 0) check_nvrtc(nvrtcGetSupportedArchs(a.data()), "nvrtcGetSupportedArchs");
+    if (n > 0) check_nvrtc(detail::nvrtc().GetSupportedArchs(a.data()), "nvrtcGetSupportedArchs");
     std::sort(a.begin(), a.end());
     return a;
   }();
