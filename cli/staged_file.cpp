@@ -81,13 +81,15 @@ int create_beside(const std::string& target, std::string& temp) {
 }
 
 /// Writes all of `bytes` to `fd` and closes it; returns 0, or the errno of the first failure.
-/// SIGPIPE is held back meanwhile, so that a FIFO whose reader has gone is EPIPE, an error
-/// reported like any other, not the end of the process.
+/// SIGPIPE and SIGXFSZ are held back meanwhile, so that a FIFO whose reader has gone (EPIPE) and
+/// a file past the process' size limit (EFBIG, ulimit -f) are errors reported like any other,
+/// not the end of the process.
 int write_and_close(int fd, const std::string& bytes) {
-  sigset_t pipe_signal, before;
-  sigemptyset(&pipe_signal);
-  sigaddset(&pipe_signal, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe_signal, &before);
+  sigset_t held, before;
+  sigemptyset(&held);
+  sigaddset(&held, SIGPIPE);
+  sigaddset(&held, SIGXFSZ);
+  pthread_sigmask(SIG_BLOCK, &held, &before);
   int err = 0;
   for (std::size_t done = 0; done < bytes.size() && err == 0;) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -96,9 +98,13 @@ int write_and_close(int fd, const std::string& bytes) {
     else if (n == 0 || errno != EINTR)
       err = n == 0 ? EIO : errno;
   }
-  if (err == EPIPE && !sigismember(&before, SIGPIPE)) {
+  const int raised = err == EPIPE ? SIGPIPE : err == EFBIG ? SIGXFSZ : 0;
+  if (raised && !sigismember(&before, raised)) {
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, raised);
     const timespec now{0, 0};
-    sigtimedwait(&pipe_signal, nullptr, &now);  // the SIGPIPE that write raised, taken back
+    sigtimedwait(&one, nullptr, &now);  // the signal that write raised, taken back
   }
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (::close(fd) != 0 && err == 0) err = errno;

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -299,6 +300,25 @@ TEST(Safety, AFifoWhoseReaderLeavesIsAnError) {
 // `tally hist --threads 1000` under a 4 GiB address-space limit once ended in "libgomp: Thread
 // creation failed": 610 threads of 8 MiB stacks for 40 M samples. Counts above the machine's
 // threads are capped at them (as --help says).
+TEST(Safety, AnOutputPastTheFileSizeLimitIsAnError) {
+  // Under `ulimit -f` a write past the limit raises SIGXFSZ, which ends a process by default:
+  // the tool holds it back, reports the write's EFBIG and leaves no partial file.
+  scratch dir;
+  write_bytes(dir.path("a.npy"), f64_npy(4096));
+  const std::vector<std::string> before = dir.listing();
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit small = old;
+  small.rlim_cur = 16384;  // bytes: the CSV of 4096 bins is larger
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const outcome o = tally({"hist", dir.path("a.npy"), "--bins", "4096", "--no-bars", "--out", dir.path("out.csv")});
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+  EXPECT_EQ(o.code, kFailure) << o.err;
+  EXPECT_NE(o.err.find("tally: error: cannot write " + dir.path("out.csv")), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("File too large"), std::string::npos) << o.err;
+  EXPECT_EQ(dir.listing(), before);
+}
+
 TEST(Safety, ThreadsBeyondTheMachineAreCapped) {
   const unsigned machine = std::thread::hardware_concurrency();
   const outcome help = tally({"hist", "--help"});
