@@ -104,6 +104,11 @@ std::pair<double, double> data_range(const extrema& data, tally::dtype sample) {
   }
 }
 
+/// The range of equal bins: --range, else numpy's from the data.
+std::pair<double, double> equal_bins_range(const axis_spec& spec, const source_info& input, const extrema& data) {
+  return spec.range ? *spec.range : data_range(data, input.type);
+}
+
 /// numpy's bin type (the edges' float type) for samples of type `sample`: their own for f16 and
 /// f32 (bf16, which numpy lacks, as tally's regular axis rounds), f64 for the others.
 tally::dtype edge_type_for(tally::dtype sample) {
@@ -153,14 +158,15 @@ std::vector<axis_spec> axis_specs(const axis_options& o, int columns) {
   return specs;
 }
 
-bool needs_extrema(const axis_spec& spec, const source_info& input) {
+bool needs_first_pass(const axis_spec& spec, const source_info& input) {
+  if (spec.estimator) return true;
   if (spec.edges || spec.range) return false;
-  return spec.estimator || !(input.integer_hi && (spec.integer || !spec.bins));
+  return !(input.integer_hi && (spec.integer || !spec.bins));
 }
 
 std::int64_t estimated_bins(const axis_spec& spec, const source_info& input, const extrema& data,
                             const std::vector<double>& values) {
-  const auto [lo, hi] = spec.range ? *spec.range : data_range(data, input.type);
+  const auto [lo, hi] = equal_bins_range(spec, input, data);
   const tally::bin_estimate e = tally::estimate_bins(*spec.estimator, values.data(),
                                                      static_cast<std::int64_t>(values.size()), lo, hi,
                                                      !tally::is_floating(input.type));
@@ -186,7 +192,7 @@ tally::axis make_axis(const axis_spec& spec, const source_info& input, const ext
   // floats), the samples' own float type for a range from the data (f64 for integers; bf16 as f64).
   const tally::dtype edges = edge_type_for(input.type);
   const tally::dtype arithmetic = spec.range || edges == tally::dtype::bf16 ? tally::dtype::f64 : edges;
-  const auto [lo, hi] = spec.range ? *spec.range : data_range(data, input.type);
+  const auto [lo, hi] = equal_bins_range(spec, input, data);
   return tally::equal_bins(spec.bins.value_or(kDefaultBins), lo, hi, arithmetic, edges);
 }
 

@@ -37,8 +37,9 @@ axis_options parse_axis_options(const hist_args& args);
 /// One spec per column: each option gives one value for all columns or one per column.
 std::vector<axis_spec> axis_specs(const axis_options& options, int columns);
 
-/// Whether building this column's axis needs the data's extrema (a first pass over the file).
-bool needs_extrema(const axis_spec& spec, const source_info& input);
+/// Whether building this column's axis needs a first pass over the file: for the data's extrema,
+/// or for the values an estimator reads.
+bool needs_first_pass(const axis_spec& spec, const source_info& input);
 
 /// The number of bins of spec's estimator over the column's values (NaN left out): numpy's for
 /// the range the axis takes (--range, or the data's). Prints numpy's warning where stone's search

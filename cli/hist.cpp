@@ -249,9 +249,8 @@ int run_hist(const hist_args& a) {
   if (!a.weights.empty()) weights = open_weights(a.weights, rows);
   std::vector<axis_spec> specs = axis_specs(axis_opts, columns);
 
-  const bool two_passes = axis_opts.estimator || std::any_of(specs.begin(), specs.end(), [&](const axis_spec& s) {
-                            return needs_extrema(s, src);
-                          });
+  const bool two_passes = std::any_of(specs.begin(), specs.end(),
+                                      [&](const axis_spec& s) { return needs_first_pass(s, src); });
   const std::size_t item = tally::size_of(src.type);
   // Never more buffer than the data need, never less than one row.
   const std::int64_t chunk_rows = std::clamp<std::int64_t>(
