@@ -325,9 +325,12 @@ def overheads(torch, cupy):
     out = []
     x = np.random.default_rng(2).random(16)
     xi = np.arange(16, dtype=np.int64) % 5
+    sparse = np.array([2**26])
     cpu = [("tally.histogram(16 f64, bins=16, range=(0, 1))", "numpy.histogram",
             lambda: tally.histogram(x, 16, (0, 1)), lambda: np.histogram(x, 16, (0, 1))),
-           ("tally.bincount(16 i64)", "numpy.bincount", lambda: tally.bincount(xi), lambda: np.bincount(xi))]
+           ("tally.bincount(16 i64)", "numpy.bincount", lambda: tally.bincount(xi), lambda: np.bincount(xi)),
+           # One sample of 2^26: 2^26 + 1 cells that cost only the pages written (numpy's calloc).
+           ("tally.bincount([2**26])", "numpy.bincount", lambda: tally.bincount(sparse), lambda: np.bincount(sparse))]
     groups = [("cpu", 16, cpu, lambda: None)]
     for lib, present in (("torch", torch), ("cupy", cupy)):
         if present is None or torch is None:

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <tuple>
 #include <utility>
@@ -233,6 +234,43 @@ std::vector<py_histogram*> copy_all(const std::vector<py_histogram*>& hs) {
 
 }  // namespace
 
+/// A one-shot fill on the host's side (tally.histogram, bincount, histogramdd of arrays that are
+/// not CUDA tensors): the histogram made, filled and handed to numpy as its cells, without a
+/// copy. The array owns the histogram, so cells the samples never touch stay calloc's untouched
+/// pages, as in numpy's own bincount. Returns (values, (underflow, overflow, nan)), zeros without `flow`.
+nb::tuple fill_and_take(std::vector<tally::axis> axes, const std::vector<any_array>& columns,
+                        const std::optional<any_array>& weights, const std::string& strategy,
+                        const std::string& backend, bool flow, std::int64_t sum_block) {
+  const fill_views v(columns, weights);
+  auto h = std::make_unique<tally::histogram>(
+      std::move(axes), make_options(weights.has_value(), strategy, backend_named(backend), flow, false, 0, false, sum_block));
+  void* cells = nullptr;
+  {
+    nb::gil_scoped_release release;
+    if (v.weights) {
+      h->fill(v.columns, *v.weights);
+      cells = const_cast<double*>(h->sums_data());
+    } else {
+      h->fill(v.columns);
+      cells = const_cast<std::uint64_t*>(h->counts_u64());
+    }
+  }
+  std::vector<std::size_t> dims;
+  for (const auto n : h->shape()) dims.push_back(static_cast<std::size_t>(n));
+  const tally::flow_counts dropped = flow ? h->flow() : tally::flow_counts{};
+  const bool weighted = h->weighted();
+  nb::capsule owner(h.release(), [](void* p) noexcept { delete static_cast<tally::histogram*>(p); });
+  nb::object values;
+  if (weighted) {
+    values = nb::cast(nb::ndarray<nb::numpy, double>(static_cast<double*>(cells), dims.size(), dims.data(), owner));
+  } else {
+    // nanobind hands int64 cells over as numpy's longlong ('q'); numpy's counts are int64 ('l').
+    values = nb::cast(nb::ndarray<nb::numpy, std::int64_t>(static_cast<std::int64_t*>(cells), dims.size(), dims.data(), owner))
+                 .attr("view")(nb::module_::import_("numpy").attr("int64"));
+  }
+  return nb::make_tuple(values, nb::make_tuple(dropped.underflow, dropped.overflow, dropped.nan));
+}
+
 void register_histogram(nb::module_& m) {
   nb::class_<py_histogram>(m, "Hist")
       .def(nb::init<std::vector<tally::axis>, bool, const std::string&, const std::string&, bool, bool, int, bool,
@@ -262,6 +300,8 @@ void register_histogram(nb::module_& m) {
       .def_static("from_bytes", &py_histogram::from_bytes, "data"_a, "backend"_a, "saved"_a = "",
                   nb::rv_policy::take_ownership);
 
+  m.def("fill_and_take", &fill_and_take, "axes"_a, "columns"_a, "weights"_a.none(), "strategy"_a, "backend"_a,
+        "flow"_a, "sum_block"_a);
   m.def("merge", &merge_all, "into"_a, "other"_a);
   m.def("equal", &equal_all, "a"_a, "b"_a);
   m.def("copy", &copy_all, "histograms"_a, nb::rv_policy::take_ownership);

@@ -41,9 +41,16 @@ void check_room(const C* destination, const A* add, std::size_t n, int threads, 
   const std::uint64_t limit = std::numeric_limits<C>::max();
   const auto cells = static_cast<std::int64_t>(n);
   std::int64_t first = cells;
-#pragma omp parallel for if (cells >= kParallelCells) num_threads(threads) reduction(min : first)
-  for (std::int64_t k = 0; k < cells; ++k)
-    if (add[k] > limit - destination[k] && k < first) first = k;
+  // Below the threshold no parallel region at all: entering one, even of one thread, costs the
+  // runtime's team set-up, a few microseconds of a small call.
+  if (cells < kParallelCells) {
+    for (std::int64_t k = 0; k < cells && first == cells; ++k)
+      if (add[k] > limit - destination[k]) first = k;
+  } else {
+#pragma omp parallel for num_threads(threads) reduction(min : first)
+    for (std::int64_t k = 0; k < cells; ++k)
+      if (add[k] > limit - destination[k] && k < first) first = k;
+  }
   if (first == cells) return;
   const auto k = static_cast<std::size_t>(first);
   throw error(overflow_message(call, k, destination[k], add[k], 8 * sizeof(C)));
@@ -54,7 +61,11 @@ template <class C, class A>
 void add_checked(C* destination, const A* add, std::size_t n, int threads, const char* call = "fill") {
   check_room(destination, add, n, threads, call);
   const auto cells = static_cast<std::int64_t>(n);
-#pragma omp parallel for if (cells >= kParallelCells) num_threads(threads)
+  if (cells < kParallelCells) {
+    for (std::int64_t k = 0; k < cells; ++k) destination[k] += static_cast<C>(add[k]);
+    return;
+  }
+#pragma omp parallel for num_threads(threads)
   for (std::int64_t k = 0; k < cells; ++k) destination[k] += static_cast<C>(add[k]);
 }
 

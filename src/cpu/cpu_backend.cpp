@@ -287,6 +287,18 @@ int threads_that_fit(int wanted, std::uint64_t per_thread, std::uint64_t shared)
   return static_cast<int>(std::min<std::uint64_t>(wanted, (room - shared) / std::max<std::uint64_t>(per_thread, 1)));
 }
 
+/// body() on the threads of a parallel region, or called directly for one thread: a region, even
+/// of one thread, costs the runtime's team set-up, microseconds of a small call. body's barriers
+/// and worksharing loops, orphaned, then run as that one thread's.
+template <class F> void run_threads(int threads, const F& body) {
+  if (threads <= 1) {
+    body();
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  body();
+}
+
 void fill_counts(const fill_job& job) {
   const job_binner binner(job);
   const int shift = job.plan.replicas == 4 ? 2 : 0;
@@ -313,8 +325,7 @@ void fill_counts(const fill_job& job) {
   const std::int64_t per_pass = kMaxSamplesPerMerge * threads;
   for (std::int64_t pass = 0; pass < job.n; pass += per_pass) {
     const std::int64_t pass_n = std::min(per_pass, job.n - pass);
-#pragma omp parallel num_threads(threads)
-    {
+    run_threads(threads, [&] {
       const int t = omp_get_thread_num();
       count_sink sink{privates[static_cast<std::size_t>(t)].data(), shift, {}};
       binner.run(pass + pass_n * t / threads, pass + pass_n * (t + 1) / threads, sink);
@@ -334,7 +345,7 @@ void fill_counts(const fill_job& job) {
         }
         if (sum) total[static_cast<std::size_t>(k)] += sum;
       }
-    }
+    });
   }
   add_counts(job, total.data());
   if (job.flow)
@@ -369,8 +380,7 @@ void fill_sums(const fill_job& job) {
   }
   std::vector<local_flow> flows(static_cast<std::size_t>(threads));
 
-#pragma omp parallel num_threads(threads)
-  {
+  run_threads(threads, [&] {
     const auto t = static_cast<std::size_t>(omp_get_thread_num());
     auto& partial = partials[t];
     auto& mine = touched[t];
@@ -403,7 +413,7 @@ void fill_sums(const fill_job& job) {
       }
     }
     flows[t] = sink.flow;
-  }
+  });
   if (job.flow)
     for (const auto& f : flows) f.add_to(*job.flow);
 }
@@ -414,13 +424,12 @@ void fill_exact(const fill_job& job) {
   const job_binner binner(job);
   const int threads = thread_count(job.plan, (job.n + kTile - 1) / kTile);
   std::vector<local_flow> flows(static_cast<std::size_t>(threads));
-#pragma omp parallel num_threads(threads)
-  {
+  run_threads(threads, [&] {
     const int t = omp_get_thread_num();
     exact_sink sink{job.exact, job.weights, threads > 1, {}};
     binner.run(job.n * t / threads, job.n * (t + 1) / threads, sink);
     flows[static_cast<std::size_t>(t)] = sink.flow;
-  }
+  });
   if (job.flow)
     for (const auto& f : flows) f.add_to(*job.flow);
 }

@@ -65,14 +65,16 @@ def fill(axes, columns, weights, src, strategy, device, flow=False, sum_block=65
     torch and cupy arrays in CUDA memory are counted by tally::device_histogram on the caller's
     current stream, without a host wait (but for the flow counts' read-back), and the cells
     come back in place as a tensor of that library on that device. Other inputs go through
-    tally::histogram, whose cells are on the host."""
+    tally::histogram, whose storage on the host becomes the result without a copy."""
     backend = backend_for(device, src)
     if src.on_cuda and backend != "cpu" and src.lib in ("torch", "cupy"):
         return _fill_on_stream(axes, columns, weights, src, strategy_arg(strategy), flow)
-    h = _tally.Hist(axes, weights is not None, strategy_arg(strategy), backend, flow, sum_block=sum_block)
-    fill_into(h, columns, weights, src)
-    values = src.result(h.values())
-    return (values, h.flow()) if flow else values
+    require_cuda(src)
+    with device_of(src, wait=True):
+        values, dropped = _in_layout(lambda c, w: _tally.fill_and_take(
+            axes, c, w, strategy_arg(strategy), backend, flow, sum_block), columns, weights)
+    values = src.result(values)
+    return (values, dropped) if flow else values
 
 
 def _fill_on_stream(axes, columns, weights, src, strategy, flow):
