@@ -1,5 +1,6 @@
 """tally.Histogram: axes x storage, filled chunk by chunk, read at the end (tally::histogram)."""
 
+import numbers
 import operator
 
 import numpy as np
@@ -90,7 +91,7 @@ class Histogram:
     >>> x = np.random.default_rng(0).normal(size=10_000).astype(np.float32)
     >>> h = tally.Histogram(tally.axis.regular(64, -4, 4, np.float32))
     >>> for chunk in np.array_split(x, 10):
-    ...     h.fill(chunk)
+    ...     _ = h.fill(chunk)
     >>> np.array_equal(h.values(), np.histogram(x, 64, range=(-4, 4))[0])
     True
 
@@ -99,7 +100,9 @@ class Histogram:
     >>> a = tally.Histogram([tally.axis.regular(2, 0, 1), tally.axis.integer(0, 3)])
     >>> b = a.copy()
     >>> a.fill(np.array([0.1, 0.6]), np.array([0, 2]))
+    tally.Histogram([regular(2 bins), integer(3 bins)], samples=2)
     >>> b.fill(np.array([[0.7, 2]]))
+    tally.Histogram([regular(2 bins), integer(3 bins)], samples=1)
     >>> (a + b).values()
     array([[1, 0, 0],
            [0, 0, 2]])
@@ -204,8 +207,8 @@ class Histogram:
 
         Returns
         -------
-        None
-            The cells change in place.
+        Histogram
+            This histogram, its cells changed in place (so calls chain, as boost-histogram's).
 
         Raises
         ------
@@ -220,11 +223,11 @@ class Histogram:
         --------
         >>> import numpy as np, tally
         >>> h = tally.Histogram(tally.axis.regular(2, 0, 2), weighted=True)
-        >>> h.fill(np.array([0.5, 1.5, 1.2]), weight=np.array([2.0, 0.5, 0.25]))
-        >>> h.values()
+        >>> h.fill(np.array([0.5, 1.5, 1.2]), weight=np.array([2.0, 0.5, 0.25])).values()
         array([2.  , 0.75])
         >>> c = tally.Histogram(tally.axis.integer(0, 4), channels=3)
         >>> c.fill(np.array([[0, 1, 3], [1, 1, 2]], np.uint8))  # two RGB pixels
+        tally.Histogram([integer(4 bins), integer(4 bins), integer(4 bins)], samples=2)
         >>> c.values()
         array([[1, 1, 0, 0],
                [0, 2, 0, 0],
@@ -233,12 +236,15 @@ class Histogram:
         if not samples:
             raise TypeError("fill() needs samples")
         if self._channels is not None:
-            return self._fill_channels(samples, weight)
+            self._fill_channels(samples, weight)
+            return self
         src, columns, w = self._fill_args(samples, weight)
         if (self._backend == "cuda" and not src.on_cuda and not self.exact_sums
                 and _host_bytes(columns, w) > _STREAM_ABOVE):
-            return self._stream(columns, w, _STREAM_ABOVE, 3)
-        fill_into(self._hists[0], columns, w, src)
+            self._stream(columns, w, _STREAM_ABOVE, 3)
+        else:
+            fill_into(self._hists[0], columns, w, src)
+        return self
 
     def fill_streamed(self, *samples, weight=None, buffer_bytes=64 << 20, buffers=3):
         """Fill from host arrays streamed through the current CUDA device.
@@ -263,8 +269,8 @@ class Histogram:
 
         Returns
         -------
-        None
-            The cells change in place.
+        Histogram
+            This histogram, its cells changed in place (so calls chain, as boost-histogram's).
 
         Raises
         ------
@@ -291,6 +297,7 @@ class Histogram:
         if src.on_cuda:
             raise ValueError(f"fill_streamed: the samples are in CUDA memory ({src.where()}); use fill()")
         self._stream(columns, w, operator.index(buffer_bytes), operator.index(buffers))
+        return self
 
     def _fill_args(self, samples, weight):
         """The fill's first Source, its column Sources and its weights Source (or None)."""
@@ -346,11 +353,85 @@ class Histogram:
         --------
         >>> import numpy as np, tally
         >>> h = tally.Histogram(tally.axis.integer(0, 5))
-        >>> h.fill(np.array([0, 1, 1, 4, 5, -1]))
-        >>> h.values()
+        >>> h.fill(np.array([0, 1, 1, 4, 5, -1])).values()
         array([1, 2, 0, 0, 1])
         """
         return self._per_channel([h.values() for h in self._hists])
+
+    def view(self, flow=False):
+        """The cells as an array, as boost-histogram's ``view`` of its Int64 and Double storages.
+
+        Parameters
+        ----------
+        flow : bool, optional
+            Must be False: tally keeps flow counters, not per-axis flow bins (see `flow`).
+
+        Returns
+        -------
+        numpy.ndarray or list of numpy.ndarray
+            The same array as :meth:`values`.
+
+        Raises
+        ------
+        ValueError
+            ``flow=True``.
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> h = tally.Histogram(tally.axis.integer(0, 3)).fill(np.array([0, 2, 2]))
+        >>> h.view(), np.asarray(h)
+        (array([1, 0, 2]), array([1, 0, 2]))
+        """
+        if flow:
+            raise ValueError("view(flow=True): tally keeps flow counters (Histogram.flow), not flow bins")
+        return self.values()
+
+    # numpy reads the histogram as an array (np.asarray) but leaves arithmetic to it: a numpy
+    # scalar or array on the left of an operator defers to the histogram's own operators.
+    __array_ufunc__ = None
+
+    def __array__(self, dtype=None, copy=None):
+        values = self.values()
+        if isinstance(values, list):
+            raise ValueError("a channel histogram whose channels differ in bins is not one array")
+        return np.asarray(values, dtype) if copy is None else np.array(values, dtype, copy=copy)
+
+    def sum(self, flow=False):
+        """The total of the cells: the samples counted, or the sum of their weights.
+
+        Parameters
+        ----------
+        flow : bool, optional
+            Add the samples dropped from the bins (``flow=True`` histograms of counts only).
+
+        Returns
+        -------
+        int or float or numpy.ndarray
+            An int for counts, a float for sums of weights; for channels, one per channel.
+
+        Raises
+        ------
+        ValueError
+            ``flow=True`` on a histogram without flow counters, or on sums of weights (the
+            flow counters count samples, not weights).
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> h = tally.Histogram(tally.axis.regular(4, 0, 1), flow=True)
+        >>> h.fill(np.array([0.1, 0.2, 0.9, 5.0])).sum(), h.sum(flow=True)
+        (3, 4)
+        """
+        totals = [h.values().sum() for h in self._hists]
+        if flow:
+            if not self._flow:
+                raise ValueError("sum(flow=True): construct the Histogram with flow=True")
+            if self._hists[0].weighted:
+                raise ValueError("sum(flow=True): the flow counters count samples, not the sums of their weights")
+            totals = [t + sum(h.flow()) for t, h in zip(totals, self._hists)]
+        totals = [t.item() if isinstance(t, np.generic) else t for t in totals]
+        return totals[0] if self._channels is None else np.array(totals)
 
     def density(self):
         """numpy's density: the values over the bin volumes and the total.
@@ -366,8 +447,7 @@ class Histogram:
         >>> import numpy as np, tally
         >>> x = np.array([0.5, 1.5, 1.5, 2.5, 3.0])
         >>> h = tally.Histogram(tally.axis.regular(4, 0, 4))
-        >>> h.fill(x)
-        >>> h.density()
+        >>> h.fill(x).density()
         array([0.2, 0.4, 0.2, 0.2])
         >>> np.array_equal(h.density(), np.histogram(x, 4, range=(0, 4), density=True)[0])
         True
@@ -419,8 +499,7 @@ class Histogram:
         --------
         >>> import numpy as np, tally
         >>> h = tally.Histogram(tally.axis.regular(4, 0, 4), flow=True)
-        >>> h.fill(np.array([-1.0, 0.5, 5.0, np.nan, 2.0]))
-        >>> h.flow
+        >>> h.fill(np.array([-1.0, 0.5, 5.0, np.nan, 2.0])).flow
         {'underflow': 1, 'overflow': 1, 'nan': 1}
         """
         if not self._flow:
@@ -441,8 +520,7 @@ class Histogram:
         --------
         >>> import numpy as np, tally
         >>> h = tally.Histogram(tally.axis.regular(2, 0, 1))
-        >>> h.fill(np.array([0.2, 0.7, 3.0]))
-        >>> h.samples
+        >>> h.fill(np.array([0.2, 0.7, 3.0])).samples
         3
         """
         return self._hists[0].samples
@@ -459,8 +537,7 @@ class Histogram:
         --------
         >>> import numpy as np, tally
         >>> h = tally.Histogram(tally.axis.regular(2, 0, 1))
-        >>> h.fill(np.array([0.2, 0.7]))
-        >>> h.reset()
+        >>> h.fill(np.array([0.2, 0.7])).reset()
         >>> h.values(), h.samples
         (array([0, 0]), 0)
         """
@@ -531,8 +608,7 @@ class Histogram:
         --------
         >>> import numpy as np, tally
         >>> h = tally.Histogram(tally.axis.integer(0, 3))
-        >>> h.fill(np.array([0, 1, 1]))
-        >>> h.counts()
+        >>> h.fill(np.array([0, 1, 1])).counts()
         array([1, 2, 0])
         >>> print(tally.Histogram(tally.axis.integer(0, 3), weighted=True).counts())
         None
@@ -554,8 +630,7 @@ class Histogram:
         --------
         >>> import numpy as np, tally
         >>> h = tally.Histogram(tally.axis.integer(0, 3))
-        >>> h.fill(np.array([0, 1, 1]))
-        >>> h.variances()
+        >>> h.fill(np.array([0, 1, 1])).variances()
         array([1, 2, 0])
         """
         return self.counts()
@@ -598,8 +673,7 @@ class Histogram:
         --------
         >>> import numpy as np, tally
         >>> h = tally.Histogram(tally.axis.regular(4, 0, 4), flow=True)
-        >>> h.fill(np.array([0.5, 1.5, -1.0, 9.0, np.nan]))
-        >>> b = h.to_boost()
+        >>> b = h.fill(np.array([0.5, 1.5, -1.0, 9.0, np.nan])).to_boost()
         >>> b.values(flow=True).tolist()  # underflow, 4 bins, overflow (NaN included)
         [1, 1, 1, 0, 0, 2]
         """
@@ -680,6 +754,72 @@ class Histogram:
         out += other
         return out
 
+    def __radd__(self, other):
+        # sum([h1, h2, ...]) starts from 0.
+        if isinstance(other, numbers.Integral) and not isinstance(other, (bool, np.bool_)) and other == 0:
+            return self.copy()
+        return NotImplemented
+
+    # ---- arithmetic, as boost-histogram defines it for its Int64 and Double storages ----
+    # Counts times a non-negative integer stay counts (flow counters and samples scaled too);
+    # every other product, quotient and difference is a Double histogram (weighted=True) of the
+    # float64 values, which, as boost-histogram's Double, has no flow counters and counts no
+    # samples. Exact sums enter as their correctly rounded values.
+
+    def _same_axes(self, other, op):
+        self._same_kind(other)
+        if len(self.axes) != len(other.axes) or not all(a == b for a, b in zip(self.axes, other.axes)):
+            raise ValueError(f"{op}: the histograms' axes differ")
+
+    def _as_double(self, values, op):
+        if self._channels is not None:
+            raise ValueError(f"{op}: a channel histogram holds counts; it scales only by a non-negative integer")
+        out = Histogram(self.axes, weighted=True, device=self._backend)
+        out._hists[0].assign(np.ascontiguousarray(values, np.float64).ravel(), (0, 0, 0), 0)
+        return out
+
+    def _counts_times(self, k):
+        out = self.copy()
+        for h in out._hists:
+            cells = h.values().view(np.uint64)
+            if k and int(cells.max(initial=0)) > (2**64 - 1) // k:
+                raise OverflowError(f"multiply: a count times {k} exceeds 64 bits")
+            dropped = tuple(int(v) * k for v in h.flow()) if self._flow else (0, 0, 0)
+            h.assign(np.ascontiguousarray(cells * np.uint64(k)).ravel(), dropped, h.samples * k)
+        return out
+
+    @staticmethod
+    def _scalar(x):
+        return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
+
+    def _binary(self, other, op, f):
+        if isinstance(other, Histogram):
+            self._same_axes(other, op)
+            a, b = other.values(), self.values()
+        elif self._scalar(other):
+            a, b = other, self.values()
+        else:
+            return NotImplemented
+        # x / 0 is inf or nan, with numpy's warning, as in boost-histogram.
+        return self._as_double(f(np.asarray(b, np.float64), np.asarray(a, np.float64)), op)
+
+    def __mul__(self, other):
+        if (self._scalar(other) and isinstance(other, numbers.Integral) and not self._hists[0].weighted):
+            if other < 0:
+                raise ValueError(f"multiply: counts are unsigned; multiply by {float(other)} for a Double histogram")
+            return self._counts_times(int(other))
+        return self._binary(other, "multiply", np.multiply)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        return self._binary(other, "divide", np.true_divide)
+
+    def __sub__(self, other):
+        if not isinstance(other, Histogram):
+            return NotImplemented
+        return self._binary(other, "subtract", np.subtract)
+
     def __eq__(self, other):
         if not isinstance(other, Histogram):
             return NotImplemented
@@ -699,12 +839,10 @@ class Histogram:
         --------
         >>> import numpy as np, tally
         >>> h = tally.Histogram(tally.axis.integer(0, 3))
-        >>> h.fill(np.array([0, 1, 1]))
-        >>> c = h.copy()
+        >>> c = h.fill(np.array([0, 1, 1])).copy()
         >>> c == h
         True
-        >>> c.fill(np.array([2]))
-        >>> c == h, h.samples, c.samples
+        >>> c.fill(np.array([2])) == h, h.samples, c.samples
         (False, 3, 4)
         """
         out = object.__new__(type(self))

@@ -92,8 +92,7 @@ def variable(edges):
     >>> axis.bins, axis.edges()
     (3, array([ 0.,  1., 10., inf]))
     >>> h = tally.Histogram(axis)
-    >>> h.fill(np.array([0.5, 1.0, 99.0, -1.0]))
-    >>> h.values()
+    >>> h.fill(np.array([0.5, 1.0, 99.0, -1.0])).values()
     array([1, 1, 1])
     """
     e = np.ascontiguousarray(to_host(edges), dtype=np.float64)
@@ -137,8 +136,7 @@ def integer(lo, hi):
     >>> import numpy as np, tally
     >>> x = np.array([0, 1, 1, 4])
     >>> h = tally.Histogram(tally.axis.integer(0, 5))
-    >>> h.fill(x)
-    >>> h.values(), np.bincount(x)
+    >>> h.fill(x).values(), np.bincount(x)
     (array([1, 2, 0, 0, 1]), array([1, 2, 0, 0, 1]))
     """
     return _tally.Axis.integer(int64_arg(lo, "lo"), int64_arg(hi, "hi"))

@@ -1,0 +1,154 @@
+"""tally.Histogram as boost-histogram users handle one: fill returns the histogram, arithmetic by
+scalars and histograms, sum() of a list, sum(), view() and np.asarray, each compared with
+boost-histogram's own result on the same fills (Int64 storage for counts, Double for sums)."""
+
+import numpy as np
+import pytest
+
+import tally
+from conftest import DISTRIBUTIONS, assert_same_array, require_cuda_backend, samples
+
+bh = pytest.importorskip("boost_histogram")
+
+AXIS = (16, -3.0, 7.0)
+
+
+def both(rng, distribution, weighted=False, flow=True):
+    """A tally histogram and a boost-histogram one, filled with the same fresh samples."""
+    x = samples(rng, "f64", 5000, distribution, -4.0, 8.0)  # some beyond the axis, both sides
+    w = rng.uniform(-1, 3, x.size) if weighted else None
+    h = tally.Histogram(tally.axis.regular(*AXIS), weighted=weighted, flow=flow)
+    b = bh.Histogram(bh.axis.Regular(*AXIS), storage=bh.storage.Double() if weighted else bh.storage.Int64())
+    if weighted:
+        assert h.fill(x, weight=w) is h
+        b.fill(x, weight=w)
+    else:
+        assert h.fill(x) is h
+        b.fill(x)
+    return h, b
+
+
+def same(h, b):
+    """h holds b's cells, as int64 counts or float64 sums. Where boost-histogram keeps Int64
+    (a difference of counts, which may be negative), tally gives Double: tally's counts are
+    unsigned."""
+    want = b.values()
+    assert_same_array(h.values(), want.astype(np.float64 if h._hists[0].weighted else np.int64))
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_scalar_arithmetic_matches_boost_histogram(rng, distribution, weighted):
+    h, b = both(rng, distribution, weighted)
+    for k in (3, 2.5, -0.75):
+        same(h * k, b * k)
+        same(k * h, k * b)
+        same(h / k, b / k)
+    # numpy scalars: on the left, numpy defers to tally's operators (boost-histogram's becomes
+    # an array there).
+    same(h * np.float32(1.5), b * np.float32(1.5))
+    same(np.float64(2.5) * h, b * 2.5)
+    same(np.int64(2) * h, b * 2)
+    with np.errstate(divide="ignore", invalid="ignore"):  # inf and nan, as boost-histogram's
+        same(h / 0.0, b / 0.0)
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_histogram_arithmetic_matches_boost_histogram(rng, distribution):
+    (h1, b1), (h2, b2) = both(rng, distribution), both(rng, "uniform")
+    same(h1 - h2, b1 - b2)
+    same(h1 * h2, b1 * b2)
+    same(h1 / h2, b1 / b2)
+    same(sum([h1, h2, h1]), sum([b1, b2, b1]))
+    (w1, c1), (w2, c2) = both(rng, distribution, True), both(rng, "hot", True)
+    same(w1 - w2, c1 - c2)
+    same(w1 / w2, c1 / c2)
+    same(sum([w1, w2]), sum([c1, c2]))
+
+
+def test_counts_times_an_integer_stay_counts(rng):
+    h, _ = both(rng, "skewed")
+    tripled = h * 3
+    assert not tripled._hists[0].weighted
+    assert_same_array(tripled.values(), h.values() * 3)
+    assert tripled.flow == {k: 3 * v for k, v in h.flow.items()} and tripled.samples == 3 * h.samples
+    assert (h * 0).sum() == 0
+    with pytest.raises(ValueError, match="unsigned"):
+        h * -2
+    big = tally.Histogram(tally.axis.integer(0, 2)).fill(np.zeros(3, np.int64))
+    with pytest.raises(OverflowError):
+        big * (2**63)
+    doubled = h * 2.0  # a float: Double, without flow counters or samples (boost-histogram's Double)
+    assert doubled._hists[0].weighted and doubled.samples == 0
+    with pytest.raises(ValueError, match="flow=True"):
+        doubled.flow
+
+
+def test_arithmetic_refuses_what_it_cannot_do(rng):
+    h, _ = both(rng, "uniform")
+    other = tally.Histogram(tally.axis.regular(16, -3.0, 7.5)).fill(np.array([0.0]))
+    for op in (lambda: h - other, lambda: h * other, lambda: h / other):
+        with pytest.raises(ValueError, match="axes differ"):
+            op()
+    with pytest.raises(TypeError):
+        h - 1.0
+    with pytest.raises(TypeError):
+        h * "2"
+    with pytest.raises(TypeError):
+        sum([h], 1)
+    with pytest.raises(TypeError):
+        np.zeros(16) + h
+    rgb = tally.Histogram(tally.axis.integer(0, 4), channels=3).fill(np.array([[0, 1, 3], [1, 1, 2]], np.uint8))
+    assert_same_array((rgb * 2).values(), rgb.values() * 2)
+    with pytest.raises(ValueError, match="channel"):
+        rgb * 0.5
+
+
+def test_exact_sums_scale_as_their_rounded_values(rng):
+    x = samples(rng, "f64", 3000, "hot", -3.0, 7.0)
+    w = rng.uniform(-1, 1, x.size) * 2.0 ** rng.integers(-40, 40, x.size)
+    h = tally.Histogram(tally.axis.regular(*AXIS), weighted=True, exact_sums=True).fill(x, weight=w)
+    assert_same_array((h * 0.1).values(), h.values() * 0.1)
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_sum_view_and_asarray(rng, distribution):
+    h, b = both(rng, distribution)
+    assert h.sum() == b.sum() and isinstance(h.sum(), int)
+    assert h.sum(flow=True) == b.sum(flow=True) == h.samples
+    assert_same_array(h.view(), h.values())
+    assert_same_array(np.asarray(h), h.values())
+    assert np.asarray(h, np.float64).dtype == np.float64
+    with pytest.raises(ValueError, match="flow"):
+        h.view(flow=True)
+    w, c = both(rng, distribution, weighted=True)
+    assert w.sum() == pytest.approx(c.sum(), rel=1e-12) and isinstance(w.sum(), float)
+    with pytest.raises(ValueError, match="samples, not"):
+        w.sum(flow=True)
+    no_flow, _ = both(rng, distribution, flow=False)
+    with pytest.raises(ValueError, match="flow=True"):
+        no_flow.sum(flow=True)
+    rgb = tally.Histogram(tally.axis.integer(0, 4), channels=3).fill(np.array([[0, 1, 3], [1, 1, 2]], np.uint8))
+    assert rgb.sum().tolist() == [2, 2, 2]
+
+
+def test_fill_returns_the_histogram_for_chaining(rng):
+    x = samples(rng, "f32", 1000, "sorted")
+    h = tally.Histogram(tally.axis.regular(8, -3, 7))
+    assert h.fill(x).fill(x) is h and h.samples == 2000
+    rgb = tally.Histogram(tally.axis.integer(0, 256), channels=3)
+    assert rgb.fill(rng.integers(0, 256, (10, 3), dtype=np.uint8)) is rgb
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_cuda_histograms_combine_as_cpu_ones(rng, distribution):
+    require_cuda_backend()
+    x, y = samples(rng, "f32", 100_000, distribution), samples(rng, "f32", 50_000, "uniform")
+    made = {d: [tally.Histogram(tally.axis.regular(*AXIS), flow=True, device=d).fill(v) for v in (x, y)]
+            for d in ("cpu", "cuda")}
+    for op in (lambda a, b: a * 3, lambda a, b: a * 0.5, lambda a, b: a - b, lambda a, b: a / b,
+               lambda a, b: sum([a, b])):
+        gpu, cpu = op(*made["cuda"]), op(*made["cpu"])
+        assert_same_array(gpu.values(), cpu.values())
+        assert gpu.samples == cpu.samples
+    assert made["cuda"][0].sum(flow=True) == x.size
