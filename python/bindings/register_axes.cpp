@@ -107,8 +107,15 @@ void register_axes(nb::module_& m) {
       .def_prop_ro("edge_type", [](const tally::axis& a) { return std::string(tally::name_of(a.edge_type())); })
       .def_prop_ro("lo", &tally::axis::lo)
       .def_prop_ro("hi", &tally::axis::hi)
-      .def("edges", [](const tally::axis& a) { return numpy_edges(a.edges()); })
-      .def("widths", [](const tally::axis& a) { return numpy_edges(a.widths()); })
+      // Arrays that own their copies (a property's default policy would tie them to the axis).
+      .def_prop_ro("edges", [](const tally::axis& a) { return numpy_edges(a.edges()); }, nb::rv_policy::move)
+      .def_prop_ro("widths", [](const tally::axis& a) { return numpy_edges(a.widths()); }, nb::rv_policy::move)
+      .def_prop_ro("centers", [](const tally::axis& a) {  // each bin's midpoint, as boost-histogram's
+        std::vector<double> c = a.edges();
+        for (std::size_t k = 0; k + 1 < c.size(); ++k) c[k] += (c[k + 1] - c[k]) / 2;
+        c.pop_back();
+        return numpy_edges(c);
+      }, nb::rv_policy::move)
       .def("__eq__", [](const tally::axis& a, const tally::axis& b) { return a == b; })
       .def("__repr__", &axis_repr)
       // UHI's PlottableAxis: bins as (lower, upper) edge pairs, or for an integer axis (discrete)

@@ -120,7 +120,7 @@ def _filled(axes, **options):
     n = 300
     samples = []
     for a in ([axes] if not isinstance(axes, list) else axes):
-        e = a.edges()
+        e = a.edges
         lo, hi = (float(e[0]), float(e[-1])) if np.isfinite(e[[0, -1]]).all() else (-5.0, 5.0)
         x = rng.uniform(lo - 0.1 * (hi - lo), hi + 0.1 * (hi - lo), n)
         if a.kind == "integer":

@@ -75,7 +75,7 @@ def test_linspace_edges_take_the_regular_rule(rng, type_name):
         axis = _edges.from_array(edges, tally._tally.sample_type(a))
         wide = a.dtype.itemsize == 8 and a.dtype.kind in "iu"
         assert axis.kind == ("variable" if wide else "regular")
-        assert np.array_equal(axis.edges(), edges)
+        assert np.array_equal(axis.edges, edges)
         near = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)])
         with np.errstate(over="ignore", invalid="ignore"):
             on_edges = near.astype(a.dtype) if a.dtype.kind == "f" else near[np.isfinite(near)].round().astype(a.dtype)

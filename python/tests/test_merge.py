@@ -44,7 +44,7 @@ def kind_named(name):
 def reference_counts(axis, x):
     """Brute-force counts: by the edges (last bin closed), or floor(x) - lo for an integer axis."""
     if axis.kind != "integer":
-        return counts_by_edges(x, axis.edges())
+        return counts_by_edges(x, axis.edges)
     idx = np.floor(np.asarray(x, np.float64)) - axis.lo
     inside = (idx >= 0) & (idx < axis.bins)
     return np.bincount(idx[inside].astype(np.int64), minlength=axis.bins)
@@ -100,7 +100,7 @@ def test_nd_parts_equal_one_fill(rng, dims):
         cols = [rng.uniform(lo, hi, 4000) for lo, hi in ranges]
         whole = tally.Histogram(axes, flow=True)
         whole.fill(*cols)
-        want, _ = np.histogramdd(np.stack(cols, axis=1), bins=[a.edges() for a in axes])
+        want, _ = np.histogramdd(np.stack(cols, axis=1), bins=[a.edges for a in axes])
         np.testing.assert_array_equal(whole.values(), want.astype(np.int64))
         parts = []
         for p in parts_of(4000, k, rng):
@@ -189,13 +189,13 @@ def test_plus_leaves_both_operands_unchanged():
 
 def mismatches():
     r = tally.axis.regular(10, 0, 1)
-    edges = r.edges().copy()
+    edges = r.edges.copy()
     edges[4] = np.nextafter(edges[4], 1)
     return [
         (tally.Histogram(tally.axis.regular(11, 0, 1)), "axis 0 differs"),
         (tally.Histogram(tally.axis.regular(10, 0, 1, "f32")), "axis 0 differs"),
         (tally.Histogram(tally.axis.variable(edges)), "axis 0 differs"),
-        (tally.Histogram(tally.axis.variable(r.edges())), "axis 0 differs"),
+        (tally.Histogram(tally.axis.variable(r.edges)), "axis 0 differs"),
         (tally.Histogram(tally.axis.integer(0, 10)), "axis 0 differs"),
         (tally.Histogram([r, tally.axis.integer(0, 2)]), "1 axes against 2"),
         (tally.Histogram(r, count_bits=32), "u64 counts against u32 counts"),
@@ -320,7 +320,7 @@ def test_pickle_round_trip(rng, kind, protocol):
         assert back == h
         assert_same_array(back.values(), h.values())
         assert back.samples == h.samples
-        assert [a.edges().tobytes() for a in back.axes] == [a.edges().tobytes() for a in h.axes]
+        assert [a.edges.tobytes() for a in back.axes] == [a.edges.tobytes() for a in h.axes]
         fill(back)  # it still fills
         fill(h)
         assert back == h

@@ -78,10 +78,10 @@ def main() -> None:
 
     # The extension's classes, typed by the stub (tally.axis.Axis is tally._tally.Axis).
     ax: tally.axis.Axis = tally.axis.Axis.regular(8, 0.0, 1.0, "f32")
-    widths: npt.NDArray[np.float64] = ax.widths()
+    widths: npt.NDArray[np.float64] = ax.widths
     n: int = ax.bins + len(ax)
     bins = [b for b in ax]
-    print(ax == axis, ax.traits.discrete, ax.edges()[0], widths.sum(), n, bins[0])
+    print(ax == axis, ax.traits.discrete, ax.edges[0], widths.sum(), n, bins[0])
 
     plan = tally.plan(x, bins=64)
     print(plan["backend"], plan["strategy"], [s["name"] for s in tally.strategies()], tally.STRATEGIES)
@@ -108,7 +108,7 @@ name: int = tally._tally.sample_type(np.zeros(3))
 ax.widths(2)
 '''
 WRONG = [(5, '"regular" of "Axis"'), (6, '"integer" of "Axis"'), (7, "variable has type \"int\""),
-         (8, '"widths" of "Axis"')]
+         (8, 'not callable')]
 
 
 def mypy(directory, cache_dir, *args):

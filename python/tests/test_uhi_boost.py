@@ -57,7 +57,7 @@ def test_axis_bins_as_uhi_reads_them():
     assert not v.traits.discrete and not v.traits.circular
     r = tally.axis.regular(7, 0.1, 0.8, "f32")
     pairs = list(r)
-    e = r.edges()
+    e = r.edges
     assert pairs == [(e[i], e[i + 1]) for i in range(7)]  # exactly the edges the bin rule uses
     i = tally.axis.integer(-3, 2)
     assert i.traits.discrete and list(i) == [-3, -2, -1, 0, 1] and i[-1] == 1
@@ -65,7 +65,7 @@ def test_axis_bins_as_uhi_reads_them():
         with pytest.raises(IndexError):
             v[bad]
     # The old interface is unchanged.
-    assert_same_array(v.edges(), edges)
+    assert_same_array(v.edges, edges)
     assert v.kind == "variable" and v.bins == 3
     # boost-histogram's axes read the same way.
     assert list(bh.axis.Integer(-3, 2)) == list(i)
@@ -144,7 +144,7 @@ def test_narrow_edges_convert_as_variable_axes_with_the_exact_edges():
     t.fill(np.linspace(0, 1, 101, dtype=np.float16))
     b = t.to_boost()
     assert isinstance(b.axes[0], bh.axis.Variable)
-    assert_same_array(np.asarray(b.axes[0].edges), t.axes[0].edges())
+    assert_same_array(np.asarray(b.axes[0].edges), t.axes[0].edges)
     back = tally.Histogram.from_boost(b, flow=False)
     assert_same_array(back.values(), t.values())
 
@@ -176,3 +176,21 @@ def test_conversions_that_do_not_map_raise():
     assert nd.to_boost(flow=False).values().shape == (2, 2)
     with pytest.raises(ValueError, match="channel"):
         tally.Histogram(tally.axis.integer(0, 4), channels=3).to_boost()
+
+
+def test_axis_edges_centers_and_widths_are_arrays_as_boost_histograms():
+    """boost-histogram's axes give edges, centers and widths as properties; tally's too, the
+    centers each bin's midpoint computed without overflow (e_k + (e_k+1 - e_k) / 2)."""
+    rng = np.random.default_rng(7)
+    edges = np.sort(rng.uniform(-1e300, 1e300, 9))
+    pairs = [(tally.axis.regular(7, -2.5, 4.0), bh.axis.Regular(7, -2.5, 4.0)),
+             (tally.axis.variable(edges), bh.axis.Variable(edges)),
+             (tally.axis.integer(-3, 5), bh.axis.Integer(-3, 5))]
+    for t, b in pairs:
+        assert_same_array(t.centers, t.edges[:-1] + (t.edges[1:] - t.edges[:-1]) / 2)
+        assert_same_array(t.widths, np.diff(t.edges))
+        scale = 1e-14 * np.abs(b.edges).max()  # the libraries round a bin's midpoint differently
+        for got, want in [(t.edges, b.edges), (t.centers, b.centers), (t.widths, b.widths)]:
+            np.testing.assert_allclose(got, want, rtol=1e-14, atol=scale)
+    assert np.isfinite(pairs[1][0].centers).all()
+    assert pairs[2][0].centers.tolist() == [k + 0.5 for k in range(-3, 5)]

@@ -30,7 +30,7 @@ def _to_boost_axis(bh, a, d, flow_bins):
     if a.kind == "regular" and a.edge_type == "f64":
         return bh.axis.Regular(a.bins, a.lo, a.hi, **flow)
     try:
-        return bh.axis.Variable(a.edges(), **flow)
+        return bh.axis.Variable(a.edges, **flow)
     except ValueError as e:
         raise ValueError(f"to_boost: axis {d} ({a.kind}, {a.bins} bins) has edges boost-histogram's "
                          f"Variable axis does not take: {e}") from None

@@ -50,7 +50,7 @@ def regular(src, n, range):
     if src.type == "bf16":
         # numpy has no bfloat16: the edges are linspace in float64 rounded to bf16 (tally's rule).
         axis = _tally.Axis.regular(n, float(first), float(last), "bf16")
-        return axis.edges(), "bfloat16", axis
+        return axis.edges, "bfloat16", axis
     bin_type = np.result_type(first, last, np.empty(0, src.np_dtype))
     if np.issubdtype(bin_type, np.integer) or bin_type == np.bool_:
         bin_type = np.result_type(bin_type, float)
@@ -92,7 +92,7 @@ def _regular_cached(n, first_key, last_key, bin_type_str):
     except (MemoryError, TypeError):  # more edges than memory (or int64) holds: numpy's own error
         np.linspace(first, last, n + 1, dtype=bin_type)
         raise
-    edges = axis.edges().astype(bin_type)
+    edges = axis.edges.astype(bin_type)
     edges.flags.writeable = False
     _kept[id(edges)] = edges
     return edges, None, axis

@@ -141,7 +141,8 @@ class Histogram:
         Returns
         -------
         list of Axis
-            The ``tally.axis`` axes, in order; each has ``kind``, ``bins`` and ``edges()``.
+            The ``tally.axis`` axes, in order; each has ``kind``, ``bins``, and ``edges``,
+            ``centers`` and ``widths`` as float64 arrays.
 
         Examples
         --------
@@ -475,7 +476,7 @@ class Histogram:
         >>> tally.Histogram(tally.axis.regular(4, 0, 1)).edges
         array([0.  , 0.25, 0.5 , 0.75, 1.  ])
         """
-        edges = [a.edges() for a in self.axes]
+        edges = [a.edges for a in self.axes]
         return edges[0] if len(edges) == 1 else edges
 
     @property

@@ -47,10 +47,10 @@ def regular(bins, lo, hi, edge_type="f64"):
     Examples
     --------
     >>> import numpy as np, tally
-    >>> tally.axis.regular(4, 0, 1).edges()
+    >>> tally.axis.regular(4, 0, 1).edges
     array([0.  , 0.25, 0.5 , 0.75, 1.  ])
     >>> x = np.array([0.05, 0.1, 0.2], np.float32)
-    >>> edges = tally.axis.regular(3, 0, 0.3, np.float32).edges()
+    >>> edges = tally.axis.regular(3, 0, 0.3, np.float32).edges
     >>> np.array_equal(edges, np.histogram_bin_edges(x, 3, range=(0, 0.3)))
     True
     """
@@ -89,7 +89,7 @@ def variable(edges):
     --------
     >>> import numpy as np, tally
     >>> axis = tally.axis.variable([0, 1, 10, np.inf])
-    >>> axis.bins, axis.edges()
+    >>> axis.bins, axis.edges
     (3, array([ 0.,  1., 10., inf]))
     >>> h = tally.Histogram(axis)
     >>> h.fill(np.array([0.5, 1.0, 99.0, -1.0])).values()
