@@ -130,7 +130,7 @@ def _filled(axes, **options):
             samples.append(x)
     if options.get("channels"):
         h.fill(rng.integers(0, 256, (n, options["channels"])).astype(np.uint8))
-    elif options.get("weighted"):
+    elif options.get("weighted") or options.get("storage"):
         w = rng.normal(size=n) * 2.0 ** rng.integers(-40, 40, n)
         w[5] = np.inf
         h.fill(*samples, weight=w)
@@ -156,6 +156,8 @@ def base_histograms():
                 weighted=True),
         _filled(tally.axis.regular(4, -1, 1), weighted=True, flow=True),
         _filled(tally.axis.regular(3, -1, 1), weighted=True, exact_sums=True, flow=True),
+        _filled(tally.axis.regular(5, -1, 1), storage="weight", flow=True),
+        _filled(tally.axis.integer(0, 3), storage="weight", exact_sums=True),
         _filled(tally.axis.regular(8, 0, 256), channels=3, flow=True),
         tally.Histogram(tally.axis.regular(2, 0, 1), strategy="cpu_private", device="cpu", threads=1),
         _filled(tally.axis.integer(0, 2000)),
@@ -222,15 +224,18 @@ def same_state(h, given):
     out = h.__getstate__()
     usable = {n for n, _, u, _ in _tally.backends() if u}
     device = given["device"] if given["device"] in usable or given["device"] == "auto" else "auto"
-    blobs = [threads_normalized(b) for b in given["histograms"]]
-    want = (device, given["channels"], bool(given["flow"]), 1)
+    # Weight storage's squares compare as one more histogram (format 1 has none).
+    squares = given.get("squares")
+    blobs = [threads_normalized(b) for b in given["histograms"] + ([squares] if squares is not None else [])]
+    want = (device, given["channels"], bool(given["flow"]), 2)
     if (out["device"], out["channels"], out["flow"], out["format"]) != want:
         return f"options {out['device'], out['channels'], out['flow']} for {want[:3]}"
-    if out["histograms"] == blobs:
+    saved = out["histograms"] + ([out["squares"]] if out["squares"] is not None else [])
+    if saved == blobs:
         return ""
-    if out["histograms"] == [renamed(b, out["device"]) for b in blobs]:
+    if saved == [renamed(b, out["device"]) for b in blobs]:
         return "device-vs-backend"
-    return "histograms " + " ".join(b.hex() for b in out["histograms"])[:600]
+    return "histograms " + " ".join(b.hex() for b in saved)[:600]
 
 def in_setstate(e):
     return any(f.name in ("__setstate__", "_check_channels") for f in traceback.extract_tb(e.__traceback__))

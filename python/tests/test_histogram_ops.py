@@ -2,6 +2,8 @@
 scalars and histograms, sum() of a list, sum(), view() and np.asarray, each compared with
 boost-histogram's own result on the same fills (Int64 storage for counts, Double for sums)."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -152,3 +154,105 @@ def test_cuda_histograms_combine_as_cpu_ones(rng, distribution):
         assert_same_array(gpu.values(), cpu.values())
         assert gpu.samples == cpu.samples
     assert made["cuda"][0].sum(flow=True) == x.size
+
+
+# ---- Weight storage: sums of weights and of their squares ----
+
+def weight_pair(rng, distribution, dyadic, exact_sums=False, n=4000):
+    """A tally Weight histogram and boost-histogram's, filled alike. Dyadic weights (k / 8) sum
+    exactly in any order, so every cell compares bit for bit; others compare within rounding."""
+    x = samples(rng, "f64", n, distribution, -4.0, 8.0)
+    w = rng.integers(-16, 40, n) / 8 if dyadic else rng.normal(1.0, 0.7, n)
+    h = tally.Histogram(tally.axis.regular(*AXIS), storage="weight", exact_sums=exact_sums)
+    b = bh.Histogram(bh.axis.Regular(*AXIS, underflow=False, overflow=False), storage=bh.storage.Weight())
+    assert h.fill(x, weight=w) is h
+    b.fill(x, weight=w)
+    return h, b, x, w
+
+
+def same_weight(h, b, exact=True):
+    got = (h.values(), h.variances())
+    want = (b.values(), b.variances())
+    for g, v in zip(got, want):
+        if exact:
+            assert_same_array(g, v)
+        else:
+            np.testing.assert_allclose(g, v, rtol=1e-12)
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_weight_storage_matches_boost_histogram(rng, distribution):
+    h, b, x, w = weight_pair(rng, distribution, dyadic=True)
+    same_weight(h, b)
+    # The sums of squares against a brute-force reference, and UHI's effective counts.
+    cells = np.floor((x - AXIS[1]) / (AXIS[2] - AXIS[1]) * AXIS[0]).astype(int)
+    inside = (cells >= 0) & (cells < AXIS[0])
+    want = np.bincount(cells[inside], (w * w)[inside], AXIS[0])
+    assert_same_array(h.variances(), want)
+    sw, sw2 = h.values(), h.variances()
+    assert_same_array(h.counts(), np.divide(sw * sw, sw2, out=np.zeros_like(sw), where=sw2 != 0))
+    assert h.kind == "COUNT" and h.sum() == tally.WeightedSum(sw.sum(), sw2.sum())
+    view = h.view()
+    assert view.dtype.names == ("value", "variance") and np.array_equal(np.asarray(h), view)
+    assert_same_array(view["value"], sw)
+    # Arithmetic as boost-histogram's: sums, scaling (variances by the square), no -, *, / of two.
+    same_weight(h + h, b + b)
+    same_weight(sum([h, h, h]), sum([b, b, b]))
+    same_weight(h * 2.5, b * 2.5)
+    same_weight(3 * h, 3 * b)
+    same_weight(h / 4, b / 4)
+    for op in (lambda: h - h, lambda: h * h, lambda: h / h):
+        with pytest.raises(TypeError, match="Weight storage"):
+            op()
+    # boost-histogram and back, copies, pickles.
+    same_weight(h, h.to_boost())
+    back = tally.Histogram.from_boost(b)  # boost-histogram's Weight counts no samples
+    same_weight(back, b)
+    assert back.samples == 0 and back.to_boost() == b
+    assert h.copy() == h and pickle.loads(pickle.dumps(h)) == h
+    h2 = h.copy().fill(x[:10], weight=w[:10])
+    assert h2 != h and h2.samples == h.samples + 10
+
+
+def test_weight_storage_of_arbitrary_weights_in_parts_merges_exactly(rng):
+    """With exact sums, Weight fills of parts merged in any order equal one fill bit for bit,
+    and equal boost-histogram's within its own (sequential) rounding."""
+    h, b, x, w = weight_pair(rng, "skewed", dyadic=False, exact_sums=True)
+    same_weight(h, b, exact=False)
+    parts = [tally.Histogram(tally.axis.regular(*AXIS), storage="weight", exact_sums=True).fill(xs, weight=ws)
+             for xs, ws in zip(np.array_split(x, 5), np.array_split(w, 5))]
+    assert sum(parts[::-1]) == h
+    f32 = tally.Histogram(tally.axis.regular(*AXIS), storage="weight").fill(x, weight=w.astype(np.float32))
+    w32 = w.astype(np.float32).astype(np.float64)
+    np.testing.assert_allclose(f32.variances().sum(), np.sum(w32[(x >= AXIS[1]) & (x <= AXIS[2])] ** 2),
+                               rtol=1e-12)
+
+
+def test_weight_storage_without_weights_and_errors(rng):
+    x = samples(rng, "f32", 1000, "hot")
+    h = tally.Histogram(tally.axis.regular(*AXIS), storage="weight").fill(x)  # weight 1 each
+    assert_same_array(h.values(), h.variances())
+    assert_same_array(h.values(), tally.histogram(x, AXIS[0], AXIS[1:])[0].astype(np.float64))
+    assert "storage='weight'" in repr(h)
+    with pytest.raises(ValueError, match="storage"):
+        tally.Histogram(tally.axis.regular(*AXIS), storage="mean")
+    with pytest.raises(ValueError, match="Weight"):
+        h += tally.Histogram(tally.axis.regular(*AXIS), weighted=True)
+    with pytest.raises(ValueError, match="samples, not"):
+        tally.Histogram(tally.axis.regular(*AXIS), storage="weight", flow=True).fill(x).sum(flow=True)
+    with pytest.raises(ValueError, match="unweighted"):
+        tally.Histogram(tally.axis.regular(*AXIS)).fill(x, weight=x)
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_cuda_weight_storage_equals_the_cpus(rng, torch, distribution):
+    """Squares of f32 weights taken on the GPU (torch, in float64) and summed exactly give the
+    CPU's cells bit for bit."""
+    require_cuda_backend()
+    x = samples(rng, "f32", 200_000, distribution)
+    w = (rng.normal(size=x.size) * 2.0 ** rng.integers(-20, 20, x.size)).astype(np.float32)
+    make = lambda device: tally.Histogram(tally.axis.regular(*AXIS), storage="weight", exact_sums=True, device=device)
+    cpu = make("cpu").fill(x, weight=w)
+    gpu = make("cuda").fill(torch.from_numpy(x).cuda(), weight=torch.from_numpy(w).cuda())
+    assert_same_array(gpu.values(), cpu.values())
+    assert_same_array(gpu.variances(), cpu.variances())

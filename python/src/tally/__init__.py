@@ -11,7 +11,7 @@ exported here too.
 from . import _tally, axis, distributed, patterns
 from ._caches import caches, clear_caches
 from ._functions import bincount, histc, histogram, histogram2d, histogram_bin_edges, histogramdd, plan
-from ._histogram import Histogram
+from ._histogram import Histogram, WeightedSum
 from .patterns import (ElementwiseKernel, ReductionKernel, add, div, gelu, matmul, max, mean, min, mul, relu,
                        sigmoid, silu, sub, sum, tanh)
 
@@ -78,6 +78,6 @@ def backends():
     return [dict(name=n, compiled=c, usable=u, detail=d) for n, c, u, d in _tally.backends()]
 
 
-__all__ = ["Histogram", "axis", "backends", "bincount", "distributed", "histc", "histogram", "histogram2d",
+__all__ = ["Histogram", "WeightedSum", "axis", "backends", "bincount", "distributed", "histc", "histogram", "histogram2d",
            "histogram_bin_edges", "histogramdd", "patterns", "plan", "strategies", "STRATEGIES", "__version__", "caches", "clear_caches",
            *patterns.__all__]

@@ -149,6 +149,14 @@ class Source:
         s.given_dtype = self.given_dtype
         return s
 
+    def squared(self):
+        """The weights squared in float64, in the same library and on the same device (exact
+        for float32 and narrower weights, whose squares float64 holds)."""
+        f = self.converted(np.float64, "the weights").obj
+        s = self._derived(f * f)
+        s.type, s.np_dtype = "f64", np.dtype(np.float64)
+        return s
+
     # ---- reductions and host copies ----
     def min_max(self):
         """numpy's a.min(), a.max(): scalars of the array's own type (NaN if any is NaN).

@@ -41,7 +41,7 @@ def to_boost(h, flow):
     if h._channels is not None:
         raise ValueError("to_boost: a channel histogram is one histogram per channel; boost-histogram has "
                          "no such kind")
-    weighted = h._hists[0].weighted
+    weighted, weight = h._hists[0].weighted, h._squares is not None
     axes = h.axes
     if flow and h._flow and (weighted or len(axes) > 1):
         raise ValueError("to_boost: tally's flow counters are totals of dropped samples, which boost-histogram's "
@@ -49,9 +49,12 @@ def to_boost(h, flow):
                          " cannot hold; pass flow=False to convert without them")
     flow_bins = bool(flow and h._flow)
     out = bh.Histogram(*[_to_boost_axis(bh, a, d, flow_bins) for d, a in enumerate(axes)],
-                       storage=bh.storage.Double() if weighted else bh.storage.Int64())
+                       storage=bh.storage.Weight() if weight else bh.storage.Double() if weighted
+                       else bh.storage.Int64())
     view = out.view(flow=True)
-    if flow_bins:
+    if weight:
+        view.value, view.variance = h.values(), h.variances()
+    elif flow_bins:
         dropped = h.flow
         view[1:-1] = h.values()
         view[0] = dropped["underflow"]
@@ -76,10 +79,11 @@ def _from_boost_axis(bh, ax, d):
                      "(Regular, Variable, Integer and Boolean do)")
 
 
-def _split_flow(bh_hist):
-    """(inner cells, underflow total, overflow total): each cell in a flow bin of some axis goes
-    to the reason of the first axis (in axis order) on whose flow bin it lies, as tally counts."""
-    full = np.asarray(bh_hist.view(flow=True))
+def _split_flow(bh_hist, full=None):
+    """(inner cells, underflow total, overflow total) of `full` (default: the histogram's view
+    with flow bins): each cell in a flow bin of some axis goes to the reason of the first axis
+    (in axis order) on whose flow bin it lies, as tally counts."""
+    full = np.asarray(bh_hist.view(flow=True) if full is None else full)
     remaining = np.ones(full.shape, bool)
     under = over = full.dtype.type(0)
     inner = []
@@ -104,21 +108,25 @@ def from_boost(cls, bh_hist, flow, **options):
     storage = bh_hist.storage_type
     if storage in (bh.storage.Int64, bh.storage.AtomicInt64):
         weighted = False
-    elif storage is bh.storage.Double:
+    elif storage in (bh.storage.Double, bh.storage.Weight):
         weighted = True
     else:
         raise ValueError(f"from_boost: {storage.__name__} storage has no tally equivalent: tally stores counts "
-                         "(Int64, AtomicInt64) or sums of weights (Double), not variances or means")
+                         "(Int64, AtomicInt64), sums of weights (Double) or sums of weights and of their "
+                         "squares (Weight), not means")
     axes = [_from_boost_axis(bh, ax, d) for d, ax in enumerate(bh_hist.axes)]
-    cells, under, over = _split_flow(bh_hist)
+    cells, under, over = _split_flow(bh_hist, bh_hist.values(flow=True))
     if weighted and flow and (under != 0 or over != 0):
         raise ValueError("from_boost: the flow bins hold sums of weights, and tally's flow counters count "
                          "samples; pass flow=False to convert without them")
     keep_flow = bool(flow and not weighted and any(ax.traits.underflow or ax.traits.overflow
                                                    for ax in bh_hist.axes))
-    h = cls(axes, weighted=weighted, flow=keep_flow, **options)
+    weight = storage is bh.storage.Weight
+    h = cls(axes, storage="weight" if weight else None, weighted=weighted, flow=keep_flow, **options)
     if weighted:
-        h._hists[0].assign(np.ascontiguousarray(cells, np.float64).ravel(), (0, 0, 0), 0)
+        parts = [cells] + ([_split_flow(bh_hist, bh_hist.variances(flow=True))[0]] if weight else [])
+        for part, c in zip(h._parts(), parts):
+            part.assign(np.ascontiguousarray(c, np.float64).ravel(), (0, 0, 0), 0)
         return h
     if (cells < 0).any() or under < 0 or over < 0:
         raise ValueError("from_boost: negative counts")

@@ -2,6 +2,7 @@
 
 import numbers
 import operator
+import typing
 
 import numpy as np
 
@@ -11,6 +12,23 @@ from ._devices import device_of
 from ._functions import Plan, _in_layout, fill_into
 
 _STREAM_ABOVE = 64 << 20  # host bytes above which a CUDA histogram's fill streams (fill_streamed)
+
+
+class WeightedSum(typing.NamedTuple):
+    """The total of a Weight histogram (``Histogram.sum``), as boost-histogram's.
+
+    ``value``: the sum of the weights; ``variance``: the sum of their squares.
+
+    Examples
+    --------
+    >>> import numpy as np, tally
+    >>> h = tally.Histogram(tally.axis.regular(2, 0, 1), storage="weight")
+    >>> h.fill(np.array([0.2, 0.7]), weight=np.array([2.0, 3.0])).sum()
+    WeightedSum(value=5.0, variance=13.0)
+    """
+
+    value: float
+    variance: float
 
 
 class Histogram:
@@ -47,7 +65,13 @@ class Histogram:
         `channels`: one axis shared by the channels, or one axis per channel.
     weighted : bool, optional
         Keyword only. Store float64 sums of the weights of ``fill(..., weight=w)`` in place
-        of counts (default False).
+        of counts (default False): boost-histogram's Double storage.
+    storage : {None, 'double', 'weight'}, optional
+        Keyword only. 'weight' keeps, beside each cell's sum of weights, the sum of their
+        squares (boost-histogram's Weight storage): `variances` gives them and `counts` the
+        effective counts. The squares are taken in float64 where the weights are (exact for
+        float32 weights) and filled as a second weighted fill. 'double' is ``weighted=True``;
+        None (default) follows `weighted`.
     channels : int, optional
         Keyword only. Histogram each of this many channels of interleaved pixels (counts
         only); None (default): a plain histogram.
@@ -73,7 +97,8 @@ class Histogram:
     Raises
     ------
     ValueError
-        `count_bits` not 32 or 64; `channels` with ``weighted=True``, or a number of axes
+        `count_bits` not 32 or 64; an unknown `storage`; `channels` with ``weighted=True`` or
+        a storage, or a number of axes
         that is neither one nor `channels`; `exact_sums` without ``weighted=True``; an
         unknown strategy or device.
     TypeError
@@ -108,19 +133,24 @@ class Histogram:
            [0, 0, 2]])
     """
 
-    def __init__(self, axes, *, weighted=False, channels=None, flow=False, count_bits=64,
+    def __init__(self, axes, *, weighted=False, storage=None, channels=None, flow=False, count_bits=64,
                  strategy="automatic", device=None, threads=0, exact_sums=False):
         axes = [axes] if isinstance(axes, _tally.Axis) else list(axes) if isinstance(axes, (list, tuple)) else [axes]
         if count_bits not in (32, 64):
             raise ValueError(f"count_bits must be 32 or 64, got {count_bits}")
         if any(not isinstance(a, _tally.Axis) for a in axes):
             raise TypeError("Histogram: axes must be tally.axis.regular / variable / integer axes")
+        if storage not in (None, "double", "weight"):
+            raise ValueError(f"Histogram: storage must be None, 'double' or 'weight', got {storage!r}")
+        weighted = weighted or storage is not None
         threads = operator.index(threads)
         strategy = strategy_arg(strategy)
         self._backend = backend_for(device, None)
-        make = lambda a: _tally.Hist(a, weighted, strategy, self._backend, flow, count_bits == 32, threads,
-                                     exact_sums)
+        make = lambda a, flow=flow: _tally.Hist(a, weighted, strategy, self._backend, flow, count_bits == 32,
+                                                threads, exact_sums)
         self._channels = channels
+        # Weight storage: the sums of squared weights, a second weighted histogram (no flow counters).
+        self._squares = make(axes, False) if storage == "weight" and channels is None else None
         if channels is None:
             self._hists = [make(axes)]
         else:
@@ -240,12 +270,21 @@ class Histogram:
             self._fill_channels(samples, weight)
             return self
         src, columns, w = self._fill_args(samples, weight)
-        if (self._backend == "cuda" and not src.on_cuda and not self.exact_sums
-                and _host_bytes(columns, w) > _STREAM_ABOVE):
-            self._stream(columns, w, _STREAM_ABOVE, 3)
-        else:
-            fill_into(self._hists[0], columns, w, src)
+        stream = (self._backend == "cuda" and not src.on_cuda and not self.exact_sums
+                  and _host_bytes(columns, w) > _STREAM_ABOVE)
+        for h, weights in self._targets(w):
+            if stream:
+                self._stream(h, columns, weights, _STREAM_ABOVE, 3)
+            else:
+                fill_into(h, columns, weights, src)
         return self
+
+    def _targets(self, w):
+        """The histograms a fill adds to, each with its weights: the sums, and with Weight
+        storage the sums of squares (the weights squared in float64, or ones where none)."""
+        yield self._hists[0], w
+        if self._squares is not None:
+            yield self._squares, None if w is None else w.squared()
 
     def fill_streamed(self, *samples, weight=None, buffer_bytes=64 << 20, buffers=3):
         """Fill from host arrays streamed through the current CUDA device.
@@ -297,7 +336,8 @@ class Histogram:
         src, columns, w = self._fill_args(samples, weight)
         if src.on_cuda:
             raise ValueError(f"fill_streamed: the samples are in CUDA memory ({src.where()}); use fill()")
-        self._stream(columns, w, operator.index(buffer_bytes), operator.index(buffers))
+        for h, weights in self._targets(w):
+            self._stream(h, columns, weights, operator.index(buffer_bytes), operator.index(buffers))
         return self
 
     def _fill_args(self, samples, weight):
@@ -320,6 +360,8 @@ class Histogram:
                     raise ValueError("fill: the sample arrays differ in shape")
         w = None
         if weight is not None:
+            if not self._hists[0].weighted:
+                raise ValueError("fill: weights given to an unweighted histogram; make it with weighted=True")
             w = Source(weight, "weight")
             same_device(src, w)
             if w.size != columns[0].size:
@@ -327,8 +369,9 @@ class Histogram:
             w = w.as_weights()
         return src, columns, w
 
-    def _stream(self, columns, w, buffer_bytes, buffers):
-        _in_layout(lambda cols, wt: self._hists[0].fill_streamed(cols, wt, buffer_bytes, buffers), columns, w)
+    @staticmethod
+    def _stream(h, columns, w, buffer_bytes, buffers):
+        _in_layout(lambda cols, wt: h.fill_streamed(cols, wt, buffer_bytes, buffers), columns, w)
 
     def _fill_channels(self, samples, weight):
         if len(samples) != 1 or weight is not None:
@@ -370,7 +413,8 @@ class Histogram:
         Returns
         -------
         numpy.ndarray or list of numpy.ndarray
-            The same array as :meth:`values`.
+            The same array as :meth:`values`; for Weight storage a structured array of fields
+            ``value`` and ``variance`` (float64), as boost-histogram's.
 
         Raises
         ------
@@ -386,14 +430,18 @@ class Histogram:
         """
         if flow:
             raise ValueError("view(flow=True): tally keeps flow counters (Histogram.flow), not flow bins")
-        return self.values()
+        if self._squares is None:
+            return self.values()
+        out = np.empty(self._hists[0].shape, [("value", np.float64), ("variance", np.float64)])
+        out["value"], out["variance"] = self.values(), self._squares.values()
+        return out
 
     # numpy reads the histogram as an array (np.asarray) but leaves arithmetic to it: a numpy
     # scalar or array on the left of an operator defers to the histogram's own operators.
     __array_ufunc__ = None
 
     def __array__(self, dtype=None, copy=None):
-        values = self.values()
+        values = self.view()
         if isinstance(values, list):
             raise ValueError("a channel histogram whose channels differ in bins is not one array")
         return np.asarray(values, dtype) if copy is None else np.array(values, dtype, copy=copy)
@@ -408,8 +456,9 @@ class Histogram:
 
         Returns
         -------
-        int or float or numpy.ndarray
-            An int for counts, a float for sums of weights; for channels, one per channel.
+        int or float or WeightedSum or numpy.ndarray
+            An int for counts, a float for sums of weights, ``WeightedSum(value, variance)``
+            for Weight storage; for channels, one per channel.
 
         Raises
         ------
@@ -425,6 +474,8 @@ class Histogram:
         (3, 4)
         """
         totals = [h.values().sum() for h in self._hists]
+        if self._squares is not None and not flow:
+            return WeightedSum(totals[0].item(), self._squares.values().sum().item())
         if flow:
             if not self._flow:
                 raise ValueError("sum(flow=True): construct the Histogram with flow=True")
@@ -542,8 +593,12 @@ class Histogram:
         >>> h.values(), h.samples
         (array([0, 0]), 0)
         """
-        for h in self._hists:
+        for h in self._parts():
             h.reset()
+
+    def _parts(self):
+        """Every C++ histogram this one keeps: one per channel, and Weight storage's squares."""
+        return self._hists + ([self._squares] if self._squares is not None else [])
 
     def plan(self, dtype, n):
         """The planner's choice for a fill of n contiguous samples of `dtype`.
@@ -595,15 +650,16 @@ class Histogram:
         return "COUNT"
 
     def counts(self):
-        """UHI: the counts of an unweighted histogram.
+        """UHI: the counts of an unweighted histogram, the effective counts of a Weight one.
 
-        None for a weighted one: UHI's effective counts need the sums of squared weights,
-        which tally does not keep.
+        A Weight histogram's effective counts are UHI's ``sum(w)**2 / sum(w**2)`` (0 where
+        nothing was filled); a plain weighted one (Double) has none.
 
         Returns
         -------
         numpy.ndarray or None
-            `values` of an unweighted histogram, else None.
+            `values` of an unweighted histogram, float64 effective counts of a Weight one,
+            else None.
 
         Examples
         --------
@@ -614,18 +670,23 @@ class Histogram:
         >>> print(tally.Histogram(tally.axis.integer(0, 3), weighted=True).counts())
         None
         """
+        if self._squares is not None:
+            # UHI's effective counts, sum(w)^2 / sum(w^2) (0 where no weight was filled). boost-
+            # histogram's Weight storage answers its sums of weights here.
+            w, w2 = self.values(), self._squares.values()
+            return np.divide(w * w, w2, out=np.zeros_like(w), where=w2 != 0)
         return None if self._hists[0].weighted else self.values()
 
     def variances(self):
-        """UHI: the variances of the cells, for an unweighted histogram.
+        """UHI: the variances of the cells.
 
-        The counts of an unweighted histogram (Poisson variances). None for a weighted one:
-        tally does not keep the sums of squared weights.
+        The counts of an unweighted histogram (Poisson variances), the sums of squared weights
+        of a Weight one; None for a plain weighted one (Double keeps no squares).
 
         Returns
         -------
         numpy.ndarray or None
-            The counts of an unweighted histogram, else None.
+            The counts, or float64 sums of squared weights, else None.
 
         Examples
         --------
@@ -634,6 +695,8 @@ class Histogram:
         >>> h.fill(np.array([0, 1, 1])).variances()
         array([1, 2, 0])
         """
+        if self._squares is not None:
+            return self._squares.values()
         return self.counts()
 
     # ---- boost-histogram ----
@@ -641,7 +704,8 @@ class Histogram:
     def to_boost(self, *, flow=True):
         """This histogram as a boost_histogram.Histogram (needs the boost-histogram package).
 
-        Int64 storage for counts, Double for sums of weights; regular axes (float64 edges) as
+        Int64 storage for counts, Double for sums of weights, Weight for Weight storage (sums
+        of weights and of their squares); regular axes (float64 edges) as
         Regular, other edges as Variable, integer axes as Integer. A 1-D histogram of counts
         made with ``flow=True`` fills the underflow and overflow bins (NaN into overflow, where
         boost-histogram puts it); a histogram without flow counters, or ``to_boost(flow=False)``,
@@ -684,12 +748,13 @@ class Histogram:
     def from_boost(cls, h, *, flow=True, count_bits=64, strategy="automatic", device=None, threads=0):
         """A tally.Histogram of a boost_histogram.Histogram's cells.
 
-        Int64/AtomicInt64 storage as counts, Double as sums of weights; Regular (without
+        Int64/AtomicInt64 storage as counts, Double as sums of weights, Weight as Weight
+        storage (its variances the sums of squared weights); Regular (without
         transform) as regular, Variable and transformed Regular as variable (their edges),
         Integer and Boolean as integer axes. The flow bins become tally's flow counters (each
         cell under the first axis whose flow bin it is in; `samples` is every entry, flow
-        included; 0 for Double, which counts none); a Double histogram's flow bins hold
-        weights, so non-zero ones raise unless ``flow=False``, which leaves them out.
+        included; 0 for Double and Weight, which count none); their flow bins hold weights,
+        so non-zero ones raise unless ``flow=False``, which leaves them out.
 
         Parameters
         ----------
@@ -739,12 +804,14 @@ class Histogram:
         if self._channels != other._channels:
             describe = lambda c: "a plain histogram" if c is None else f"{c} channels"
             raise ValueError(f"merge: {describe(self._channels)} against {describe(other._channels)}")
+        if (self._squares is None) != (other._squares is None):
+            raise ValueError("merge: a Weight histogram and one without the sums of squared weights")
 
     def __iadd__(self, other):
         if not isinstance(other, Histogram):
             return NotImplemented
         self._same_kind(other)
-        _tally.merge(self._hists, other._hists)
+        _tally.merge(self._parts(), other._parts())
         return self
 
     def __add__(self, other):
@@ -761,22 +828,25 @@ class Histogram:
             return self.copy()
         return NotImplemented
 
-    # ---- arithmetic, as boost-histogram defines it for its Int64 and Double storages ----
+    # ---- arithmetic, as boost-histogram defines it for its Int64, Double and Weight storages ----
     # Counts times a non-negative integer stay counts (flow counters and samples scaled too);
     # every other product, quotient and difference is a Double histogram (weighted=True) of the
     # float64 values, which, as boost-histogram's Double, has no flow counters and counts no
-    # samples. Exact sums enter as their correctly rounded values.
+    # samples. Weight storage scales by scalars (the variances by their squares) and adds, as
+    # boost-histogram's. Exact sums enter as their correctly rounded values.
 
     def _same_axes(self, other, op):
         self._same_kind(other)
         if len(self.axes) != len(other.axes) or not all(a == b for a, b in zip(self.axes, other.axes)):
             raise ValueError(f"{op}: the histograms' axes differ")
 
-    def _as_double(self, values, op):
+    def _as_double(self, values, op, variances=None):
+        """A Double histogram of `values` on these axes and device (Weight with `variances`)."""
         if self._channels is not None:
             raise ValueError(f"{op}: a channel histogram holds counts; it scales only by a non-negative integer")
-        out = Histogram(self.axes, weighted=True, device=self._backend)
-        out._hists[0].assign(np.ascontiguousarray(values, np.float64).ravel(), (0, 0, 0), 0)
+        out = Histogram(self.axes, storage="double" if variances is None else "weight", device=self._backend)
+        for part, cells in zip(out._parts(), (values, variances)):
+            part.assign(np.ascontiguousarray(cells, np.float64).ravel(), (0, 0, 0), 0)
         return out
 
     def _counts_times(self, k):
@@ -794,6 +864,13 @@ class Histogram:
         return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
 
     def _binary(self, other, op, f):
+        if self._squares is not None:
+            if not self._scalar(other) or op == "subtract":
+                if isinstance(other, Histogram):
+                    raise TypeError(f"{op}: Weight storage scales by scalars and adds, as boost-histogram's")
+                return NotImplemented
+            k = float(other)
+            return self._as_double(f(self.values(), k), op, f(f(self._squares.values(), k), k))
         if isinstance(other, Histogram):
             self._same_axes(other, op)
             a, b = other.values(), self.values()
@@ -805,7 +882,7 @@ class Histogram:
         return self._as_double(f(np.asarray(b, np.float64), np.asarray(a, np.float64)), op)
 
     def __mul__(self, other):
-        if (self._scalar(other) and isinstance(other, numbers.Integral) and not self._hists[0].weighted):
+        if self._scalar(other) and isinstance(other, numbers.Integral) and not self._hists[0].weighted:
             if other < 0:
                 raise ValueError(f"multiply: counts are unsigned; multiply by {float(other)} for a Double histogram")
             return self._counts_times(int(other))
@@ -824,7 +901,8 @@ class Histogram:
     def __eq__(self, other):
         if not isinstance(other, Histogram):
             return NotImplemented
-        return self._channels == other._channels and _tally.equal(self._hists, other._hists)
+        return (self._channels == other._channels and (self._squares is None) == (other._squares is None)
+                and _tally.equal(self._parts(), other._parts()))
 
     __hash__ = None  # mutable: equal histograms stop being equal after a fill
 
@@ -848,7 +926,8 @@ class Histogram:
         """
         out = object.__new__(type(self))
         out._backend, out._channels, out._flow = self._backend, self._channels, self._flow
-        out._hists = _tally.copy(self._hists)
+        parts = _tally.copy(self._parts())
+        out._hists, out._squares = parts[:len(self._hists)], parts[-1] if self._squares is not None else None
         return out
 
     def __copy__(self):
@@ -858,18 +937,23 @@ class Histogram:
         return self.copy()
 
     def __getstate__(self):
-        return {"format": 1, "device": self._backend, "channels": self._channels, "flow": self._flow,
-                "histograms": [h.to_bytes() for h in self._hists]}
+        return {"format": 2, "device": self._backend, "channels": self._channels, "flow": self._flow,
+                "histograms": [h.to_bytes() for h in self._hists],
+                "squares": None if self._squares is None else self._squares.to_bytes()}
 
     def __setstate__(self, state):
         # The whole state is checked before anything is set: the histogram saved, or an error.
         if not isinstance(state, dict):
             raise TypeError(f"tally.Histogram: the pickle state must be a dict, got {type(state).__name__}")
-        if state.get("format") != 1:
+        keys = _STATE_KEYS.get(state.get("format")) if type(state.get("format")) is int else None
+        if keys is None:
             raise ValueError(f"tally.Histogram: unknown pickle format {state.get('format')!r}")
-        if state.keys() != _STATE_KEYS:
-            raise ValueError(f"tally.Histogram: the pickle state's keys must be {sorted(_STATE_KEYS)}, "
+        if state.keys() != keys:
+            raise ValueError(f"tally.Histogram: the pickle state's keys must be {sorted(keys)}, "
                              f"got {sorted(map(str, state))}")
+        squares = state.get("squares")
+        if squares is not None and (not isinstance(squares, bytes) or state["channels"] is not None):
+            raise TypeError("tally.Histogram: the pickle state's squares must be bytes or None (None with channels)")
         device, channels, flow, blobs = state["device"], state["channels"], state["flow"], state["histograms"]
         if device is not None and not isinstance(device, str):
             raise TypeError(f"tally.Histogram: the pickle state's device must be a str or None, got "
@@ -901,15 +985,22 @@ class Histogram:
             raise ValueError(f"tally.Histogram: the pickle state's flow={bool(flow)} differs from its histograms'")
         if channels is not None:
             _check_channels(hists)
+        squared = None if squares is None else _tally.Hist.from_bytes(squares, backend, saved)
+        if squared is not None and not (squared.weighted and hists[0].weighted and squared.shape == hists[0].shape
+                                        and squared.exact_sums == hists[0].exact_sums and not squared.flow_counters):
+            raise ValueError("tally.Histogram: the pickle state's squares do not match its sums of weights")
         self._backend, self._channels, self._flow = backend, channels, bool(flow)
-        self._hists = hists
+        self._hists, self._squares = hists, squared
 
     def __repr__(self):
         kinds = ", ".join(f"{a.kind}({a.bins} bins)" for a in self.axes)
-        return f"tally.Histogram([{kinds}], samples={self.samples})"
+        storage = ", storage='weight'" if self._squares is not None else ""
+        return f"tally.Histogram([{kinds}]{storage}, samples={self.samples})"
 
 
-_STATE_KEYS = {"format", "device", "channels", "flow", "histograms"}
+# The pickle state's keys by format: 2 added Weight storage's squares.
+_STATE_KEYS = {1: {"format", "device", "channels", "flow", "histograms"},
+               2: {"format", "device", "channels", "flow", "histograms", "squares"}}
 
 
 def _check_channels(hists):

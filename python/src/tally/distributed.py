@@ -58,12 +58,14 @@ def _all_reduce_histogram(h, group):
     device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend(group) == "nccl" else "cpu"
     # Each part's cells: float64 sums, or uint64 counts or exact sums' digits (which an integer
     # sum adds without carries); then its flow counters and samples.
+    parts = h._parts()
     cells = [part.exact_digits().ravel() if part.exact_sums else np.ascontiguousarray(part.values()).ravel()
-             for part in h._hists]
+             for part in parts]
     cells = [c if c.dtype == np.float64 else c.view(np.uint64) for c in cells]
-    words = [np.array([*(part.flow() if h._flow else (0, 0, 0)), part.samples], np.uint64) for part in h._hists]
+    words = [np.array([*(part.flow() if part.flow_counters else (0, 0, 0)), part.samples], np.uint64)
+             for part in parts]
     summed = _all_reduce_arrays(cells + words, torch, dist, device, group)
-    for part, c, w in zip(h._hists, summed, summed[len(h._hists):]):
+    for part, c, w in zip(parts, summed, summed[len(parts):]):
         flow, samples = tuple(w[:3].tolist()), int(w[3])
         if part.exact_sums:
             part.assign_exact_digits(c, flow, samples)
