@@ -2,6 +2,8 @@
 #include "bindings.hpp"
 #include <nanobind/stl/string.h>
 
+#include <algorithm>
+
 using namespace nb::literals;
 
 namespace tally_bindings {
@@ -116,6 +118,13 @@ void register_axes(nb::module_& m) {
         c.pop_back();
         return numpy_edges(c);
       }, nb::rv_policy::move)
+      // UHI's bin of a value (bh.loc calls it): -1 below the first edge, bins above the last or NaN.
+      .def("index", [](const tally::axis& a, double v) -> std::int64_t {
+        const std::vector<double> e = a.edges();
+        if (v < e.front()) return -1;
+        if (!(v < e.back())) return v == e.back() ? a.bins() - 1 : a.bins();
+        return std::upper_bound(e.begin(), e.end(), v) - e.begin() - 1;
+      }, "value"_a)
       .def("__eq__", [](const tally::axis& a, const tally::axis& b) { return a == b; })
       .def("__repr__", &axis_repr)
       // UHI's PlottableAxis: bins as (lower, upper) edge pairs, or for an integer axis (discrete)

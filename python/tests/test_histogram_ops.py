@@ -256,3 +256,92 @@ def test_cuda_weight_storage_equals_the_cpus(rng, torch, distribution):
     gpu = make("cuda").fill(torch.from_numpy(x).cuda(), weight=torch.from_numpy(w).cuda())
     assert_same_array(gpu.values(), cpu.values())
     assert_same_array(gpu.variances(), cpu.variances())
+
+
+# ---- UHI indexing and projections, against boost-histogram on axes without flow bins ----
+
+def nd_pair(rng, distribution, storage):
+    """A 3-D tally histogram and boost-histogram's (no flow bins: tally keeps counters)."""
+    cols = [samples(rng, "f64", 6000, distribution, -1.0, 9.0), rng.integers(-1, 5, 6000),
+            rng.uniform(0, 1, 6000) ** 2]
+    w = rng.integers(-8, 24, 6000) / 4  # dyadic: sums exact in any order
+    axes = [tally.axis.regular(8, 0, 8), tally.axis.integer(0, 4), tally.axis.variable([0, 0.1, 0.3, 0.35, 0.9, 1])]
+    no_flow = dict(underflow=False, overflow=False)
+    baxes = [bh.axis.Regular(8, 0, 8, **no_flow), bh.axis.Integer(0, 4, **no_flow),
+             bh.axis.Variable([0, 0.1, 0.3, 0.35, 0.9, 1], **no_flow)]
+    bstorage = {None: bh.storage.Int64(), "double": bh.storage.Double(), "weight": bh.storage.Weight()}[storage]
+    h = tally.Histogram(axes, storage=storage, flow=storage is None)
+    b = bh.Histogram(*baxes, storage=bstorage)
+    if storage is None:
+        h.fill(*cols)
+        b.fill(*cols)
+    else:
+        h.fill(*cols, weight=w)
+        b.fill(*cols, weight=w)
+    return h, b
+
+
+KEYS = [
+    (3, 1, 0), (-1, 0, -2), (bh.loc(2.5), 2, bh.loc(0.31)),
+    (slice(2, 6), 1, slice(None)), (slice(None), slice(1, 3), slice(None, None, sum)),
+    (slice(None, None, bh.rebin(2)), ..., slice(None, None, sum)), (slice(1, 8, bh.rebin(3)), 0, 1),
+    ({2: slice(None, None, sum), 0: 4}), (..., 2), (slice(None, None, sum), slice(None, None, sum), 1),
+    (slice(bh.loc(1.5), bh.loc(6.5)), slice(None, None, sum), slice(None, None, sum)),
+    (slice(2, 7, sum), 1, slice(None, None, sum)),
+]
+
+
+def same_cells(got, want, counting):
+    if isinstance(want, bh.Histogram):
+        assert isinstance(got, tally.Histogram)
+        for g, b in zip(got.axes, want.axes):  # boost-histogram's regular edges round differently
+            np.testing.assert_allclose(g.edges, b.edges, rtol=1e-15, atol=1e-15)
+        same_weight(got, want) if want.storage_type is bh.storage.Weight else same(got, want)
+    elif hasattr(want, "variance"):
+        assert got == tally.WeightedSum(want.value, want.variance)
+    else:  # a count comes back an int (boost-histogram's sums of Int64 cells are floats)
+        assert got == want and isinstance(got, int if counting else float), (got, want)
+
+
+@pytest.mark.parametrize("storage", [None, "double", "weight"])
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_uhi_indexing_matches_boost_histogram(rng, distribution, storage):
+    h, b = nd_pair(rng, distribution, storage)
+    counting = storage is None
+    for key in KEYS:
+        same_cells(h[key], b[key], counting)
+    for axes in [(0,), (2,), (1, 2), (2, 0), (2, 1, 0), (0, 1, 2)]:
+        same_cells(h.project(*axes), b.project(*axes), counting)
+    same_cells(h[::4j, 3, 2], b[::bh.rebin(4), 3, 2], counting)  # hist's rebin by a complex step
+
+
+def test_slices_of_counts_move_what_they_leave_out_to_the_flow_counters(rng):
+    h, _ = nd_pair(rng, "skewed", None)
+    inside = h[2:6, ::sum, ::sum]
+    left_out = h.values()[:2].sum(), h.values()[6:].sum()
+    assert inside.flow["underflow"] == h.flow["underflow"] + left_out[0]
+    assert inside.flow["overflow"] == h.flow["overflow"] + left_out[1]
+    assert inside.sum(flow=True) == h.sum(flow=True) == h.samples == inside.samples
+    assert h[1:8:bh.rebin(3), ::sum, ::sum].flow["overflow"] == h.flow["overflow"] + h.values()[7].sum()
+    integer = h[::sum, 1:3, ::sum]
+    assert integer.axes[0].kind == "integer" and integer.axes[0].edges.tolist() == [1, 2, 3]
+
+
+def test_indexing_errors(rng):
+    h, _ = nd_pair(rng, "uniform", None)
+    with pytest.raises(IndexError, match="bin 8"):
+        h[8, 0, 0]
+    with pytest.raises(IndexError, match="flow bins"):
+        h[bh.underflow, 0, 0]
+    with pytest.raises(IndexError, match="flow bins"):
+        h[bh.loc(99.0), 0, 0]
+    with pytest.raises(IndexError, match="too many"):
+        h[0, 0, 0, 0]
+    with pytest.raises(IndexError, match="step"):
+        h[::2]
+    with pytest.raises(ValueError, match="distinct axes"):
+        h.project(0, 0)
+    with pytest.raises(ValueError, match="distinct axes"):
+        h.project(3)
+    with pytest.raises(TypeError, match="channel"):
+        tally.Histogram(tally.axis.integer(0, 4), channels=3)[0]

@@ -798,6 +798,115 @@ class Histogram:
         return _boost.from_boost(cls, h, flow, count_bits=count_bits, strategy=strategy, device=device,
                                  threads=threads)
 
+    # ---- UHI indexing: selecting, slicing, rebinning, summing, projecting ----
+
+    def __getitem__(self, key):
+        """UHI indexing, as boost-histogram's: one entry per axis (a tuple, a dict of axis
+        numbers, ``...``). An integer (negative from the end) or a locator such as
+        ``bh.loc(x)`` selects a bin and removes the axis; a slice ``a:b`` keeps bins a..b-1,
+        with step ``bh.rebin(k)`` or ``kj`` merging k bins and ``sum`` summing them away.
+        Removing every axis gives the cell's value (a ``WeightedSum`` for Weight storage).
+
+        tally keeps flow counters, not flow bins: ``::sum`` sums the bins only, a locator of a
+        flow bin raises IndexError, and what a slice leaves out of a histogram of counts with
+        ``flow=True`` joins its underflow or overflow counter. A slice or rebin of a regular axis
+        gives a variable axis over the same edges; sums come back as float64 (exact sums as
+        their rounded values).
+        """
+        if self._channels is not None:
+            raise TypeError("a channel histogram is one histogram per channel; index its values() instead")
+        axes = self.axes
+        entries = _index_entries(key, len(axes))
+        parts = [self.values()] + ([self._squares.values()] if self._squares is not None else [])
+        counting = not self._hists[0].weighted
+        moved = [0, 0]  # counts a slice leaves out: below, above
+        kept = []
+        d = 0  # the axis of `parts` that stands for axes[k]
+        for ax, entry in zip(axes, entries):
+            n = ax.bins
+            if not isinstance(entry, slice):
+                i = _bin_of(entry, ax)
+                parts = [np.take(p, i, axis=d) for p in parts]
+                continue
+            a, b = _slice_end(entry.start, ax, 0), _slice_end(entry.stop, ax, n)
+            b = max(a, b)
+            if counting and self._flow:
+                moved[0] += int(np.take(parts[0], range(0, a), axis=d).sum())
+            if entry.step is sum:
+                if counting and self._flow:
+                    moved[1] += int(np.take(parts[0], range(b, n), axis=d).sum())
+                parts = [np.take(p, range(a, b), axis=d).sum(axis=d) for p in parts]
+                continue
+            k = _rebin_factor(entry.step)
+            groups = (b - a) // k
+            end = a + groups * k  # bins past the last whole group are left out, as boost's
+            if counting and self._flow:
+                moved[1] += int(np.take(parts[0], range(end, n), axis=d).sum())
+            parts = [np.take(p, range(a, end), axis=d) for p in parts]
+            parts = [p.reshape(p.shape[:d] + (groups, k) + p.shape[d + 1:]).sum(axis=d + 1) for p in parts]
+            kept.append(_sliced_axis(ax, a, end, k))
+            d += 1
+        if not kept:
+            if self._squares is not None:
+                return WeightedSum(float(parts[0]), float(parts[1]))
+            return parts[0].item()
+        return self._with_cells(kept, parts, moved)
+
+    def _with_cells(self, axes, parts, moved=(0, 0)):
+        """A histogram of this one's storage and device over `axes`, holding `parts` (values,
+        and the squares of Weight storage); counts keep the flow counters (plus `moved`) and the
+        samples; sums keep neither exactness nor flow counters."""
+        counting = not self._hists[0].weighted
+        out = Histogram(axes, storage=None if counting else "weight" if self._squares is not None else "double",
+                        flow=counting and self._flow, count_bits=32 if self._hists[0].counts32 else 64,
+                        device=self._backend)
+        if counting:
+            f = self._hists[0].flow() if self._flow else (0, 0, 0)
+            dropped = (f[0] + moved[0], f[1] + moved[1], f[2]) if self._flow else (0, 0, 0)
+            cells = np.ascontiguousarray(parts[0]).view(np.uint64).ravel()
+            out._hists[0].assign(cells, dropped, self.samples)
+        else:
+            for part, cells in zip(out._parts(), parts):
+                part.assign(np.ascontiguousarray(cells, np.float64).ravel(), (0, 0, 0), self.samples)
+        return out
+
+    def project(self, *axes):
+        """The histogram summed over every axis but `axes`, in the order given.
+
+        Parameters
+        ----------
+        *axes : int
+            The axes to keep (each once).
+
+        Returns
+        -------
+        Histogram
+            Over the kept axes, in that order; counts keep the flow counters and samples.
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> h = tally.Histogram([tally.axis.integer(0, 2), tally.axis.integer(0, 3)])
+        >>> h.fill(np.array([0, 1, 1]), np.array([2, 2, 0])).project(1).values()
+        array([1, 0, 2])
+        """
+        if self._channels is not None:
+            raise TypeError("a channel histogram is one histogram per channel; it has no axes to project")
+        n = len(self.axes)
+        keep = [operator.index(a) for a in axes]
+        if not keep or len(set(keep)) != len(keep) or any(not 0 <= a < n for a in keep):
+            raise ValueError(f"project: distinct axes of 0..{n - 1} expected, got {axes}")
+        summed = self[{a: slice(None, None, sum) for a in range(n) if a not in keep}]
+        order = sorted(keep)
+        if keep == order:
+            return summed
+        perm = [order.index(a) for a in keep]
+        parts = [np.transpose(p, perm) for p in summed._cells()]
+        return summed._with_cells([summed.axes[i] for i in perm], parts)
+
+    def _cells(self):
+        return [self.values()] + ([self._squares.values()] if self._squares is not None else [])
+
     # ---- merging, comparing, copying, pickling ----
 
     def _same_kind(self, other):
@@ -1017,3 +1126,75 @@ def _check_channels(hists):
 def _host_bytes(columns, weights):
     return sum(c.size * c.np_dtype.itemsize for c in columns + ([weights] if weights is not None else [])
                if c.np_dtype is not None)
+
+
+def _index_entries(key, n):
+    """A UHI key as one entry per axis: slice(None) for the axes it leaves out."""
+    if isinstance(key, dict):
+        entries = [slice(None)] * n
+        for d, e in key.items():
+            if not 0 <= operator.index(d) < n:
+                raise IndexError(f"axis {d} of a {n}-D histogram")
+            entries[operator.index(d)] = e
+        return entries
+    key = list(key) if isinstance(key, tuple) else [key]
+    if sum(e is Ellipsis for e in key) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if Ellipsis in key:
+        at = key.index(Ellipsis)
+        key[at:at + 1] = [slice(None)] * (n - len(key) + 1)
+    if len(key) > n:
+        raise IndexError(f"too many indices for a {n}-D histogram: {len(key)}")
+    return key + [slice(None)] * (n - len(key))
+
+
+def _located(entry, ax):
+    """An integer entry as given, or a locator's (callable on the axis, as bh.loc) answer."""
+    if callable(entry) and not isinstance(entry, type):
+        i = entry(ax)
+        if i < 0 or i >= ax.bins:
+            raise IndexError("tally keeps flow counters, not flow bins: no bin at index "
+                             f"{i} of an axis of {ax.bins} bins")
+        return operator.index(i)
+    return operator.index(entry)
+
+
+def _bin_of(entry, ax):
+    i = _located(entry, ax)
+    j = i + ax.bins if i < 0 and not callable(entry) else i
+    if not 0 <= j < ax.bins:
+        raise IndexError(f"bin {i} of an axis of {ax.bins} bins")
+    return j
+
+
+def _slice_end(entry, ax, default):
+    if entry is None:
+        return default
+    if callable(entry) and not isinstance(entry, type):
+        return min(max(operator.index(entry(ax)), 0), ax.bins)  # underflow and overflow: the ends
+    i = operator.index(entry)
+    return min(max(i + ax.bins if i < 0 else i, 0), ax.bins)
+
+
+def _rebin_factor(step):
+    if step is None:
+        return 1
+    if isinstance(step, complex) and step.real == 0 and step.imag >= 1 and step.imag == int(step.imag):
+        return int(step.imag)
+    factor = getattr(step, "factor", None)
+    if factor is not None and operator.index(factor) >= 1:
+        return operator.index(factor)
+    raise IndexError("a slice's step must be sum, a rebin (bh.rebin(k), or kj), or none; "
+                     f"got {step!r}")
+
+
+def _sliced_axis(ax, a, end, k):
+    """The axis of bins a..end-1 of `ax` merged k at a time: the axis itself where nothing
+    changes, an integer axis for an integer one's consecutive bins, else a variable axis over
+    the same edges."""
+    if a == 0 and end == ax.bins and k == 1:
+        return ax
+    edges = ax.edges[a:end + 1:k]
+    if ax.kind == "integer" and k == 1:
+        return _tally.Axis.integer(int(edges[0]), int(edges[-1]))
+    return _tally.Axis.variable(np.ascontiguousarray(edges))
