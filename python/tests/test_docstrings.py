@@ -33,8 +33,11 @@ PUBLIC.update({f"Histogram.{name}": member for name, member in vars(tally.Histog
                if not name.startswith("_")})
 
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
-HAVE_BOOST = importlib.util.find_spec("boost_histogram") is not None
-NEEDS_BOOST = ("Histogram.to_boost", "Histogram.from_boost")  # boost-histogram: a test extra
+# Examples that need a package that is a test extra: run where it is installed.
+NEEDS = {"boost_histogram": ("Histogram.to_boost", "Histogram.from_boost"),
+         "matplotlib": ("Histogram.plot", "Histogram.plot2d")}
+MISSING = tuple(name for package, names in NEEDS.items() if importlib.util.find_spec(package) is None
+                for name in names)
 
 
 def _sections(doc):
@@ -76,14 +79,14 @@ def test_numpydoc_sections(name):
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
 def test_doctests(module):
-    """doctest.testmod's run of the module, less the boost-histogram examples where that
-    package is missing; every failure's report in the assertion."""
+    """doctest.testmod's run of the module, less the examples whose package (NEEDS) is
+    missing; every failure's report in the assertion."""
     finder = doctest.DocTestFinder()
     runner = doctest.DocTestRunner(optionflags=FLAGS)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         for test in finder.find(module, module.__name__, globs=vars(module).copy()):
-            if not HAVE_BOOST and test.name.endswith(NEEDS_BOOST):
+            if MISSING and test.name.endswith(MISSING):
                 continue
             runner.run(test, out=out.write)
         failed, attempted = runner.summarize(verbose=False)

@@ -125,9 +125,9 @@ class Histogram:
     >>> a = tally.Histogram([tally.axis.regular(2, 0, 1), tally.axis.integer(0, 3)])
     >>> b = a.copy()
     >>> a.fill(np.array([0.1, 0.6]), np.array([0, 2]))
-    tally.Histogram([regular(2 bins), integer(3 bins)], samples=2)
+    tally.Histogram([tally.axis.regular(2, 0.0, 1.0), tally.axis.integer(0, 3)])  # samples 2, sum 2
     >>> b.fill(np.array([[0.7, 2]]))
-    tally.Histogram([regular(2 bins), integer(3 bins)], samples=1)
+    tally.Histogram([tally.axis.regular(2, 0.0, 1.0), tally.axis.integer(0, 3)])  # samples 1, sum 1
     >>> (a + b).values()
     array([[1, 0, 0],
            [0, 0, 2]])
@@ -258,7 +258,7 @@ class Histogram:
         array([2.  , 0.75])
         >>> c = tally.Histogram(tally.axis.integer(0, 4), channels=3)
         >>> c.fill(np.array([[0, 1, 3], [1, 1, 2]], np.uint8))  # two RGB pixels
-        tally.Histogram([integer(4 bins), integer(4 bins), integer(4 bins)], samples=2)
+        tally.Histogram(tally.axis.integer(0, 4), channels=3)  # samples 2, sum [2, 2, 2]
         >>> c.values()
         array([[1, 1, 0, 0],
                [0, 2, 0, 0],
@@ -1101,10 +1101,134 @@ class Histogram:
         self._backend, self._channels, self._flow = backend, channels, bool(flow)
         self._hists, self._squares = hists, squared
 
+    # ---- looking at it: repr, text bars, a notebook's SVG, matplotlib ----
+
     def __repr__(self):
-        kinds = ", ".join(f"{a.kind}({a.bins} bins)" for a in self.axes)
-        storage = ", storage='weight'" if self._squares is not None else ""
-        return f"tally.Histogram([{kinds}]{storage}, samples={self.samples})"
+        # The call that makes an empty histogram like this one, then what it holds.
+        axes = self.axes
+        shared = self._channels is not None and all(a == axes[0] for a in axes)
+        args = [repr(axes[0]) if len(axes) == 1 or shared else "[" + ", ".join(map(repr, axes)) + "]"]
+        if self._squares is not None:
+            args.append("storage='weight'")
+        elif self._hists[0].weighted:
+            args.append("weighted=True")
+        for text, on in ((f"channels={self._channels}", self._channels is not None), ("flow=True", self._flow),
+                         ("count_bits=32", self._hists[0].counts32), ("exact_sums=True", self.exact_sums),
+                         (f"device={self._backend!r}", self._backend != "auto")):
+            if on:
+                args.append(text)
+        total = self.sum()
+        total = total.value if isinstance(total, WeightedSum) else total.tolist() if isinstance(total, np.ndarray) else total
+        return f"tally.Histogram({', '.join(args)})  # samples {self.samples}, sum {total}"
+
+    def __str__(self):
+        """The repr, then for a 1-D histogram one line a bin: its edges, its value and a bar."""
+        if self.ndim != 1 or self._channels is not None:
+            return repr(self)
+        values, edges = self.values(), self.axes[0].edges
+        labels = [f"[{edges[k]:.6g}, {edges[k + 1]:.6g}{']' if k == len(values) - 1 else ')'}" for k in range(len(values))]
+        numbers = [f"{v:.6g}" for v in values.tolist()]
+        top = max(float(np.max(values, initial=0)), 0.0)
+        bars = ["\u2588" * int(round(40 * v / top)) if top > 0 and v > 0 else "" for v in values.tolist()]
+        width, digits = max(map(len, labels)), max(map(len, numbers))
+        return "\n".join([repr(self)] + [f"{lab:<{width}} {num:>{digits}} {bar}".rstrip()
+                                          for lab, num, bar in zip(labels, numbers, bars)])
+
+    def _repr_html_(self):
+        """A notebook's view: an SVG of the bars (1-D) or a heat map (2-D) beside the repr."""
+        text = repr(self).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        svg = _svg(self) if self._channels is None and self.ndim in (1, 2) else ""
+        return (f'<div style="display:flex;align-items:center;gap:1em">{svg}'
+                f'<pre style="white-space:pre-wrap">{text}</pre></div>')
+
+    def plot(self, ax=None, **kwargs):
+        """Draw a 1-D histogram with matplotlib: its values as steps over the edges.
+
+        With mplhep installed, mplhep.histplot draws it (error bars from `variances` where it
+        draws them); else matplotlib's ``stairs``.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (default: the current axes).
+        **kwargs
+            Passed on to ``mplhep.histplot`` or ``Axes.stairs``.
+
+        Returns
+        -------
+        object
+            What mplhep.histplot or Axes.stairs returns.
+
+        Raises
+        ------
+        ValueError
+            Not a 1-D histogram.
+        ImportError
+            matplotlib is not installed.
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> h = tally.Histogram(tally.axis.regular(4, 0, 1)).fill(np.array([0.1, 0.3, 0.35]))
+        >>> h.plot().get_data().values
+        array([1., 2., 0., 0.])
+        """
+        if self.ndim != 1 or self._channels is not None:
+            raise ValueError("plot: a 1-D histogram (plot2d draws two dimensions)")
+        import matplotlib.pyplot as plt
+        try:
+            import mplhep
+        except ImportError:
+            mplhep = None
+        ax = plt.gca() if ax is None else ax
+        if mplhep is not None:
+            return mplhep.histplot(self, ax=ax, **kwargs)
+        return ax.stairs(np.asarray(self.values(), np.float64), self.axes[0].edges, **kwargs)
+
+    def plot2d(self, ax=None, **kwargs):
+        """Draw a 2-D histogram with matplotlib as a heat map (``pcolormesh``), axis 0 across.
+
+        Parameters
+        ----------
+        ax : matplotlib.axes.Axes, optional
+            Where to draw (default: the current axes).
+        **kwargs
+            Passed on to ``Axes.pcolormesh``.
+
+        Returns
+        -------
+        matplotlib.collections.QuadMesh
+            The mesh.
+
+        Raises
+        ------
+        ValueError
+            Not a 2-D histogram.
+        ImportError
+            matplotlib is not installed.
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> h = tally.Histogram([tally.axis.integer(0, 2), tally.axis.integer(0, 3)])
+        >>> h.fill(np.array([0, 1, 1]), np.array([2, 2, 0])).plot2d().get_array().reshape(3, 2)
+        masked_array(
+          data=[[0., 1.],
+                [0., 0.],
+                [1., 1.]],
+          mask=False,
+          fill_value=1e+20)
+        """
+        if self.ndim != 2 or self._channels is not None:
+            raise ValueError("plot2d: a 2-D histogram (plot draws one dimension)")
+        import matplotlib.pyplot as plt
+        ax = plt.gca() if ax is None else ax
+        x, y = (a.edges for a in self.axes)
+        return ax.pcolormesh(x, y, np.asarray(self.values(), np.float64).T, **kwargs)
 
 
 # The pickle state's keys by format: 2 added Weight storage's squares.
@@ -1198,3 +1322,36 @@ def _sliced_axis(ax, a, end, k):
     if ax.kind == "integer" and k == 1:
         return _tally.Axis.integer(int(edges[0]), int(edges[-1]))
     return _tally.Axis.variable(np.ascontiguousarray(edges))
+
+
+def _svg(h, width=240, height=150):
+    """An SVG of a 1-D histogram's bars or a 2-D one's heat map (darker: more), bins placed
+    by their edges where those are finite, else one unit each."""
+    def places(axis):
+        e = axis.edges
+        e = e if np.isfinite(e).all() and e[-1] > e[0] else np.arange(axis.bins + 1, dtype=np.float64)
+        return (e - e[0]) / (e[-1] - e[0])
+    values = np.asarray(h.values(), np.float64)
+    top = float(np.nanmax(np.abs(values), initial=0.0)) or 1.0
+    shapes = []
+    if h.ndim == 1:
+        x = places(h.axes[0]) * width
+        for k, v in enumerate(values.tolist()):
+            bar = abs(v) / top * (height - 10)
+            shapes.append(f'<rect x="{x[k]:.2f}" y="{height - bar:.2f}" width="{max(x[k + 1] - x[k], 0.5):.2f}" '
+                          f'height="{bar:.2f}" fill="#3b6ea8" stroke="white" stroke-width="0.5"/>')
+    else:
+        x, y = places(h.axes[0]) * width, places(h.axes[1]) * height
+        for i in range(values.shape[0]):
+            for j in range(values.shape[1]):
+                shade = 1 - abs(values[i, j]) / top
+                color = "#%02x%02x%02x" % (int(255 * shade), int(255 * shade), 255)
+                shapes.append(f'<rect x="{x[i]:.2f}" y="{height - y[j + 1]:.2f}" width="{max(x[i + 1] - x[i], 0.5):.2f}" '
+                              f'height="{max(y[j + 1] - y[j], 0.5):.2f}" fill="{color}"/>')
+    frame = f'<rect x="0" y="0" width="{width}" height="{height}" fill="none" stroke="#888"/>'
+    e = h.axes[0].edges  # axis 0's range under the frame
+    text = (f'<text x="0" y="{height + 13}" font-size="11" font-family="sans-serif">{e[0]:.6g}</text>'
+            f'<text x="{width}" y="{height + 13}" font-size="11" font-family="sans-serif" '
+            f'text-anchor="end">{e[-1]:.6g}</text>')
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 16}" '
+            f'viewBox="0 0 {width} {height + 16}">{"".join(shapes)}{frame}{text}</svg>')
