@@ -126,6 +126,23 @@ def test_f32_edges_of_dyadic_ranges_torch_cuda(torch, rng, hi, bins):
     np.testing.assert_array_equal(got.cpu().numpy(), want)
 
 
+# f32 samples without a range: numpy's edges are a float32 linspace from the data's extremes,
+# which the CPU bins by the f32 estimate over their line (variable_line32) and one edge. Samples
+# on every edge and one f32 step either side, at bin counts from 1 to 2^20.
+@pytest.mark.parametrize("bins", [1, 7, 100, 1000, 4096, 65537, 2**20])
+@pytest.mark.parametrize("spread", ["uniform", "normal", "offset"])
+def test_f32_edges_from_the_data_on_and_beside_every_edge(rng, bins, spread):
+    x = {"uniform": lambda: rng.random(20_000), "normal": lambda: rng.normal(size=20_000),
+         "offset": lambda: 100 + rng.random(20_000) * 37}[spread]().astype(np.float32)
+    edges = np.histogram_bin_edges(x, bins)[:: max(1, bins // 5000)]
+    near = np.concatenate([edges, np.nextafter(edges, np.float32(-np.inf)), np.nextafter(edges, np.float32(np.inf))])
+    a = np.concatenate([x, near[(near >= x.min()) & (near <= x.max())]])
+    want, want_edges = np.histogram(a, bins)
+    got, got_edges = tally.histogram(a, bins)
+    assert_same_array(got_edges, want_edges)
+    assert_same_array(got, want)
+
+
 # numpy's answers where tally once raised or differed: (function, args, keywords).
 NUMPY_BEHAVIOUR = {
     "bincount_uint64_beyond_int64": ("bincount", (np.array([2**63], np.uint64),), {}),

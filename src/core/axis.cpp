@@ -225,8 +225,12 @@ bool bucketed(const axis& a) {
 
 }  // namespace
 
-line_rule variable_line(const axis& a) {
-  if (a.bins() < kLineMinBins || !bucketed(a) || !a.integer_edges().empty()) return {};
+namespace {
+
+/// The line through a variable axis' outer edges and the measured guard of its edges (bins 0
+/// where there is none: integer edges, an infinite or empty range, edges a quarter bin astray).
+line_rule line_of(const axis& a) {
+  if (!bucketed(a) || !a.integer_edges().empty()) return {};
   const std::vector<double>& e = a.variable_edges();
   line_rule r;
   r.first = e.front();
@@ -236,6 +240,17 @@ line_rule variable_line(const axis& a) {
   if (!std::isfinite(r.scale)) return {};
   r.guard = measured_guard(r, e.data());
   return r.guard < 1.0 ? r : line_rule{};
+}
+
+}  // namespace
+
+line_rule variable_line(const axis& a) { return a.bins() < kLineMinBins ? line_rule{} : line_of(a); }
+
+regular_rule variable_line32(const axis& a) {
+  regular_rule r;
+  static_cast<line_rule&>(r) = line_of(a);
+  if (r.bins) set_fast32(r);
+  return r;
 }
 
 variable_rule make_variable_rule(const axis& a, const std::vector<std::int64_t>* buckets) {

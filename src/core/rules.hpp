@@ -25,6 +25,10 @@ constexpr std::int64_t kLineMinBins = std::int64_t{1} << 16;
 /// line through the outer ones (numpy's float32 linspace), from kLineMinBins bins and without
 /// integer edges; else bins 0. The backends then bin by it (line_binner).
 line_rule variable_line(const axis& a);
+/// For f32 samples on a variable axis of any bin count whose edges lie near their line: the
+/// regular rule's f32 form over that line (fast32 set where its bound holds, else false), its
+/// edges the axis' own. numpy's float32 linspace of a range from the data makes such axes.
+regular_rule variable_line32(const axis& a);
 /// The rule for a variable axis; with `buckets` (from variable_buckets) it narrows its search.
 variable_rule make_variable_rule(const axis& a, const std::vector<std::int64_t>* buckets = nullptr);
 /// The bucket table of a variable axis: variable_bucket_count(bins) + 1 entries.
