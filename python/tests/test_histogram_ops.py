@@ -345,3 +345,25 @@ def test_indexing_errors(rng):
         h.project(3)
     with pytest.raises(TypeError, match="channel"):
         tally.Histogram(tally.axis.integer(0, 4), channels=3)[0]
+
+
+@pytest.mark.parametrize("storage", [None, "double", "weight"])
+def test_setting_cells_matches_boost_histogram(rng, storage):
+    h, b = nd_pair(rng, "uniform", storage)
+    pair = storage == "weight"
+    keys = [(3, 1, 0), (slice(2, 5), 0, slice(None)), (bh.loc(6.5), ..., 4), ({1: 2}), (...,)]
+    for n, key in enumerate(keys):
+        picked = h[key]
+        shape = picked.values().shape if isinstance(picked, tally.Histogram) else ()
+        value = np.full(shape + ((2,) if pair else ()), n + 1.5 if storage else n + 2)
+        h[key] = value
+        b[key] = value
+        same_cells(h, b, storage is None)
+    assert h.samples == 6000
+    with pytest.raises(IndexError, match="without a step"):
+        h[::bh.rebin(2), 0, 0] = 1
+    if storage is None:
+        with pytest.raises(ValueError, match="non-negative"):
+            h[0, 0, 0] = -1
+        with pytest.raises(ValueError, match="integers"):
+            h[0, 0, 0] = 0.5

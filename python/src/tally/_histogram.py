@@ -852,6 +852,44 @@ class Histogram:
             return parts[0].item()
         return self._with_cells(kept, parts, moved)
 
+    def __setitem__(self, key, value):
+        """Set cells, as boost-histogram's: integers, locators and plain slices (no rebin or
+        sum) pick the cells; `value` broadcasts over them. Counts take non-negative integers,
+        sums of weights floats, Weight storage (value, variance) pairs in a last axis of 2.
+        The flow counters and samples stay as they are."""
+        if self._channels is not None:
+            raise TypeError("a channel histogram is one histogram per channel; set cells through assign")
+        axes = self.axes
+        index = []
+        for ax, entry in zip(axes, _index_entries(key, len(axes))):
+            if not isinstance(entry, slice):
+                index.append(_bin_of(entry, ax))
+            elif entry.step is not None:
+                raise IndexError("setting cells takes integers, locators and slices without a step")
+            else:
+                index.append(slice(_slice_end(entry.start, ax, 0), _slice_end(entry.stop, ax, ax.bins)))
+        index = tuple(index)
+        value = np.asarray(value)
+        parts = self._cells()
+        if self._squares is not None:
+            if value.shape[-1:] != (2,):
+                raise ValueError("Weight storage takes (value, variance) pairs: a last axis of 2")
+            parts[0][index], parts[1][index] = value[..., 0], value[..., 1]
+        elif self._hists[0].weighted:
+            parts[0][index] = value
+        else:
+            if not np.issubdtype(value.dtype, np.integer) and not (value.size and np.all(np.mod(value, 1) == 0)):
+                raise ValueError("counts take integers")
+            if value.size and np.min(value) < 0:
+                raise ValueError("counts take non-negative integers")
+            cells = parts[0].view(np.uint64)
+            cells[index] = value.astype(np.uint64)
+        flow = self._hists[0].flow() if self._flow else (0, 0, 0)
+        for part, cells in zip(self._parts(), parts):
+            cells = np.ascontiguousarray(cells)
+            part.assign(cells.view(np.uint64).ravel() if cells.dtype == np.int64 else cells.ravel(),
+                        flow if part is self._hists[0] else (0, 0, 0), self.samples)
+
     def _with_cells(self, axes, parts, moved=(0, 0)):
         """A histogram of this one's storage and device over `axes`, holding `parts` (values,
         and the squares of Weight storage); counts keep the flow counters (plus `moved`) and the
