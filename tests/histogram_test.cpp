@@ -217,6 +217,37 @@ TEST(Histogram, RepeatedFillsAccumulateAcrossCountTypes) {
   }
 }
 
+/// A caller's own OpenMP threads each filling a histogram of one thread: the fill's region is its
+/// own (a one-thread fill runs its body directly only outside any region), so u32 private copies
+/// (replicas), weighted partials and direct counts all count every sample.
+TEST(Histogram, OneThreadFillsInsideACallersParallelRegion) {
+  const axis_spec a = integer_spec(0, 100);
+  const column data = random_column_for(a, dtype::i32, dist::mostly_one_bin, 200000, 7, 2);
+  ref::result want = ref::empty({a.model()}, false);
+  ref::fill(want, a.model(), data.view());
+  ASSERT_GT(binned(want), 0u);
+  std::vector<double> ones(static_cast<std::size_t>(data.view().size), 1.0);
+  const tally::view weights = tally::make_view(ones.data(), static_cast<std::int64_t>(ones.size()));
+  int failures = 0;
+#pragma omp parallel num_threads(4) reduction(+ : failures)
+  for (count_type ct : {count_type::u32, count_type::u64}) {
+    tally::options o = cpu_options();
+    o.counts = ct;
+    o.threads = 1;
+    tally::histogram h(a.make(), o);
+    h.fill(data.view());
+    tally::options w = cpu_options();
+    w.weighted = true;
+    w.threads = 1;
+    tally::histogram s(a.make(), w);
+    s.fill(data.view(), weights);
+    const std::vector<std::uint64_t> counts = h.counts();
+    for (std::size_t k = 0; k < counts.size(); ++k)
+      failures += counts[k] != want.counts[k] || s.sums_data()[k] != static_cast<double>(want.counts[k]);
+  }
+  EXPECT_EQ(failures, 0);
+}
+
 /// numpy's density for several axes: n / width / total, widths as numpy's np.diff of the edges
 /// in their own type (f32 and f16 edges give differences rounded to that type).
 TEST(Histogram, DensityFollowsNumpyFormula) {

@@ -118,11 +118,12 @@ void register_axes(nb::module_& m) {
         c.pop_back();
         return numpy_edges(c);
       }, nb::rv_policy::move)
-      // UHI's bin of a value (bh.loc calls it): -1 below the first edge, bins above the last or NaN.
+      // UHI's bin of a value, as boost-histogram's (bh.loc calls it): bins [e_k, e_k+1), -1 below
+      // the first edge, bins from the last edge on and for NaN.
       .def("index", [](const tally::axis& a, double v) -> std::int64_t {
         const std::vector<double> e = a.edges();
         if (v < e.front()) return -1;
-        if (!(v < e.back())) return v == e.back() ? a.bins() - 1 : a.bins();
+        if (!(v < e.back())) return a.bins();
         return std::upper_bound(e.begin(), e.end(), v) - e.begin() - 1;
       }, "value"_a)
       .def("__eq__", [](const tally::axis& a, const tally::axis& b) { return a == b; })

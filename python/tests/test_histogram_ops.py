@@ -367,3 +367,63 @@ def test_setting_cells_matches_boost_histogram(rng, storage):
             h[0, 0, 0] = -1
         with pytest.raises(ValueError, match="integers"):
             h[0, 0, 0] = 0.5
+
+
+def test_locators_use_half_open_bins_and_selections_move_counts_to_the_flow_counters():
+    t = tally.Histogram(tally.axis.integer(0, 4), flow=True).fill(np.array([0, 1, 2, 3]))
+    b = bh.Histogram(bh.axis.Integer(0, 4), storage=bh.storage.Int64()).fill(np.array([0, 1, 2, 3]))
+    same_cells(t[bh.loc(1):bh.loc(4)], b[bh.loc(1):bh.loc(4)], True)
+    with pytest.raises(IndexError, match="flow bins"):
+        t[bh.loc(4)]
+    r = tally.Histogram(tally.axis.regular(4, 0, 4)).fill(np.array([0.5, 1.5, 2.5, 3.5]))
+    assert r[:bh.loc(4.0)].values().tolist() == [1, 1, 1, 1]
+    # Selecting a row leaves the others out, as a slice of one row does.
+    x, y = np.array([-5, 0.5, 1.5]), np.array([0.5, 0.5, 0.5])
+    two = tally.Histogram([tally.axis.regular(2, 0, 2)] * 2, flow=True).fill(x, y)
+    assert two[1, :].flow == two[1:2, ::sum].flow == {"underflow": 2, "overflow": 0, "nan": 0}
+    assert two[1, :].sum(flow=True) == two.samples == 3
+
+
+def test_concurrent_fills_keep_every_sample_and_weight_pairs_together():
+    import threading
+    h = tally.Histogram(tally.axis.integer(0, 2))
+    x = np.ones(1000, np.int64)
+
+    def fills():
+        for _ in range(300):
+            h.fill(x)
+
+    def sets():
+        for _ in range(300):
+            h[0] = 0
+
+    threads = [threading.Thread(target=fills), threading.Thread(target=sets)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert h.values()[1] == 300 * 1000 and h.samples == 300 * 1000
+    w = tally.Histogram(tally.axis.integer(0, 2), storage="weight")
+    copies = []
+    filler = threading.Thread(target=lambda: [w.fill(x, weight=np.full(1000, 2.0)) for _ in range(200)])
+    filler.start()
+    while filler.is_alive():
+        copies.append(w.copy())
+    filler.join()
+    assert all(np.array_equal(c.variances(), 2 * c.values()) for c in copies)
+
+
+def test_bad_cell_values_and_odd_cells_print():
+    h = tally.Histogram(tally.axis.integer(0, 4))
+    for bad in (1e20, np.inf, np.nan, -1, 0.5):
+        with pytest.raises(ValueError, match="integers"):
+            h[1] = bad
+    assert h.values().tolist() == [0, 0, 0, 0]
+    odd = tally.Histogram(tally.axis.regular(3, 0, 3), weighted=True)
+    odd.fill(np.array([0.5, 1.5, 2.5]), weight=np.array([np.inf, 5e306, np.nan]))
+    text = str(odd)
+    assert text.splitlines()[1].endswith("inf") and "nan" in text.splitlines()[3]
+    assert "<svg" in odd._repr_html_()
+    grid = tally.Histogram([tally.axis.integer(0, 2)] * 2, weighted=True)
+    grid.fill(np.array([0, 1]), np.array([0, 1]), weight=np.array([np.nan, 1.0]))
+    assert grid._repr_html_().count("<rect") == 4 + 1

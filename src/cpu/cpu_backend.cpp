@@ -307,11 +307,12 @@ int threads_that_fit(int wanted, std::uint64_t per_thread, std::uint64_t shared)
   return static_cast<int>(std::min<std::uint64_t>(wanted, (room - shared) / std::max<std::uint64_t>(per_thread, 1)));
 }
 
-/// body() on the threads of a parallel region, or called directly for one thread: a region, even
-/// of one thread, costs the runtime's team set-up, microseconds of a small call. body's barriers
-/// and worksharing loops, orphaned, then run as that one thread's.
+/// body() on the threads of a parallel region, or called directly for one thread outside any
+/// region: a region, even of one thread, costs the runtime's team set-up, microseconds of a
+/// small call. body's barriers and worksharing loops, orphaned, then run as that one thread's.
+/// Inside a caller's region they would bind to the caller's team: there a region of its own.
 template <class F> void run_threads(int threads, const F& body) {
-  if (threads <= 1) {
+  if (threads <= 1 && !omp_in_parallel()) {
     body();
     return;
   }

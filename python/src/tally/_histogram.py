@@ -2,6 +2,7 @@
 
 import numbers
 import operator
+import threading
 import typing
 
 import numpy as np
@@ -163,6 +164,9 @@ class Histogram:
                                  f"got {len(axes)}")
             self._hists = [make([a]) for a in axes]
         self._flow = flow
+        # Held across the calls that touch several C++ histograms or read and write back cells
+        # (Weight storage's two fills, setting cells), so no other call sees them half done.
+        self._lock = threading.RLock()
 
     @property
     def axes(self):
@@ -272,11 +276,13 @@ class Histogram:
         src, columns, w = self._fill_args(samples, weight)
         stream = (self._backend == "cuda" and not src.on_cuda and not self.exact_sums
                   and _host_bytes(columns, w) > _STREAM_ABOVE)
-        for h, weights in self._targets(w):
-            if stream:
-                self._stream(h, columns, weights, _STREAM_ABOVE, 3)
-            else:
-                fill_into(h, columns, weights, src)
+        targets = list(self._targets(w))  # Weight storage: the squares made before anything is added
+        with self._lock:
+            for h, weights in targets:
+                if stream:
+                    self._stream(h, columns, weights, _STREAM_ABOVE, 3)
+                else:
+                    fill_into(h, columns, weights, src)
         return self
 
     def _targets(self, w):
@@ -336,8 +342,10 @@ class Histogram:
         src, columns, w = self._fill_args(samples, weight)
         if src.on_cuda:
             raise ValueError(f"fill_streamed: the samples are in CUDA memory ({src.where()}); use fill()")
-        for h, weights in self._targets(w):
-            self._stream(h, columns, weights, operator.index(buffer_bytes), operator.index(buffers))
+        targets = list(self._targets(w))
+        with self._lock:
+            for h, weights in targets:
+                self._stream(h, columns, weights, operator.index(buffer_bytes), operator.index(buffers))
         return self
 
     def _fill_args(self, samples, weight):
@@ -433,7 +441,7 @@ class Histogram:
         if self._squares is None:
             return self.values()
         out = np.empty(self._hists[0].shape, [("value", np.float64), ("variance", np.float64)])
-        out["value"], out["variance"] = self.values(), self._squares.values()
+        out["value"], out["variance"] = self._cells()
         return out
 
     # numpy reads the histogram as an array (np.asarray) but leaves arithmetic to it: a numpy
@@ -473,9 +481,10 @@ class Histogram:
         >>> h.fill(np.array([0.1, 0.2, 0.9, 5.0])).sum(), h.sum(flow=True)
         (3, 4)
         """
-        totals = [h.values().sum() for h in self._hists]
         if self._squares is not None and not flow:
-            return WeightedSum(totals[0].item(), self._squares.values().sum().item())
+            values, squares = self._cells()
+            return WeightedSum(values.sum().item(), squares.sum().item())
+        totals = [h.values().sum() for h in self._hists]
         if flow:
             if not self._flow:
                 raise ValueError("sum(flow=True): construct the Histogram with flow=True")
@@ -593,8 +602,9 @@ class Histogram:
         >>> h.values(), h.samples
         (array([0, 0]), 0)
         """
-        for h in self._parts():
-            h.reset()
+        with self._lock:
+            for h in self._parts():
+                h.reset()
 
     def _parts(self):
         """Every C++ histogram this one keeps: one per channel, and Weight storage's squares."""
@@ -673,7 +683,7 @@ class Histogram:
         if self._squares is not None:
             # UHI's effective counts, sum(w)^2 / sum(w^2) (0 where no weight was filled). boost-
             # histogram's Weight storage answers its sums of weights here.
-            w, w2 = self.values(), self._squares.values()
+            w, w2 = self._cells()
             return np.divide(w * w, w2, out=np.zeros_like(w), where=w2 != 0)
         return None if self._hists[0].weighted else self.values()
 
@@ -817,15 +827,18 @@ class Histogram:
             raise TypeError("a channel histogram is one histogram per channel; index its values() instead")
         axes = self.axes
         entries = _index_entries(key, len(axes))
-        parts = [self.values()] + ([self._squares.values()] if self._squares is not None else [])
+        parts = self._cells()
         counting = not self._hists[0].weighted
-        moved = [0, 0]  # counts a slice leaves out: below, above
+        moved = [0, 0]  # counts a selection or slice leaves out: below, above
         kept = []
         d = 0  # the axis of `parts` that stands for axes[k]
         for ax, entry in zip(axes, entries):
             n = ax.bins
             if not isinstance(entry, slice):
                 i = _bin_of(entry, ax)
+                if counting and self._flow:
+                    moved[0] += int(np.take(parts[0], range(0, i), axis=d).sum())
+                    moved[1] += int(np.take(parts[0], range(i + 1, n), axis=d).sum())
                 parts = [np.take(p, i, axis=d) for p in parts]
                 continue
             a, b = _slice_end(entry.start, ax, 0), _slice_end(entry.stop, ax, n)
@@ -868,7 +881,10 @@ class Histogram:
                 raise IndexError("setting cells takes integers, locators and slices without a step")
             else:
                 index.append(slice(_slice_end(entry.start, ax, 0), _slice_end(entry.stop, ax, ax.bins)))
-        index = tuple(index)
+        with self._lock:
+            self._set_cells(tuple(index), value)
+
+    def _set_cells(self, index, value):
         value = np.asarray(value)
         parts = self._cells()
         if self._squares is not None:
@@ -878,10 +894,13 @@ class Histogram:
         elif self._hists[0].weighted:
             parts[0][index] = value
         else:
-            if not np.issubdtype(value.dtype, np.integer) and not (value.size and np.all(np.mod(value, 1) == 0)):
+            exact = np.issubdtype(value.dtype, np.integer) or (np.issubdtype(value.dtype, np.floating)
+                                                                and np.all(np.isfinite(value))
+                                                                and np.all(np.mod(value, 1) == 0))
+            if not exact:
                 raise ValueError("counts take integers")
-            if value.size and np.min(value) < 0:
-                raise ValueError("counts take non-negative integers")
+            if value.size and (np.min(value) < 0 or np.max(value) >= 2.0**64):
+                raise ValueError("counts take non-negative integers below 2^64")
             cells = parts[0].view(np.uint64)
             cells[index] = value.astype(np.uint64)
         flow = self._hists[0].flow() if self._flow else (0, 0, 0)
@@ -943,7 +962,9 @@ class Histogram:
         return summed._with_cells([summed.axes[i] for i in perm], parts)
 
     def _cells(self):
-        return [self.values()] + ([self._squares.values()] if self._squares is not None else [])
+        """values, and Weight storage's squares, read together."""
+        with self._lock:
+            return [self.values()] + ([self._squares.values()] if self._squares is not None else [])
 
     # ---- merging, comparing, copying, pickling ----
 
@@ -958,7 +979,9 @@ class Histogram:
         if not isinstance(other, Histogram):
             return NotImplemented
         self._same_kind(other)
-        _tally.merge(self._parts(), other._parts())
+        first, second = sorted((self, other), key=id)  # locks in one order: a += b beside b += a
+        with first._lock, second._lock:
+            _tally.merge(self._parts(), other._parts())
         return self
 
     def __add__(self, other):
@@ -1073,7 +1096,9 @@ class Histogram:
         """
         out = object.__new__(type(self))
         out._backend, out._channels, out._flow = self._backend, self._channels, self._flow
-        parts = _tally.copy(self._parts())
+        out._lock = threading.RLock()
+        with self._lock:
+            parts = _tally.copy(self._parts())
         out._hists, out._squares = parts[:len(self._hists)], parts[-1] if self._squares is not None else None
         return out
 
@@ -1084,6 +1109,10 @@ class Histogram:
         return self.copy()
 
     def __getstate__(self):
+        with self._lock:
+            return self._state()
+
+    def _state(self):
         return {"format": 2, "device": self._backend, "channels": self._channels, "flow": self._flow,
                 "histograms": [h.to_bytes() for h in self._hists],
                 "squares": None if self._squares is None else self._squares.to_bytes()}
@@ -1137,6 +1166,7 @@ class Histogram:
                                         and squared.exact_sums == hists[0].exact_sums and not squared.flow_counters):
             raise ValueError("tally.Histogram: the pickle state's squares do not match its sums of weights")
         self._backend, self._channels, self._flow = backend, channels, bool(flow)
+        self._lock = threading.RLock()
         self._hists, self._squares = hists, squared
 
     # ---- looking at it: repr, text bars, a notebook's SVG, matplotlib ----
@@ -1166,8 +1196,10 @@ class Histogram:
         values, edges = self.values(), self.axes[0].edges
         labels = [f"[{edges[k]:.6g}, {edges[k + 1]:.6g}{']' if k == len(values) - 1 else ')'}" for k in range(len(values))]
         numbers = [f"{v:.6g}" for v in values.tolist()]
-        top = max(float(np.max(values, initial=0)), 0.0)
-        bars = ["\u2588" * int(round(40 * v / top)) if top > 0 and v > 0 else "" for v in values.tolist()]
+        finite = values[np.isfinite(values)] if values.dtype.kind == "f" else values
+        top = max(float(np.max(finite, initial=0)), 0.0)
+        bars = ["\u2588" * int(round(40 * (v / top))) if top > 0 and 0 < v < np.inf else ""
+                for v in values.tolist()]
         width, digits = max(map(len, labels)), max(map(len, numbers))
         return "\n".join([repr(self)] + [f"{lab:<{width}} {num:>{digits}} {bar}".rstrip()
                                           for lab, num, bar in zip(labels, numbers, bars)])
@@ -1370,7 +1402,8 @@ def _svg(h, width=240, height=150):
         e = e if np.isfinite(e).all() and e[-1] > e[0] else np.arange(axis.bins + 1, dtype=np.float64)
         return (e - e[0]) / (e[-1] - e[0])
     values = np.asarray(h.values(), np.float64)
-    top = float(np.nanmax(np.abs(values), initial=0.0)) or 1.0
+    values = np.where(np.isfinite(values), values, 0.0)  # inf and NaN cells drawn empty
+    top = float(np.max(np.abs(values), initial=0.0)) or 1.0
     shapes = []
     if h.ndim == 1:
         x = places(h.axes[0]) * width
