@@ -19,6 +19,11 @@ namespace tally_bindings {
 
 namespace {
 
+/// Counts as numpy's int64 ('l'): nanobind hands int64 cells over as numpy's longlong ('q').
+nb::object as_numpy_int64(const nb::object& counts) {
+  return counts.attr("view")(nb::module_::import_("numpy").attr("int64"));
+}
+
 /// tally::histogram for Python: axes and options by name, fills from arrays. Safe from any
 /// thread: every call that reads or changes the cells holds the histogram's lock, taken with
 /// the GIL released (fills run without the GIL, so other Python threads go on meanwhile).
@@ -80,12 +85,10 @@ class py_histogram {
     const auto shape = h_.shape();
     if (h_.weighted())
       return nb::cast(locked([&](const tally::histogram& h) { return cell_copy<double>(h.sums_data(), shape); }).to_numpy());
-    nb::object counts = nb::cast(locked([&](const tally::histogram& h) {
-                                   if (const auto* c = h.counts_u64()) return cell_copy<std::int64_t>(c, shape);
-                                   return cell_copy<std::int64_t>(h.counts_u32(), shape);
-                                 }).to_numpy());
-    // nanobind hands int64 cells over as numpy's longlong ('q'); numpy's counts are int64 ('l').
-    return counts.attr("view")(nb::module_::import_("numpy").attr("int64"));
+    return as_numpy_int64(nb::cast(locked([&](const tally::histogram& h) {
+                            if (const auto* c = h.counts_u64()) return cell_copy<std::int64_t>(c, shape);
+                            return cell_copy<std::int64_t>(h.counts_u32(), shape);
+                          }).to_numpy()));
   }
 
   nb::object density() const {
@@ -264,9 +267,8 @@ nb::tuple fill_and_take(std::vector<tally::axis> axes, const std::vector<any_arr
   if (weighted) {
     values = nb::cast(nb::ndarray<nb::numpy, double>(static_cast<double*>(cells), dims.size(), dims.data(), owner));
   } else {
-    // nanobind hands int64 cells over as numpy's longlong ('q'); numpy's counts are int64 ('l').
-    values = nb::cast(nb::ndarray<nb::numpy, std::int64_t>(static_cast<std::int64_t*>(cells), dims.size(), dims.data(), owner))
-                 .attr("view")(nb::module_::import_("numpy").attr("int64"));
+    values = as_numpy_int64(nb::cast(
+        nb::ndarray<nb::numpy, std::int64_t>(static_cast<std::int64_t*>(cells), dims.size(), dims.data(), owner)));
   }
   return nb::make_tuple(values, nb::make_tuple(dropped.underflow, dropped.overflow, dropped.nan));
 }

@@ -177,24 +177,11 @@ using index_tile_fn = void (*)(const void* binner, const view& column, std::int6
                                std::int64_t* flat);
 
 /// One axis, ready to bin its column: the rule, its edge table and the typed loops.
-/// f32 samples on a variable axis near its line (variable_line32): the regular rule's f32
-/// estimate, and one of the axis' edges where the estimate is not decisive.
-struct line32_binner {
-  regular_rule rule;
-  const double* edges = nullptr;
-  template <class T> std::int64_t operator()(T v) const {
-    const auto edge_at = [this](std::int64_t k) { return edges[k]; };
-    if constexpr (std::is_same_v<T, float>) return rule.locate_fast32(v, edge_at);
-    else return rule.locate(sample_traits<T>::to_value(v), edge_at);
-  }
-};
-
 struct axis_indexer {
   regular_binner regular;
   regular_table_binner regular_table;
   variable_binner variable;
   line_binner<double> line;
-  line32_binner line32;
   integer_binner integer;
   std::vector<double> edge_table;
   std::vector<std::int64_t> buckets;
@@ -220,9 +207,11 @@ struct axis_indexer {
         break;
       case axis_kind::variable:
         if (sample == dtype::f32) {
-          line32 = {variable_line32(a), a.variable_edges().data()};
-          if (line32.rule.fast32) {
-            bind(line32, sample);
+          // f32 samples near the line: the regular rule's table form over the axis' own edges.
+          regular_table.rule = variable_line32(a);
+          regular_table.rule.table = a.variable_edges().data();
+          if (regular_table.rule.fast32) {
+            bind(regular_table, sample);
             break;
           }
         }

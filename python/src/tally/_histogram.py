@@ -832,29 +832,30 @@ class Histogram:
         moved = [0, 0]  # counts a selection or slice leaves out: below, above
         kept = []
         d = 0  # the axis of `parts` that stands for axes[k]
+
+        def leave_out(first, end, n):
+            """Counts outside bins first..end-1 of axis d join the flow counters (counts, flow=True)."""
+            if counting and self._flow:
+                moved[0] += int(np.take(parts[0], range(0, first), axis=d).sum())
+                moved[1] += int(np.take(parts[0], range(end, n), axis=d).sum())
+
         for ax, entry in zip(axes, entries):
             n = ax.bins
             if not isinstance(entry, slice):
                 i = _bin_of(entry, ax)
-                if counting and self._flow:
-                    moved[0] += int(np.take(parts[0], range(0, i), axis=d).sum())
-                    moved[1] += int(np.take(parts[0], range(i + 1, n), axis=d).sum())
+                leave_out(i, i + 1, n)
                 parts = [np.take(p, i, axis=d) for p in parts]
                 continue
             a, b = _slice_end(entry.start, ax, 0), _slice_end(entry.stop, ax, n)
             b = max(a, b)
-            if counting and self._flow:
-                moved[0] += int(np.take(parts[0], range(0, a), axis=d).sum())
             if entry.step is sum:
-                if counting and self._flow:
-                    moved[1] += int(np.take(parts[0], range(b, n), axis=d).sum())
+                leave_out(a, b, n)
                 parts = [np.take(p, range(a, b), axis=d).sum(axis=d) for p in parts]
                 continue
             k = _rebin_factor(entry.step)
             groups = (b - a) // k
             end = a + groups * k  # bins past the last whole group are left out, as boost's
-            if counting and self._flow:
-                moved[1] += int(np.take(parts[0], range(end, n), axis=d).sum())
+            leave_out(a, end, n)
             parts = [np.take(p, range(a, end), axis=d) for p in parts]
             parts = [p.reshape(p.shape[:d] + (groups, k) + p.shape[d + 1:]).sum(axis=d + 1) for p in parts]
             kept.append(_sliced_axis(ax, a, end, k))
@@ -903,11 +904,15 @@ class Histogram:
                 raise ValueError("counts take non-negative integers below 2^64")
             cells = parts[0].view(np.uint64)
             cells[index] = value.astype(np.uint64)
-        flow = self._hists[0].flow() if self._flow else (0, 0, 0)
+        self._assign(parts, self._hists[0].flow() if self._flow else (0, 0, 0), self.samples)
+
+    def _assign(self, parts, dropped, samples):
+        """The cells of a plain histogram set to `parts` (values, and Weight storage's squares):
+        counts as uint64, sums as float64; `dropped` is the values' flow counters."""
         for part, cells in zip(self._parts(), parts):
-            cells = np.ascontiguousarray(cells)
-            part.assign(cells.view(np.uint64).ravel() if cells.dtype == np.int64 else cells.ravel(),
-                        flow if part is self._hists[0] else (0, 0, 0), self.samples)
+            cells = (np.ascontiguousarray(cells, np.float64) if part.weighted
+                     else np.ascontiguousarray(cells, np.int64).view(np.uint64))
+            part.assign(cells.ravel(), dropped if part is self._hists[0] else (0, 0, 0), samples)
 
     def _with_cells(self, axes, parts, moved=(0, 0)):
         """A histogram of this one's storage and device over `axes`, holding `parts` (values,
@@ -917,14 +922,8 @@ class Histogram:
         out = Histogram(axes, storage=None if counting else "weight" if self._squares is not None else "double",
                         flow=counting and self._flow, count_bits=32 if self._hists[0].counts32 else 64,
                         device=self._backend)
-        if counting:
-            f = self._hists[0].flow() if self._flow else (0, 0, 0)
-            dropped = (f[0] + moved[0], f[1] + moved[1], f[2]) if self._flow else (0, 0, 0)
-            cells = np.ascontiguousarray(parts[0]).view(np.uint64).ravel()
-            out._hists[0].assign(cells, dropped, self.samples)
-        else:
-            for part, cells in zip(out._parts(), parts):
-                part.assign(np.ascontiguousarray(cells, np.float64).ravel(), (0, 0, 0), self.samples)
+        f = self._hists[0].flow() if out._flow else (0, 0, 0)
+        out._assign(parts, (f[0] + moved[0], f[1] + moved[1], f[2]), self.samples)
         return out
 
     def project(self, *axes):
@@ -1015,8 +1014,7 @@ class Histogram:
         if self._channels is not None:
             raise ValueError(f"{op}: a channel histogram holds counts; it scales only by a non-negative integer")
         out = Histogram(self.axes, storage="double" if variances is None else "weight", device=self._backend)
-        for part, cells in zip(out._parts(), (values, variances)):
-            part.assign(np.ascontiguousarray(cells, np.float64).ravel(), (0, 0, 0), 0)
+        out._assign([values, variances], (0, 0, 0), 0)
         return out
 
     def _counts_times(self, k):
@@ -1247,12 +1245,11 @@ class Histogram:
         """
         if self.ndim != 1 or self._channels is not None:
             raise ValueError("plot: a 1-D histogram (plot2d draws two dimensions)")
-        import matplotlib.pyplot as plt
+        ax = _matplotlib_axes(ax)
         try:
             import mplhep
         except ImportError:
             mplhep = None
-        ax = plt.gca() if ax is None else ax
         if mplhep is not None:
             return mplhep.histplot(self, ax=ax, **kwargs)
         return ax.stairs(np.asarray(self.values(), np.float64), self.axes[0].edges, **kwargs)
@@ -1295,8 +1292,7 @@ class Histogram:
         """
         if self.ndim != 2 or self._channels is not None:
             raise ValueError("plot2d: a 2-D histogram (plot draws one dimension)")
-        import matplotlib.pyplot as plt
-        ax = plt.gca() if ax is None else ax
+        ax = _matplotlib_axes(ax)
         x, y = (a.edges for a in self.axes)
         return ax.pcolormesh(x, y, np.asarray(self.values(), np.float64).T, **kwargs)
 
@@ -1426,3 +1422,9 @@ def _svg(h, width=240, height=150):
             f'text-anchor="end">{e[-1]:.6g}</text>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 16}" '
             f'viewBox="0 0 {width} {height + 16}">{"".join(shapes)}{frame}{text}</svg>')
+
+
+def _matplotlib_axes(ax):
+    """`ax`, or matplotlib's current axes (matplotlib imported only when a plot is drawn)."""
+    import matplotlib.pyplot as plt
+    return plt.gca() if ax is None else ax
