@@ -19,6 +19,7 @@ struct run_args {
 
 struct hist_args {
   std::string file;   // empty: the bundled sample image
+  std::string text;   // --text: the mode (groups, letters or bytes); empty: FILE holds numbers
   std::string dtype;  // raw binary input
   std::string column;     // text input: the columns kept ("2", "x,y"; empty: all)
   std::string delimiter;  // text input: the field delimiter (empty: told by the first row)

@@ -15,6 +15,7 @@
 #include "core/memory.hpp"
 #include "commands.hpp"
 #include "errors.hpp"
+#include "letters.hpp"
 #include "output.hpp"
 #include "plot.hpp"
 #include "progress.hpp"
@@ -39,6 +40,21 @@ void check_output_names(const hist_args& a) {
     throw usage_error("--out " + a.out + ": the name must end in .csv or .json");
   if (!a.plot.empty() && lower_extension(a.plot) != ".png" && lower_extension(a.plot) != ".svg")
     throw usage_error("--plot " + a.plot + ": the name must end in .png or .svg");
+}
+
+/// --text reads FILE as bytes into fixed bins: the options that pick a format, columns, bins or
+/// weights do not apply.
+void check_text_options(const hist_args& a) {
+  const std::pair<const char*, bool> given[] = {
+      {"--dtype", !a.dtype.empty()}, {"--key", !a.key.empty()}, {"--column", !a.column.empty()},
+      {"--delimiter", !a.delimiter.empty()}, {"--gray", a.gray}, {"--channels", a.channels > 0},
+      {"--nd", a.nd}, {"--weights", !a.weights.empty()}, {"--bins", !a.bins.empty()},
+      {"--range", !a.range.empty()}, {"--edges", !a.edges.empty()}, {"--integer", a.integer}};
+  for (const auto& [flag, set] : given)
+    if (set)
+      throw usage_error(std::string(flag) +
+                        " does not go with --text, which reads FILE as bytes into fixed bins (groups a-d .. y-z, "
+                        "letters a..z or bytes 0..255)");
 }
 
 /// Refuses an output that is an input file, or the other output: the same device and inode,
@@ -232,16 +248,23 @@ int run_hist(const hist_args& a) {
   check_output_names(a);
   if (a.plot.empty() && (!a.title.empty() || !a.x_label.empty() || !a.y_label.empty() || a.log || a.density))
     throw usage_error("--title, --xlabel, --ylabel, --log and --density are for --plot");
+  const std::optional<text_bins> as_text =
+      a.text.empty() ? std::nullopt : std::optional<text_bins>(text_bins_of(text_mode_from_name(a.text)));
+  if (as_text) check_text_options(a);
   const axis_options axis_opts = parse_axis_options(a);
   tally::options opts = to_options(a.run);
   const std::optional<tally::dtype> raw =
       a.dtype.empty() ? std::nullopt : std::optional<tally::dtype>(parse_dtype(a.dtype));
 
+  if (as_text && a.file.empty() && !stdin_is_piped())
+    throw usage_error("--text counts the text of FILE, or of standard input where it is piped; give FILE");
   const std::string input = !a.file.empty() ? a.file : stdin_is_piped() ? "-" : bundled_sample();
   check_outputs_are_not_inputs(a, input);
   if (!a.plot.empty() && !plots_available()) throw failure(kNoPlotsMessage);  // before the work
-  source src = open_samples(input, raw, a.gray, text_options{a.column, a.delimiter}, a.key);
-  if (src.values == 0) throw failure(src.path + ": holds no values; nothing to histogram");
+  source src = as_text ? open_bytes(input, as_text->map ? &*as_text->map : nullptr)
+                       : open_samples(input, raw, a.gray, text_options{a.column, a.delimiter}, a.key);
+  // --text's bins need no data: an empty file counts nothing in them.
+  if (src.values == 0 && !as_text) throw failure(src.path + ": holds no values; nothing to histogram");
   const layout lay = resolve_layout(a, src);
   const int columns = lay.columns();
   const std::int64_t rows = src.values / columns;
@@ -249,8 +272,8 @@ int run_hist(const hist_args& a) {
   if (!a.weights.empty()) weights = open_weights(a.weights, rows);
   std::vector<axis_spec> specs = axis_specs(axis_opts, columns);
 
-  const bool two_passes = std::any_of(specs.begin(), specs.end(),
-                                      [&](const axis_spec& s) { return needs_first_pass(s, src); });
+  const bool two_passes = !as_text && std::any_of(specs.begin(), specs.end(),
+                                                  [&](const axis_spec& s) { return needs_first_pass(s, src); });
   const std::size_t item = tally::size_of(src.type);
   // Never more buffer than the data need, never less than one row.
   const std::int64_t chunk_rows = std::clamp<std::int64_t>(
@@ -282,6 +305,10 @@ int run_hist(const hist_args& a) {
   opts.weighted = weights.has_value();
   std::vector<tally::axis> axes;
   for (int c = 0; c < columns; ++c) {
+    if (as_text) {
+      axes.push_back(as_text->axis);
+      continue;
+    }
     if (specs[c].estimator) specs[c].bins = estimated_bins(specs[c], src, bounds[c], extrema_of.values(c));
     axes.push_back(make_axis(specs[c], src, bounds[c]));
   }
@@ -320,6 +347,7 @@ int run_hist(const hist_args& a) {
   r.bounds = extrema_of.result();
   r.hists = std::move(hists);
   r.show_flow = a.flow;
+  if (as_text) r.named = as_text->named;
 
   bar.clear();  // before anything else is printed
   // The report first: a run that fails anywhere leaves no output behind.

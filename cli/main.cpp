@@ -2,16 +2,19 @@
 // line on stderr and an exit code (2: usage, 1: anything else).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <new>
 
 #include "commands.hpp"
 #include "errors.hpp"
+#include "letters.hpp"
 #include "tally/dtype.hpp"
 #include "tally/plan.hpp"
 
@@ -60,11 +63,16 @@ void add_hist(CLI::App& app, hist_args& h) {
   CLI::App* cmd = app.add_subcommand(
       "hist",
       "Histogram a .npy, .npz, CSV or text, raw binary, PNG or JPEG file, or standard input (the bundled sample "
-      "image if no FILE and no pipe)");
+      "image if no FILE and no pipe); with --text, the letters or bytes of any file");
   cmd->add_option("FILE", h.file,
                   "Input file, or - for standard input (read when piped and no FILE is given); its format is told by "
                   "its first bytes")
       ->check(non_empty);
+  cmd->add_flag("--text{groups}", h.text,
+                "Count FILE's bytes as text, in fixed bins: --text (or --text=groups) by letter group a-d, e-h, "
+                "i-l, m-p, q-t, u-x, y-z (PMPP's text histogram), --text=letters by letter a..z, both with A-Z "
+                "counted as a-z and other bytes dropped as not letters; --text=bytes by byte value 0..255")
+      ->check(CLI::IsMember(text_mode_names()));
   cmd->add_option(
       "--dtype", h.dtype,
       "Read FILE as raw native-endian values: " + tally::sample_type_names())
@@ -157,6 +165,19 @@ int fail(const std::string& message, int code) {
   return code;
 }
 
+/// "--text bytes" where "--text=bytes" was meant: the mode, a word of its own, would be read as
+/// FILE (unless a file has that name). The mode, or empty where the command line has no such slip.
+std::string text_mode_as_word(int argc, char** argv) {
+  const std::vector<std::string>& modes = text_mode_names();
+  for (int i = 1; i + 1 < argc; ++i) {
+    std::error_code ec;
+    if (std::string(argv[i]) == "--text" && std::find(modes.begin(), modes.end(), argv[i + 1]) != modes.end() &&
+        !std::filesystem::exists(argv[i + 1], ec))
+      return argv[i + 1];
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -171,6 +192,9 @@ int main(int argc, char** argv) {
       app.add_subcommand("strategies", "The named strategies: what each is, where it applies, when it is chosen");
   add_plan(app, p);
 
+  if (const std::string mode = text_mode_as_word(argc, argv); !mode.empty())
+    return fail("--text " + mode + ": write the mode with '=', --text=" + mode + " (a word of its own is FILE)",
+                2);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ExtrasError& e) {

@@ -71,6 +71,10 @@ nlohmann::json axis_json(const hist_result& r, int c) {
   }
   if (a.kind() == tally::axis_kind::regular)
     j["edge_type"] = std::string(tally::name_of(a.edge_type()));
+  if (r.named) {  // named bins: their names, and no summary of their byte codes
+    j["labels"] = r.named->labels;
+    return j;
+  }
   const extrema& b = r.bounds[c];
   j["min"] = b.any ? exact_json(b.lo) : nlohmann::json();
   j["max"] = b.any ? exact_json(b.hi) : nlohmann::json();
@@ -105,13 +109,14 @@ nlohmann::json hist_json(const hist_result& r, const tally::histogram& h, int fi
 std::string to_csv(const hist_result& r) {
   if (r.mode == layout_mode::nd) return nd_csv(r);
   std::ostringstream out;
-  out << "channel,bin_lo,bin_hi," << value_name(r) << "\n";
+  // Named bins add their names as a last column.
+  out << "channel,bin_lo,bin_hi," << value_name(r) << (r.named ? ",label" : "") << "\n";
   for (int c = 0; c < r.columns(); ++c) {
     const tally::axis& a = r.axis_of(c);
     const std::vector<std::string> cells = cell_texts(r.hist_of(c));
     for (std::int64_t k = 0; k < a.bins(); ++k)
-      out << r.names[c] << "," << edge_text(a, k) << "," << edge_text(a, k + 1) << ","
-          << cells[k] << "\n";
+      out << r.names[c] << "," << edge_text(a, k) << "," << edge_text(a, k + 1) << "," << cells[k]
+          << (r.named ? "," + r.named->labels[k] : "") << "\n";
   }
   return out.str();
 }

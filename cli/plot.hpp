@@ -33,6 +33,12 @@ struct plot_options {
   bool density = false;
 };
 
+/// A tick on an axis or on the heat map's colour bar: its value and the text drawn beside it.
+struct tick {
+  double value;
+  std::string label;
+};
+
 /// What is drawn, in data coordinates: bars of one or more series, or a 2-D heat map.
 struct plot_model {
   std::string title, x_label, y_label;
@@ -40,6 +46,7 @@ struct plot_model {
   bool log_y = false;     // bar heights on a log scale from y_lo
   bool log_heat = false;  // heat colours by log(value), the least nonzero cell still coloured
   std::vector<plot_series> series;
+  std::vector<tick> x_names;        // named bins: each bin's name at its centre, for the x ticks
   std::optional<merged_grid> heat;  // x = axis 0, y = axis 1
   double heat_max = 0, heat_min = 0;  // the fullest cell, and the least nonzero one
 };
@@ -64,12 +71,6 @@ struct frame {
   }
 };
 
-/// A tick on an axis or on the heat map's colour bar: its value and the text drawn beside it.
-struct tick {
-  double value;
-  std::string label;
-};
-
 /// Round tick values (1, 2 or 5 times a power of ten apart) inside [lo, hi].
 std::vector<double> nice_ticks(double lo, double hi, int target = 6);
 /// Powers of ten inside [lo, hi] (0 < lo <= hi), with 2 and 5 times them where the range spans
@@ -77,7 +78,7 @@ std::vector<double> nice_ticks(double lo, double hi, int target = 6);
 /// themselves where no power falls inside.
 std::vector<double> log_ticks(double lo, double hi);
 /// The x axis' ticks (nice_ticks), labelled: whole numbers below ten million in full, others
-/// with as many significant digits as keep them distinct.
+/// with as many significant digits as keep them distinct; named bins' names where it has them.
 std::vector<tick> x_ticks(const plot_model& m);
 /// The y axis' ticks: nice_ticks, or on a log scale log_ticks.
 std::vector<tick> y_ticks(const plot_model& m);

@@ -95,7 +95,9 @@ std::vector<double> log_ticks(double lo, double hi) {
   return ticks;
 }
 
-std::vector<tick> x_ticks(const plot_model& m) { return labelled(nice_ticks(m.x_lo, m.x_hi)); }
+std::vector<tick> x_ticks(const plot_model& m) {
+  return m.x_names.empty() ? labelled(nice_ticks(m.x_lo, m.x_hi)) : m.x_names;
+}
 
 std::vector<tick> y_ticks(const plot_model& m) {
   return labelled(m.log_y ? log_ticks(m.y_lo, m.y_hi) : nice_ticks(m.y_lo, m.y_hi));
@@ -216,6 +218,12 @@ static plot_model make_default_model(const hist_result& r, const plot_options& o
     }
   }
   m.x_label = "value";
+  if (r.named) {
+    const tally::axis& a = r.axis_of(0);
+    for (std::int64_t k = 0; k < a.bins(); ++k)
+      m.x_names.push_back({(a.edge(k) + a.edge(k + 1)) / 2, r.named->labels[k]});
+    m.x_label = r.named->unit;
+  }
   m.y_label = value;
   return m;
 }

@@ -52,6 +52,11 @@ file_ptr spool_stdin() {
   return copy;
 }
 
+/// `given` opened for reading: a file, or standard input copied (`-`).
+file_ptr open_input(const std::string& given) { return given == "-" ? spool_stdin() : open_file(given); }
+/// How `given` is named in the report and in messages.
+std::string input_name(const std::string& given) { return given == "-" ? "stdin" : given; }
+
 /// Values stored contiguously in a file from `offset` on, byte-swapped when the file's byte
 /// order is not the machine's (big-endian .npy).
 class file_reader final : public chunk_reader {
@@ -114,6 +119,24 @@ class memory_reader final : public chunk_reader {
   std::int64_t count_;
   std::size_t item_;
   std::int64_t pos_ = 0;
+};
+
+/// Bytes read through another reader, each replaced by its value in a byte_map.
+class mapped_byte_reader final : public chunk_reader {
+ public:
+  mapped_byte_reader(std::unique_ptr<chunk_reader> bytes, const byte_map& map)
+      : bytes_(std::move(bytes)), map_(map) {}
+  std::int64_t read(void* out, std::int64_t max) override {
+    const std::int64_t n = bytes_->read(out, max);
+    auto* b = static_cast<std::uint8_t*>(out);
+    for (std::int64_t i = 0; i < n; ++i) b[i] = map_[b[i]];
+    return n;
+  }
+  void rewind() override { bytes_->rewind(); }
+
+ private:
+  std::unique_ptr<chunk_reader> bytes_;
+  byte_map map_;
 };
 
 enum class format { npy, png, jpeg, unknown };
@@ -323,9 +346,8 @@ std::uint64_t file_size(std::FILE* f, const std::string& path) {
 
 source open_samples(const std::string& given, std::optional<tally::dtype> raw_type, bool gray,
                     const text_options& text, const std::string& key) {
-  const bool from_stdin = given == "-";
-  const std::string path = from_stdin ? "stdin" : given;
-  file_ptr f = from_stdin ? spool_stdin() : open_file(path);
+  const std::string path = input_name(given);
+  file_ptr f = open_input(given);
   if (is_zip(f.get())) {  // an .npz archive: its array `key` (or its only one), as a .npy file
     if (!text.columns.empty() || !text.delimiter.empty())
       throw usage_error(std::string(text.columns.empty() ? "--delimiter" : "--column") +
@@ -362,6 +384,14 @@ source open_samples(const std::string& given, std::optional<tally::dtype> raw_ty
     throw usage_error(path +
                       " is neither .npy, PNG, JPEG nor text; give --dtype to read it as raw binary");
   return open_raw(std::move(f), path, *raw_type);
+}
+
+source open_bytes(const std::string& given, const byte_map* map) {
+  source s = open_raw(open_input(given), input_name(given), tally::dtype::u8);
+  s.format = "text";
+  s.layout = std::to_string(s.values) + (s.values == 1 ? " byte" : " bytes");
+  if (map) s.reader = std::make_unique<mapped_byte_reader>(std::move(s.reader), *map);
+  return s;
 }
 
 source open_weights(const std::string& path, std::int64_t rows) {

@@ -1,6 +1,7 @@
 // Sample and weight sources: .npy, raw binary and PNG/JPEG files, read chunk by chunk.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -48,6 +49,14 @@ struct source : source_info {
 /// Throws failure for unreadable or malformed files, usage_error for options that do not fit.
 source open_samples(const std::string& path, std::optional<tally::dtype> raw_type, bool gray,
                     const text_options& text = {}, const std::string& key = "");
+
+/// A value for each byte value: the byte b is read as map[b].
+using byte_map = std::array<std::uint8_t, 256>;
+
+/// Opens `path` (`-`: standard input, copied to a temporary file) as u8 values, one per byte,
+/// whatever it holds (--text), each byte mapped by `map` where one is given. Streamed like raw
+/// binary input. Throws failure where it cannot be read.
+source open_bytes(const std::string& path, const byte_map* map);
 
 /// The size of the open file `f` (named `path` in the error), in bytes.
 std::uint64_t file_size(std::FILE* f, const std::string& path);

@@ -54,9 +54,10 @@ std::vector<std::string> range_labels(const merged_bins& m, const tally::axis& a
 }  // namespace
 
 std::string bar_chart(const tally::axis& a, const std::vector<double>& values, bool weighted,
-                      int max_lines, int width) {
+                      const std::vector<std::string>& names, int max_lines, int width) {
   const merged_bins m = merge(a.edges(), values, max_lines);
-  const std::vector<std::string> labels = range_labels(m, a);
+  const std::vector<std::string> labels =
+      m.group == 1 && names.size() == values.size() ? names : range_labels(m, a);
   std::vector<std::string> texts;
   for (double v : m.values) texts.push_back(value_text(v, weighted));
   const double max = *std::max_element(m.values.begin(), m.values.end());

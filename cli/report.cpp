@@ -30,12 +30,16 @@ std::string describe_axis(const tally::axis& a) {
   return bins;
 }
 
-void counts_line(std::ostream& out, const tally::histogram& h, bool show_flow) {
+/// `dropped` says what the samples in no bin are, where the bins say it (named bins).
+void counts_line(std::ostream& out, const tally::histogram& h, bool show_flow, const std::string& dropped = "") {
   const tally::flow_counts f = h.flow();
   out << "  samples " << h.samples() << "   in bins " << h.samples() - f.total() << "   dropped "
       << f.total();
-  if (show_flow)
-    out << " (underflow " << f.underflow << ", overflow " << f.overflow << ", nan " << f.nan << ")";
+  if (!dropped.empty() || show_flow) {
+    out << " (" << dropped << (!dropped.empty() && show_flow ? "; " : "");
+    if (show_flow) out << "underflow " << f.underflow << ", overflow " << f.overflow << ", nan " << f.nan;
+    out << ")";
+  }
   if (h.weighted()) {
     double sum = 0;
     for (double v : h.sums()) sum += v;
@@ -49,7 +53,8 @@ void column_lines(std::ostream& out, const hist_result& r, int c) {
   if (b.any)
     out << "  min " << to_text(b.lo) << "   max " << to_text(b.hi) << "   (exact)\n";
   else
-    out << "  min -   max -   (no values other than NaN)\n";
+    out << "  min -   max -   ("
+        << (r.hist_of(c).samples() == 0 ? "no values" : "no values other than NaN") << ")\n";
   const tally::axis& a = r.axis_of(c);
   const estimate e = estimate_of(value_edges(a, r.input.type), r.values_of(c));
   if (!(e.total > 0)) {
@@ -85,6 +90,12 @@ std::string report(const hist_result& r, bool bars) {
       column_lines(out, r, c);
     }
     if (bars) out << nd_chart(h);
+    return out.str();
+  }
+  if (r.named) {  // one histogram of named bins: no numeric summary of their byte codes
+    out << "\nhistogram: " << r.named->title << "; byte codes " << describe_axis(r.axis_of(0)) << "\n";
+    counts_line(out, r.hist_of(0), r.show_flow, r.named->dropped);
+    if (bars) out << bar_chart(r.axis_of(0), r.values_of(0), r.weighted(), r.named->labels);
     return out.str();
   }
   for (int c = 0; c < r.columns(); ++c) {

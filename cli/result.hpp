@@ -1,6 +1,7 @@
 // A finished `tally hist` run: what the report, the output files and the plots are made from.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,15 @@ namespace tally_cli {
 /// nd: one histogram whose axes are the columns of an n x D matrix.
 enum class layout_mode { single, channels, nd };
 
+/// Bins that stand for names rather than numbers (--text's letters): shown by their labels, with
+/// no numeric summary (min, max, mean, quantiles), which would be of byte codes.
+struct named_bins {
+  std::string title;                // what the bins count: "letter groups, A-Z as a-z"
+  std::string unit;                 // what one bin is (the plot's x label): "letter group"
+  std::string dropped;              // what the samples in no bin are: "not letters"
+  std::vector<std::string> labels;  // one per bin: "a-d", "e-h", ...
+};
+
 struct hist_result {
   source_info input;
   std::string weights_path;
@@ -22,6 +32,7 @@ struct hist_result {
   std::vector<extrema> bounds;          // per column, exact, from the data
   std::vector<tally::histogram> hists;  // per channel; else the one histogram
   bool show_flow = false;
+  std::optional<named_bins> named;  // a single histogram's named bins (--text=groups|letters)
 
   int columns() const { return static_cast<int>(names.size()); }
   bool weighted() const { return hists.front().weighted(); }

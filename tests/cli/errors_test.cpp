@@ -4,7 +4,10 @@
 
 #include <stb_image_write.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 #include "harness.hpp"
@@ -123,6 +126,39 @@ TEST(Errors, TextInputs) {
   expect_failure(dir, {dir.path("b.csv"), "--column", "x"}, kUsage, "no header", all);
   expect_failure(dir, {dir.path("a.csv"), "--delimiter", "ab"}, kUsage, "one character", all);
   expect_failure(dir, {dir.path("c.npy"), "--column", "0"}, kUsage, "is for text and CSV input", all);
+}
+
+// --text: a file that is not there or not readable, options it has no use for, a mode it does
+// not know or one written as a word of its own (which would be FILE), and no FILE at all.
+TEST(Errors, TextMode) {
+  scratch dir;
+  write_bytes(dir.path("a.txt"), "abc\n");
+  const std::vector<std::string> only = {"a.txt"};
+  const std::string in = dir.path("a.txt");
+  expect_failure(dir, {"--text", dir.path("nope.txt")}, kFailure, "nope.txt: cannot open", only);
+  expect_failure(dir, {"--text=bytes", dir.path("")}, kFailure, "is a directory", only);
+  if (geteuid() != 0) {  // root reads any file
+    write_bytes(dir.path("locked.txt"), "abc");
+    std::filesystem::permissions(dir.path("locked.txt"), std::filesystem::perms::none);
+    expect_failure(dir, {"--text", dir.path("locked.txt")}, kFailure, "locked.txt: cannot open",
+                   {"a.txt", "locked.txt"});
+    std::filesystem::remove(dir.path("locked.txt"));
+  }
+  const std::vector<std::vector<std::string>> misfits = {
+      {"--bins", "7"}, {"--range", "0,1"}, {"--edges", "0,1"}, {"--integer"}, {"--dtype", "u8"}, {"--key", "x"},
+      {"--column", "0"}, {"--delimiter", ","}, {"--gray"}, {"--channels", "2"}, {"--nd"}, {"--weights", in}};
+  for (const std::vector<std::string>& misfit : misfits) {
+    std::vector<std::string> args = {"--text", in};
+    args.insert(args.end(), misfit.begin(), misfit.end());
+    expect_failure(dir, args, kUsage,
+                   misfit[0] + " does not go with --text, which reads FILE as bytes into fixed bins", only);
+  }
+  expect_failure(dir, {"--text=words", in}, kUsage, "--text: words not in {groups,letters,bytes}", only);
+  expect_failure(dir, {"--text", "bytes", in}, kUsage, "--text bytes: write the mode with '=', --text=bytes",
+                 only);
+  expect_failure(dir, {in, "--text", "letters"}, kUsage, "--text=letters", only);
+  expect_failure(dir, {"--text"}, kUsage, "--text counts the text of FILE, or of standard input where it is piped",
+                 only);
 }
 
 TEST(Errors, BadOptions) {
