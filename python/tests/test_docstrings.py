@@ -26,6 +26,8 @@ PUBLIC = {
     "bincount": tally.bincount, "histc": tally.histc, "plan": tally.plan,
     "axis.regular": tally.axis.regular, "axis.variable": tally.axis.variable,
     "axis.integer": tally.axis.integer, "strategies": tally.strategies,
+    **{f"axis.{c}": getattr(tally.axis, c) for c in ("Regular", "Variable", "Integer", "IntCategory",
+                                                        "StrCategory", "Boolean")},
     "backends": tally.backends, "caches": tally.caches, "clear_caches": tally.clear_caches,
     "Histogram": tally.Histogram,
 }

@@ -227,7 +227,7 @@ def same_state(h, given):
     # Weight storage's squares compare as one more histogram (format 1 has none).
     squares = given.get("squares")
     blobs = [threads_normalized(b) for b in given["histograms"] + ([squares] if squares is not None else [])]
-    want = (device, given["channels"], bool(given["flow"]), 2)
+    want = (device, given["channels"], bool(given["flow"]), 3)
     if (out["device"], out["channels"], out["flow"], out["format"]) != want:
         return f"options {out['device'], out['channels'], out['flow']} for {want[:3]}"
     saved = out["histograms"] + ([out["squares"]] if out["squares"] is not None else [])

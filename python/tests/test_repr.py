@@ -13,10 +13,10 @@ import tally
 
 # Made in the test (not kept by pytest's parameters past nanobind's leak check at exit).
 @pytest.mark.parametrize("make, text", [
-    (lambda: tally.axis.regular(10, 0, 1), "tally.axis.regular(10, 0.0, 1.0)"),
-    (lambda: tally.axis.regular(3, -2.5, 0.1, "f32"), "tally.axis.regular(3, -2.5, 0.1, edge_type='f32')"),
-    (lambda: tally.axis.integer(-2, 5), "tally.axis.integer(-2, 5)"),
-    (lambda: tally.axis.variable([0, 1, 3.5]), "tally.axis.variable([0.0, 1.0, 3.5])"),
+    (lambda: tally.axis.regular(10, 0, 1), "tally.axis.Regular(10, 0.0, 1.0)"),
+    (lambda: tally.axis.regular(3, -2.5, 0.1, "f32"), "tally.axis.Regular(3, -2.5, 0.1, edge_type='f32')"),
+    (lambda: tally.axis.integer(-2, 5), "tally.axis.Integer(-2, 5)"),
+    (lambda: tally.axis.variable([0, 1, 3.5]), "tally.axis.Variable([0.0, 1.0, 3.5])"),
 ])
 def test_an_axis_prints_as_the_call_that_makes_it(make, text):
     axis = make()
@@ -26,7 +26,7 @@ def test_an_axis_prints_as_the_call_that_makes_it(make, text):
 
 def test_many_edges_are_abridged_with_the_bin_count():
     axis = tally.axis.variable(np.linspace(0, 1, 101))
-    assert repr(axis) == "tally.axis.variable([0.0, 0.01, 0.02, ..., 0.98, 0.99, 1.0])  # 100 bins"
+    assert repr(axis) == "tally.axis.Variable([0.0, 0.01, 0.02, ..., 0.98, 0.99, 1.0])  # 100 bins"
 
 
 def test_a_plan_prints_its_description_and_is_a_dict():
@@ -43,18 +43,18 @@ def test_a_histogram_prints_the_call_that_makes_it_and_its_totals():
     x = rng.normal(size=500)
     h = tally.Histogram(tally.axis.regular(8, -2, 2), flow=True).fill(x)
     inside = int(((x >= -2) & (x <= 2)).sum())
-    assert repr(h) == f"tally.Histogram(tally.axis.regular(8, -2.0, 2.0), flow=True)  # samples 500, sum {inside}"
+    assert repr(h) == f"tally.Histogram(tally.axis.Regular(8, -2.0, 2.0), flow=True)  # samples 500, sum {inside}"
     made = eval(repr(h).split("  #")[0], {"tally": tally})
     assert made.axes[0] == h.axes[0] and made.sum() == 0 and made.flow["underflow"] == 0
     cases = [
         (tally.Histogram([tally.axis.integer(0, 3), tally.axis.variable([0, 1, 3.5])], storage="weight",
                          device="cpu"),
-         "tally.Histogram([tally.axis.integer(0, 3), tally.axis.variable([0.0, 1.0, 3.5])], storage='weight', "
+         "tally.Histogram([tally.axis.Integer(0, 3), tally.axis.Variable([0.0, 1.0, 3.5])], storage='weight', "
          "device='cpu')  # samples 0, sum 0.0"),
         (tally.Histogram(tally.axis.integer(0, 4), channels=3, count_bits=32),
-         "tally.Histogram(tally.axis.integer(0, 4), channels=3, count_bits=32)  # samples 0, sum [0, 0, 0]"),
+         "tally.Histogram(tally.axis.Integer(0, 4), channels=3, count_bits=32)  # samples 0, sum [0, 0, 0]"),
         (tally.Histogram(tally.axis.integer(0, 4), weighted=True, exact_sums=True),
-         "tally.Histogram(tally.axis.integer(0, 4), weighted=True, exact_sums=True)  # samples 0, sum 0.0"),
+         "tally.Histogram(tally.axis.Integer(0, 4), weighted=True, exact_sums=True)  # samples 0, sum 0.0"),
     ]
     for made, text in cases:
         assert repr(made) == text

@@ -76,8 +76,8 @@ def main() -> None:
     h2.fill(x, x.astype(np.int64) % 3, weight=x)
     print(h2.values().shape, h2.density().sum())
 
-    # The extension's classes, typed by the stub (tally.axis.Axis is tally._tally.Axis).
-    ax: tally.axis.Axis = tally.axis.Axis.regular(8, 0.0, 1.0, "f32")
+    # The axes, typed by their annotations.
+    ax: tally.axis.Axis = tally.axis.Regular(8, 0.0, 1.0, edge_type="f32", label="x")
     widths: npt.NDArray[np.float64] = ax.widths
     n: int = ax.bins + len(ax)
     bins = [b for b in ax]
@@ -102,12 +102,12 @@ import numpy as np
 
 import tally
 
-ax = tally.axis.Axis.regular("64", 0.0, 1.0)
-tally.axis.Axis.integer(0)
+ax = tally.axis.Regular("64", 0.0, 1.0)
+tally.axis.Integer(0)
 name: int = tally._tally.sample_type(np.zeros(3))
 ax.widths(2)
 '''
-WRONG = [(5, '"regular" of "Axis"'), (6, '"integer" of "Axis"'), (7, "variable has type \"int\""),
+WRONG = [(5, '"Regular"'), (6, '"Integer"'), (7, "variable has type \"int\""),
          (8, 'not callable')]
 
 

@@ -2,8 +2,10 @@
 imported only when one is asked for).
 
 Axes: a regular axis with float64 edges is boost's Regular of the same bins and range (each
-library computes its edges its own way; they agree to within rounding), one with narrower edges
-is a Variable axis of its exact edges; variable axes are Variable; integer axes are Integer.
+library computes its edges its own way; they agree to within rounding), transform and circularity
+included, one with narrower edges is a Variable axis of its exact edges; variable axes are
+Variable; integer axes are Integer; IntCategory, StrCategory and Boolean are boost's own. Labels
+and metadata go along (boost keeps the label, and the name, in the axis' __dict__).
 Storage: counts are Int64 (or AtomicInt64 from boost), sums of weights are Double. Flow:
 boost keeps flow bins along each axis, tally a total per reason (each dropped sample counted
 once, under the first axis that rejects it), so boost's flow bins convert to tally's counters,
@@ -24,13 +26,45 @@ def _boost():
 
 
 def _to_boost_axis(bh, a, d, flow_bins):
-    flow = dict(underflow=flow_bins, overflow=flow_bins)
+    out = _boost_axis(bh, a, d, flow_bins)
+    if a.metadata is not None:
+        out.metadata = a.metadata
+    if a.label:
+        out.label = a.label
+    if a.name:
+        out.name = a.name
+    return out
+
+
+def _boost_transform(bh, t, d):
+    if t is None:
+        return None
+    if isinstance(t, tally_axis.Pow):
+        return bh.axis.transform.Pow(t.power)
+    if t == tally_axis.transform.log or t == tally_axis.transform.sqrt:
+        return bh.axis.transform.log if t == tally_axis.transform.log else bh.axis.transform.sqrt
+    raise ValueError(f"to_boost: axis {d} has a transform of Python functions, which boost-histogram takes "
+                     "only as compiled functions")
+
+
+def _boost_axis(bh, a, d, flow_bins):
+    circular, growth = a.traits.circular, a.traits.growth
+    flow = dict(underflow=flow_bins, overflow=flow_bins)  # circular axes: boost's own (an overflow bin)
+    if a.kind == "boolean":
+        return bh.axis.Boolean()
+    if a.kind == "category":
+        cls = bh.axis.StrCategory if isinstance(a, tally_axis.StrCategory) else bh.axis.IntCategory
+        return cls(a.categories, growth=growth, overflow=flow_bins and not growth)
     if a.kind == "integer":
-        return bh.axis.Integer(int(a.lo), int(a.hi), **flow)
+        return bh.axis.Integer(int(a.lo), int(a.hi), growth=growth, circular=circular,
+                               **(flow if not circular else {}))
     if a.kind == "regular" and a.edge_type == "f64":
-        return bh.axis.Regular(a.bins, a.lo, a.hi, **flow)
+        transform = _boost_transform(bh, getattr(a, "transform", None), d)
+        if transform is not None:  # boost's transformed axes keep both flow bins and do not wrap
+            return bh.axis.Regular(a.bins, a.lo, a.hi, transform=transform)
+        return bh.axis.Regular(a.bins, a.lo, a.hi, **(dict(circular=True) if circular else flow))
     try:
-        return bh.axis.Variable(a.edges, **flow)
+        return bh.axis.Variable(a.edges, **(dict(circular=True) if circular else flow))
     except ValueError as e:
         raise ValueError(f"to_boost: axis {d} ({a.kind}, {a.bins} bins) has edges boost-histogram's "
                          f"Variable axis does not take: {e}") from None
@@ -51,32 +85,59 @@ def to_boost(h, flow):
     out = bh.Histogram(*[_to_boost_axis(bh, a, d, flow_bins) for d, a in enumerate(axes)],
                        storage=bh.storage.Weight() if weight else bh.storage.Double() if weighted
                        else bh.storage.Int64())
-    view = out.view(flow=True)
+    inner = out.view(flow=False)  # axes may keep flow bins all the same (transformed ones must)
     if weight:
-        view.value, view.variance = h.values(), h.variances()
+        inner.value, inner.variance = h.values(), h.variances()
     elif flow_bins:
-        dropped = h.flow
-        view[1:-1] = h.values()
-        view[0] = dropped["underflow"]
-        view[-1] = dropped["overflow"] + dropped["nan"]
+        view = out.view(flow=True)
+        dropped, traits = h.flow, out.axes[0].traits
+        under, over = dropped["underflow"], dropped["overflow"] + dropped["nan"]
+        if (under and not traits.underflow) or (over and not traits.overflow):
+            raise ValueError("to_boost: the flow counters hold samples for a flow bin the boost-histogram axis "
+                             "lacks; pass flow=False to convert without them")
+        view[int(traits.underflow):len(view) - int(traits.overflow)] = h.values()
+        if traits.underflow:
+            view[0] = under
+        if traits.overflow:
+            view[-1] = over
     else:
-        view[...] = h.values()
+        inner[...] = h.values()
+    if h.metadata is not None:
+        out.metadata = h.metadata
+    for key in ("label", "name"):
+        if getattr(h, key):
+            setattr(out, key, getattr(h, key))
     return out
 
 
 def _from_boost_axis(bh, ax, d):
-    if ax.traits.circular:
-        raise ValueError(f"from_boost: axis {d} is circular; tally's axes do not wrap around")
-    if isinstance(ax, bh.axis.Integer):
-        return tally_axis.integer(int(ax.edges[0]), int(ax.edges[-1]))
+    extras = ax.__dict__
+    deco = dict(label=extras.get("label", ""), name=extras.get("name", ""), metadata=extras.get("metadata"))
+    traits = ax.traits
+    flow = dict(underflow=traits.underflow, overflow=traits.overflow)
     if isinstance(ax, bh.axis.Boolean):
-        return tally_axis.integer(0, 2)
-    if isinstance(ax, bh.axis.Regular) and ax.transform is None:
-        return tally_axis.regular(len(ax), ax.edges[0], ax.edges[-1])
+        return tally_axis.Boolean(**deco)
+    if isinstance(ax, (bh.axis.IntCategory, bh.axis.StrCategory)):
+        cls = tally_axis.StrCategory if isinstance(ax, bh.axis.StrCategory) else tally_axis.IntCategory
+        if len(ax) == 0:
+            raise ValueError(f"from_boost: axis {d} is a category axis without categories, which tally's lack")
+        return cls(list(ax), growth=traits.growth, overflow=traits.overflow, **deco)
+    if isinstance(ax, bh.axis.Integer):
+        return tally_axis.Integer(int(ax.edges[0]), int(ax.edges[-1]), growth=traits.growth,
+                                  circular=traits.circular, **flow, **deco)
+    if isinstance(ax, bh.axis.Regular) and traits.growth:
+        raise ValueError(f"from_boost: axis {d} is a growing Regular axis; tally's Regular axes do not grow")
+    if isinstance(ax, bh.axis.Regular):
+        t = ax.transform
+        if t is None or isinstance(t, bh.axis.transform.Pow) or repr(t) in ("log", "sqrt"):
+            transform = (None if t is None else tally_axis.Pow(t.power) if isinstance(t, bh.axis.transform.Pow)
+                         else getattr(tally_axis.transform, repr(t)))
+            return tally_axis.Regular(len(ax), ax.edges[0], ax.edges[-1], transform=transform,
+                                      circular=traits.circular, **flow, **deco)
     if isinstance(ax, (bh.axis.Regular, bh.axis.Variable)):
-        return tally_axis.variable(ax.edges)
+        return tally_axis.Variable(ax.edges, circular=traits.circular, **flow, **deco)
     raise ValueError(f"from_boost: axis {d} is a {type(ax).__name__}, which has no tally axis "
-                     "(Regular, Variable, Integer and Boolean do)")
+                     "(Regular, Variable, Integer, IntCategory, StrCategory and Boolean do)")
 
 
 def _split_flow(bh_hist, full=None):
@@ -122,7 +183,9 @@ def from_boost(cls, bh_hist, flow, **options):
     keep_flow = bool(flow and not weighted and any(ax.traits.underflow or ax.traits.overflow
                                                    for ax in bh_hist.axes))
     weight = storage is bh.storage.Weight
-    h = cls(axes, storage="weight" if weight else None, weighted=weighted, flow=keep_flow, **options)
+    deco = dict(label=bh_hist.__dict__.get("label", ""), name=bh_hist.__dict__.get("name", ""),
+                metadata=bh_hist.__dict__.get("metadata"))
+    h = cls(axes, storage="weight" if weight else None, weighted=weighted, flow=keep_flow, **options, **deco)
     if weighted:
         parts = [cells] + ([_split_flow(bh_hist, bh_hist.variances(flow=True))[0]] if weight else [])
         for part, c in zip(h._parts(), parts):

@@ -1,5 +1,7 @@
 """tally.Histogram: axes x storage, filled chunk by chunk, read at the end (tally::histogram)."""
 
+import contextlib
+import copy as _copy
 import numbers
 import operator
 import threading
@@ -8,6 +10,8 @@ import typing
 import numpy as np
 
 from . import _boost, _tally
+from . import axis as tally_axis
+from . import storage as tally_storage
 from ._arrays import Source, backend_for, same_device, strategy_arg
 from ._devices import device_of
 from ._functions import Plan, _in_layout, fill_into
@@ -35,8 +39,10 @@ class WeightedSum(typing.NamedTuple):
 class Histogram:
     """A histogram over one or more axes, filled chunk by chunk, read at the end.
 
-    The C++ ``tally::histogram``: axes made by ``tally.axis.regular / variable / integer``,
-    filled from arrays of any library and device, with its cells on the host.
+    The C++ ``tally::histogram`` over ``tally.axis`` axes (boost-histogram's: Regular, with
+    transforms, Variable, Integer, IntCategory, StrCategory, Boolean; circular and growing
+    where boost's are), filled from arrays of any library and device, with its cells on the
+    host.
 
     - 1-D: ``Histogram(axis)``; ``fill(x)`` takes samples of any shape (all of them count).
     - N-D: ``Histogram([ax0, ax1, ...])``; ``fill(x0, x1, ...)`` or ``fill(sample)`` with an
@@ -63,16 +69,18 @@ class Histogram:
     ----------
     axes : Axis or sequence of Axis
         One axis (1-D) or a list or tuple of axes (N-D), from ``tally.axis``. With
-        `channels`: one axis shared by the channels, or one axis per channel.
+        `channels`: one axis shared by the channels, or one axis per channel (Regular
+        without transform, Variable, Integer; none circular or growing).
     weighted : bool, optional
         Keyword only. Store float64 sums of the weights of ``fill(..., weight=w)`` in place
         of counts (default False): boost-histogram's Double storage.
-    storage : {None, 'double', 'weight'}, optional
+    storage : {None, 'double', 'weight'} or tally.storage, optional
         Keyword only. 'weight' keeps, beside each cell's sum of weights, the sum of their
         squares (boost-histogram's Weight storage): `variances` gives them and `counts` the
         effective counts. The squares are taken in float64 where the weights are (exact for
         float32 weights) and filled as a second weighted fill. 'double' is ``weighted=True``;
-        None (default) follows `weighted`.
+        None (default) follows `weighted`. ``tally.storage.Int64()``, ``Double()`` and
+        ``Weight()`` (boost-histogram's names) stand for None, 'double' and 'weight'.
     channels : int, optional
         Keyword only. Histogram each of this many channels of interleaved pixels (counts
         only); None (default): a plain histogram.
@@ -94,6 +102,11 @@ class Histogram:
         words, 280 bytes a cell) and `values` its one correctly rounded float64 (math.fsum's),
         so fills of parts of the data on any device, merged in any order, equal one fill bit
         for bit (not with `fill_streamed`).
+    label, name : str, optional
+        Keyword only. The histogram's label and name (kept, copied, pickled, given to
+        boost-histogram).
+    metadata : object, optional
+        Keyword only. Anything, kept with the histogram.
 
     Raises
     ------
@@ -126,34 +139,37 @@ class Histogram:
     >>> a = tally.Histogram([tally.axis.regular(2, 0, 1), tally.axis.integer(0, 3)])
     >>> b = a.copy()
     >>> a.fill(np.array([0.1, 0.6]), np.array([0, 2]))
-    tally.Histogram([tally.axis.regular(2, 0.0, 1.0), tally.axis.integer(0, 3)])  # samples 2, sum 2
+    tally.Histogram([tally.axis.Regular(2, 0.0, 1.0), tally.axis.Integer(0, 3)])  # samples 2, sum 2
     >>> b.fill(np.array([[0.7, 2]]))
-    tally.Histogram([tally.axis.regular(2, 0.0, 1.0), tally.axis.integer(0, 3)])  # samples 1, sum 1
+    tally.Histogram([tally.axis.Regular(2, 0.0, 1.0), tally.axis.Integer(0, 3)])  # samples 1, sum 1
     >>> (a + b).values()
     array([[1, 0, 0],
            [0, 0, 2]])
     """
 
     def __init__(self, axes, *, weighted=False, storage=None, channels=None, flow=False, count_bits=64,
-                 strategy="automatic", device=None, threads=0, exact_sums=False):
-        axes = [axes] if isinstance(axes, _tally.Axis) else list(axes) if isinstance(axes, (list, tuple)) else [axes]
+                 strategy="automatic", device=None, threads=0, exact_sums=False, label="", name="",
+                 metadata=None):
+        axes = list(axes) if isinstance(axes, (list, tuple)) else [axes]
         if count_bits not in (32, 64):
             raise ValueError(f"count_bits must be 32 or 64, got {count_bits}")
-        if any(not isinstance(a, _tally.Axis) for a in axes):
-            raise TypeError("Histogram: axes must be tally.axis.regular / variable / integer axes")
+        axes = [tally_axis._of(a) for a in axes]
+        if isinstance(storage, tally_storage._Storage):
+            storage = storage._kind
         if storage not in (None, "double", "weight"):
-            raise ValueError(f"Histogram: storage must be None, 'double' or 'weight', got {storage!r}")
+            raise ValueError(f"Histogram: storage must be None, 'double', 'weight' or a tally.storage, got {storage!r}")
         weighted = weighted or storage is not None
         threads = operator.index(threads)
         strategy = strategy_arg(strategy)
         self._backend = backend_for(device, None)
-        make = lambda a, flow=flow: _tally.Hist(a, weighted, strategy, self._backend, flow, count_bits == 32,
-                                                threads, exact_sums)
-        self._channels = channels
+        if exact_sums and any(a.traits.growth for a in axes):
+            raise ValueError("Histogram: exact sums do not go with growing axes")
+        self._options = (weighted, strategy, count_bits == 32, threads, exact_sums)
+        self._channels, self._flow = channels, flow
         # Weight storage: the sums of squared weights, a second weighted histogram (no flow counters).
-        self._squares = make(axes, False) if storage == "weight" and channels is None else None
+        self._squares = self._made(axes, False) if storage == "weight" and channels is None else None
         if channels is None:
-            self._hists = [make(axes)]
+            self._hists = [self._made(axes)]
         else:
             if weighted:
                 raise ValueError("Histogram: channels are counted, not weighted")
@@ -162,11 +178,21 @@ class Histogram:
             if len(axes) != channels:
                 raise ValueError(f"Histogram: {channels} channels need one axis or {channels} axes, "
                                  f"got {len(axes)}")
-            self._hists = [make([a]) for a in axes]
-        self._flow = flow
+            if not all(a._plain for a in axes):
+                raise ValueError("Histogram: channels take Regular (without transform), Variable and Integer "
+                                 "axes that neither grow nor wrap around")
+            self._hists = [self._made([a]) for a in axes]
+        self._axes = axes
+        self.label, self.name, self.metadata = str(label or name or ""), str(name or ""), metadata
         # Held across the calls that touch several C++ histograms or read and write back cells
         # (Weight storage's two fills, setting cells), so no other call sees them half done.
         self._lock = threading.RLock()
+
+    def _made(self, axes, flow=None):
+        """A C++ histogram of this one's options over `axes` (flow counters as this one's)."""
+        weighted, strategy, counts32, threads, exact_sums = self._options
+        return _tally.Hist([a._core for a in axes], weighted, strategy, self._backend,
+                           self._flow if flow is None else flow, counts32, threads, exact_sums)
 
     @property
     def axes(self):
@@ -185,9 +211,7 @@ class Histogram:
         >>> [(a.kind, a.bins) for a in h.axes]
         [('regular', 4), ('integer', 3)]
         """
-        if self._channels is not None:
-            return [h.axes[0] for h in self._hists]
-        return self._hists[0].axes
+        return list(self._axes)
 
     @property
     def exact_sums(self):
@@ -262,7 +286,7 @@ class Histogram:
         array([2.  , 0.75])
         >>> c = tally.Histogram(tally.axis.integer(0, 4), channels=3)
         >>> c.fill(np.array([[0, 1, 3], [1, 1, 2]], np.uint8))  # two RGB pixels
-        tally.Histogram(tally.axis.integer(0, 4), channels=3)  # samples 2, sum [2, 2, 2]
+        tally.Histogram(tally.axis.Integer(0, 4), channels=3)  # samples 2, sum [2, 2, 2]
         >>> c.values()
         array([[1, 1, 0, 0],
                [0, 2, 0, 0],
@@ -273,17 +297,23 @@ class Histogram:
         if self._channels is not None:
             self._fill_channels(samples, weight)
             return self
-        src, columns, w = self._fill_args(samples, weight)
-        stream = (self._backend == "cuda" and not src.on_cuda and not self.exact_sums
-                  and _host_bytes(columns, w) > _STREAM_ABOVE)
-        targets = list(self._targets(w))  # Weight storage: the squares made before anything is added
-        with self._lock:
-            for h, weights in targets:
-                if stream:
-                    self._stream(h, columns, weights, _STREAM_ABOVE, 3)
-                else:
-                    fill_into(h, columns, weights, src)
+        # With a growing axis, the samples are mapped and the axes grown under the lock: a fill counts
+        # the codes of the axes it counts into.
+        with self._lock if self._grows() else contextlib.nullcontext():
+            src, columns, w = self._fill_args(samples, weight)
+            stream = (self._backend == "cuda" and not src.on_cuda and not self.exact_sums
+                      and _host_bytes(columns, w) > _STREAM_ABOVE)
+            targets = list(self._targets(w))  # Weight storage: the squares made before anything is added
+            with self._lock:
+                for h, weights in targets:
+                    if stream:
+                        self._stream(h, columns, weights, _STREAM_ABOVE, 3)
+                    else:
+                        fill_into(h, columns, weights, src)
         return self
+
+    def _grows(self):
+        return any(a.traits.growth for a in self._axes)
 
     def _targets(self, w):
         """The histograms a fill adds to, each with its weights: the sums, and with Weight
@@ -339,19 +369,23 @@ class Histogram:
             raise ValueError("fill_streamed: a channel histogram fills with fill()")
         if not samples:
             raise TypeError("fill_streamed() needs samples")
-        src, columns, w = self._fill_args(samples, weight)
-        if src.on_cuda:
-            raise ValueError(f"fill_streamed: the samples are in CUDA memory ({src.where()}); use fill()")
-        targets = list(self._targets(w))
-        with self._lock:
-            for h, weights in targets:
-                self._stream(h, columns, weights, operator.index(buffer_bytes), operator.index(buffers))
+        with self._lock if self._grows() else contextlib.nullcontext():
+            src, columns, w = self._fill_args(samples, weight)
+            if src.on_cuda:
+                raise ValueError(f"fill_streamed: the samples are in CUDA memory ({src.where()}); use fill()")
+            targets = list(self._targets(w))
+            with self._lock:
+                for h, weights in targets:
+                    self._stream(h, columns, weights, operator.index(buffer_bytes), operator.index(buffers))
         return self
 
     def _fill_args(self, samples, weight):
         """The fill's first Source, its column Sources and its weights Source (or None)."""
         d = self.ndim
+        strings = [isinstance(a, tally_axis.StrCategory) for a in self._axes]  # mapped from the given objects
         if len(samples) == 1 and d > 1:
+            if any(strings):
+                raise TypeError("fill: a histogram with a StrCategory axis takes one array per axis")
             src = Source(samples[0], "sample")
             if src.ndim != 2 or src.shape[1] != d:
                 raise ValueError(f"fill: a {d}-D histogram takes {d} arrays or one (N, {d}) array, "
@@ -360,12 +394,13 @@ class Histogram:
         else:
             if len(samples) != d:
                 raise ValueError(f"fill: a {d}-D histogram takes {d} arrays, got {len(samples)}")
-            columns = [Source(x, "sample").bool_as_u8() for x in samples]
-            src = columns[0]
-            for c in columns[1:]:
-                same_device(src, c, "other columns")
-                if c.shape != src.shape:
-                    raise ValueError("fill: the sample arrays differ in shape")
+            columns = [x if s else Source(x, "sample").bool_as_u8() for x, s in zip(samples, strings)]
+        columns = self._mapped(columns)
+        src = columns[0]
+        for c in columns[1:]:
+            same_device(src, c, "other columns")
+            if c.shape != src.shape:
+                raise ValueError("fill: the sample arrays differ in shape")
         w = None
         if weight is not None:
             if not self._hists[0].weighted:
@@ -376,6 +411,36 @@ class Histogram:
                 raise ValueError(f"fill: {columns[0].size} samples need as many weights, got {w.size}")
             w = w.as_weights()
         return src, columns, w
+
+    def _mapped(self, columns):
+        """The columns as the axes' cores bin them (categories as codes, transformed, wrapped
+        around), each growing axis grown first to hold its column."""
+        out = []
+        for d, (ax, column) in enumerate(zip(self._axes, columns)):
+            column, grown = ax._grown(column)
+            if grown is not None:
+                self._grow(d, grown)
+            out.append(column)
+        return out
+
+    def _grow(self, d, grown):
+        """Axis d replaced by `grown`, which holds its bins in order from bin `at` on: the cells,
+        flow counters and samples carried over."""
+        old = self._axes[d]
+        at = int(old.lo) - int(grown.lo) if old.kind == "integer" else 0
+        flow, samples = self._hists[0].flow() if self._flow else (0, 0, 0), self.samples
+        parts = []
+        for cells in self._cells():
+            shape = list(cells.shape)
+            shape[d] = grown.bins
+            out = np.zeros(shape, cells.dtype)
+            out[(slice(None),) * d + (slice(at, at + old.bins),)] = cells
+            parts.append(out)
+        self._axes = self._axes[:d] + [grown] + self._axes[d + 1:]
+        self._hists = [self._made(self._axes)]
+        if self._squares is not None:
+            self._squares = self._made(self._axes, False)
+        self._assign(parts, flow, samples)
 
     @staticmethod
     def _stream(h, columns, w, buffer_bytes, buffers):
@@ -858,7 +923,7 @@ class Histogram:
             leave_out(a, end, n)
             parts = [np.take(p, range(a, end), axis=d) for p in parts]
             parts = [p.reshape(p.shape[:d] + (groups, k) + p.shape[d + 1:]).sum(axis=d + 1) for p in parts]
-            kept.append(_sliced_axis(ax, a, end, k))
+            kept.append(ax._sliced(a, end, k))
             d += 1
         if not kept:
             if self._squares is not None:
@@ -921,7 +986,7 @@ class Histogram:
         counting = not self._hists[0].weighted
         out = Histogram(axes, storage=None if counting else "weight" if self._squares is not None else "double",
                         flow=counting and self._flow, count_bits=32 if self._hists[0].counts32 else 64,
-                        device=self._backend)
+                        device=self._backend, label=self.label, name=self.name, metadata=self.metadata)
         f = self._hists[0].flow() if out._flow else (0, 0, 0)
         out._assign(parts, (f[0] + moved[0], f[1] + moved[1], f[2]), self.samples)
         return out
@@ -978,6 +1043,9 @@ class Histogram:
         if not isinstance(other, Histogram):
             return NotImplemented
         self._same_kind(other)
+        for d, (a, b) in enumerate(zip(self._axes, other._axes)):  # the cores' differences: the engine's message
+            if a._core == b._core and a != b:
+                raise ValueError(f"merge: axis {d} differs: {a!r} against {b!r}")
         first, second = sorted((self, other), key=id)  # locks in one order: a += b beside b += a
         with first._lock, second._lock:
             _tally.merge(self._parts(), other._parts())
@@ -1070,7 +1138,7 @@ class Histogram:
         if not isinstance(other, Histogram):
             return NotImplemented
         return (self._channels == other._channels and (self._squares is None) == (other._squares is None)
-                and _tally.equal(self._parts(), other._parts()))
+                and self._axes == other._axes and _tally.equal(self._parts(), other._parts()))
 
     __hash__ = None  # mutable: equal histograms stop being equal after a fill
 
@@ -1094,8 +1162,11 @@ class Histogram:
         """
         out = object.__new__(type(self))
         out._backend, out._channels, out._flow = self._backend, self._channels, self._flow
+        out._options, out.label, out.name = self._options, self.label, self.name
+        out.metadata = _copy.copy(self.metadata)
         out._lock = threading.RLock()
         with self._lock:
+            out._axes = [_copy.copy(a) for a in self._axes]
             parts = _tally.copy(self._parts())
         out._hists, out._squares = parts[:len(self._hists)], parts[-1] if self._squares is not None else None
         return out
@@ -1111,9 +1182,11 @@ class Histogram:
             return self._state()
 
     def _state(self):
-        return {"format": 2, "device": self._backend, "channels": self._channels, "flow": self._flow,
+        return {"format": 3, "device": self._backend, "channels": self._channels, "flow": self._flow,
                 "histograms": [h.to_bytes() for h in self._hists],
-                "squares": None if self._squares is None else self._squares.to_bytes()}
+                "squares": None if self._squares is None else self._squares.to_bytes(),
+                "axes": [(type(a).__name__, a._extras()) for a in self._axes],
+                "meta": {"label": self.label, "name": self.name, "metadata": self.metadata}}
 
     def __setstate__(self, state):
         # The whole state is checked before anything is set: the histogram saved, or an error.
@@ -1163,9 +1236,20 @@ class Histogram:
         if squared is not None and not (squared.weighted and hists[0].weighted and squared.shape == hists[0].shape
                                         and squared.exact_sums == hists[0].exact_sums and not squared.flow_counters):
             raise ValueError("tally.Histogram: the pickle state's squares do not match its sums of weights")
+        cores = hists[0].axes if channels is None else [h.axes[0] for h in hists]
+        decorations = state.get("axes", [None] * len(cores))
+        if not isinstance(decorations, (list, tuple)) or len(decorations) != len(cores):
+            raise ValueError("tally.Histogram: the pickle state's axes do not match its histograms'")
+        axes = [tally_axis._of(core) if d is None else _decorated_axis(d, core)
+                for core, d in zip(cores, decorations)]
+        meta = state.get("meta", {})
+        if not isinstance(meta, dict) or not all(isinstance(meta.get(k, ""), str) for k in ("label", "name")):
+            raise ValueError("tally.Histogram: the pickle state's meta must be a dict of a label and a name")
         self._backend, self._channels, self._flow = backend, channels, bool(flow)
+        self._options = (hists[0].weighted, "automatic", hists[0].counts32, 0, hists[0].exact_sums)
         self._lock = threading.RLock()
-        self._hists, self._squares = hists, squared
+        self._hists, self._squares, self._axes = hists, squared, axes
+        self.label, self.name, self.metadata = meta.get("label", ""), meta.get("name", ""), meta.get("metadata")
 
     # ---- looking at it: repr, text bars, a notebook's SVG, matplotlib ----
 
@@ -1191,8 +1275,13 @@ class Histogram:
         """The repr, then for a 1-D histogram one line a bin: its edges, its value and a bar."""
         if self.ndim != 1 or self._channels is not None:
             return repr(self)
-        values, edges = self.values(), self.axes[0].edges
-        labels = [f"[{edges[k]:.6g}, {edges[k + 1]:.6g}{']' if k == len(values) - 1 else ')'}" for k in range(len(values))]
+        values, axis = self.values(), self._axes[0]
+        edges = axis.edges
+        if axis.kind in ("category", "boolean"):
+            labels = [str(c) for c in axis]
+        else:
+            labels = [f"[{edges[k]:.6g}, {edges[k + 1]:.6g}{']' if k == len(values) - 1 else ')'}"
+                      for k in range(len(values))]
         numbers = [f"{v:.6g}" for v in values.tolist()]
         finite = values[np.isfinite(values)] if values.dtype.kind == "f" else values
         top = max(float(np.max(finite, initial=0)), 0.0)
@@ -1250,6 +1339,7 @@ class Histogram:
             import mplhep
         except ImportError:
             mplhep = None
+        _label_axes(ax, self._axes)
         if mplhep is not None:
             return mplhep.histplot(self, ax=ax, **kwargs)
         return ax.stairs(np.asarray(self.values(), np.float64), self.axes[0].edges, **kwargs)
@@ -1293,13 +1383,26 @@ class Histogram:
         if self.ndim != 2 or self._channels is not None:
             raise ValueError("plot2d: a 2-D histogram (plot draws one dimension)")
         ax = _matplotlib_axes(ax)
+        _label_axes(ax, self._axes)
         x, y = (a.edges for a in self.axes)
         return ax.pcolormesh(x, y, np.asarray(self.values(), np.float64).T, **kwargs)
 
 
-# The pickle state's keys by format: 2 added Weight storage's squares.
+# The pickle state's keys by format: 2 added Weight storage's squares, 3 the Python side of the axes
+# (their classes, labels, metadata, categories, transforms) and the histogram's label, name and metadata.
 _STATE_KEYS = {1: {"format", "device", "channels", "flow", "histograms"},
-               2: {"format", "device", "channels", "flow", "histograms", "squares"}}
+               2: {"format", "device", "channels", "flow", "histograms", "squares"},
+               3: {"format", "device", "channels", "flow", "histograms", "squares", "axes", "meta"}}
+
+
+def _decorated_axis(decoration, core):
+    """A pickle's axis: its (class name, extras) over the core its histogram restored."""
+    if not isinstance(decoration, (list, tuple)) or len(decoration) != 2:
+        raise ValueError("tally.Histogram: the pickle state's axes must be (class, extras) pairs")
+    try:
+        return tally_axis._decorated(decoration[0], core, decoration[1])
+    except ValueError as e:
+        raise ValueError(f"tally.Histogram: the pickle state's axes: {e}") from None
 
 
 def _check_channels(hists):
@@ -1378,18 +1481,6 @@ def _rebin_factor(step):
                      f"got {step!r}")
 
 
-def _sliced_axis(ax, a, end, k):
-    """The axis of bins a..end-1 of `ax` merged k at a time: the axis itself where nothing
-    changes, an integer axis for an integer one's consecutive bins, else a variable axis over
-    the same edges."""
-    if a == 0 and end == ax.bins and k == 1:
-        return ax
-    edges = ax.edges[a:end + 1:k]
-    if ax.kind == "integer" and k == 1:
-        return _tally.Axis.integer(int(edges[0]), int(edges[-1]))
-    return _tally.Axis.variable(np.ascontiguousarray(edges))
-
-
 def _svg(h, width=240, height=150):
     """An SVG of a 1-D histogram's bars or a 2-D one's heat map (darker: more), bins placed
     by their edges where those are finite, else one unit each."""
@@ -1422,6 +1513,18 @@ def _svg(h, width=240, height=150):
             f'text-anchor="end">{e[-1]:.6g}</text>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 16}" '
             f'viewBox="0 0 {width} {height + 16}">{"".join(shapes)}{frame}{text}</svg>')
+
+
+def _label_axes(ax, axes):
+    """The plot's x (and y) labels from the axes' labels, category names as tick labels."""
+    for axis, set_label, set_ticks, set_scale in zip(axes, (ax.set_xlabel, ax.set_ylabel),
+                                                     (ax.set_xticks, ax.set_yticks), (ax.set_xscale, ax.set_yscale)):
+        if getattr(axis, "transform", None) == tally_axis.transform.log:
+            set_scale("log")
+        if axis.label:
+            set_label(axis.label)
+        if axis.kind in ("category", "boolean"):
+            set_ticks(axis.centers, [str(c) for c in axis])
 
 
 def _matplotlib_axes(ax):
