@@ -16,9 +16,12 @@ import tally
 import tally._caches
 import tally._functions
 import tally._histogram
+import tally._locators
+import tally.accumulators
 import tally.axis
 
-MODULES = [tally._functions, tally._histogram, tally.axis, tally, tally._caches]
+MODULES = [tally._functions, tally._histogram, tally.axis, tally, tally._caches, tally.accumulators,
+           tally._locators]
 
 PUBLIC = {
     "histogram": tally.histogram, "histogram_bin_edges": tally.histogram_bin_edges,

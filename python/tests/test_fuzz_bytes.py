@@ -224,13 +224,14 @@ def same_state(h, given):
     out = h.__getstate__()
     usable = {n for n, _, u, _ in _tally.backends() if u}
     device = given["device"] if given["device"] in usable or given["device"] == "auto" else "auto"
-    # Weight storage's squares compare as one more histogram (format 1 has none).
+    # A storage's moments compare as more histograms (format 2 kept Weight's as "squares", 1 none).
     squares = given.get("squares")
-    blobs = [threads_normalized(b) for b in given["histograms"] + ([squares] if squares is not None else [])]
+    moments = list(given.get("moments", [squares] if squares is not None else []))
+    blobs = [threads_normalized(b) for b in list(given["histograms"]) + moments]
     want = (device, given["channels"], bool(given["flow"]), 3)
     if (out["device"], out["channels"], out["flow"], out["format"]) != want:
         return f"options {out['device'], out['channels'], out['flow']} for {want[:3]}"
-    saved = out["histograms"] + ([out["squares"]] if out["squares"] is not None else [])
+    saved = out["histograms"] + out["moments"]
     if saved == blobs:
         return ""
     if saved == [renamed(b, out["device"]) for b in blobs]:

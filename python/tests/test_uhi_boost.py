@@ -150,8 +150,8 @@ def test_narrow_edges_convert_as_variable_axes_with_the_exact_edges():
 
 
 def test_conversions_that_do_not_map_raise():
-    with pytest.raises(ValueError, match="Mean storage"):
-        tally.Histogram.from_boost(bh.Histogram(bh.axis.Regular(3, 0, 1), storage=bh.storage.Mean()))
+    with pytest.raises(ValueError, match="Unlimited storage"):
+        tally.Histogram.from_boost(bh.Histogram(bh.axis.Regular(3, 0, 1), storage=bh.storage.Unlimited()))
     with pytest.raises(ValueError, match="growing Regular"):
         tally.Histogram.from_boost(bh.Histogram(bh.axis.Regular(3, 0, 1, growth=True)))
     with pytest.raises(ValueError, match="without categories"):

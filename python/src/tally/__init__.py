@@ -8,7 +8,7 @@ kernels: ElementwiseKernel, ReductionKernel) in kind, which live in tally.patter
 exported here too.
 """
 
-from . import _tally, axis, distributed, patterns, storage
+from . import _tally, accumulators, axis, distributed, patterns, storage
 from ._caches import caches, clear_caches
 from ._locators import loc, overflow, rebin, underflow
 from ._functions import bincount, histc, histogram, histogram2d, histogram_bin_edges, histogramdd, plan
@@ -81,5 +81,5 @@ def backends():
 
 __all__ = ["Histogram", "WeightedSum", "axis", "backends", "bincount", "distributed", "histc", "histogram", "histogram2d",
            "histogram_bin_edges", "histogramdd", "patterns", "plan", "strategies", "STRATEGIES", "__version__", "caches", "clear_caches",
-           "loc", "rebin", "underflow", "overflow", "storage",
+           "loc", "rebin", "underflow", "overflow", "storage", "accumulators",
            *patterns.__all__]

@@ -14,6 +14,7 @@ where boost puts NaN)."""
 
 import numpy as np
 
+from . import _histogram
 from . import axis as tally_axis
 
 
@@ -75,19 +76,21 @@ def to_boost(h, flow):
     if h._channels is not None:
         raise ValueError("to_boost: a channel histogram is one histogram per channel; boost-histogram has "
                          "no such kind")
-    weighted, weight = h._hists[0].weighted, h._squares is not None
+    weighted, storage = h._hists[0].weighted, h._storage
     axes = h.axes
     if flow and h._flow and (weighted or len(axes) > 1):
         raise ValueError("to_boost: tally's flow counters are totals of dropped samples, which boost-histogram's "
                          "per-axis flow bins of " + ("sums of weights" if weighted else "an N-D histogram") +
                          " cannot hold; pass flow=False to convert without them")
     flow_bins = bool(flow and h._flow)
-    out = bh.Histogram(*[_to_boost_axis(bh, a, d, flow_bins) for d, a in enumerate(axes)],
-                       storage=bh.storage.Weight() if weight else bh.storage.Double() if weighted
-                       else bh.storage.Int64())
+    kinds = {"int64": bh.storage.Int64, "double": bh.storage.Double, "weight": bh.storage.Weight,
+             "mean": bh.storage.Mean, "weighted_mean": bh.storage.WeightedMean}
+    out = bh.Histogram(*[_to_boost_axis(bh, a, d, flow_bins) for d, a in enumerate(axes)], storage=kinds[storage]())
     inner = out.view(flow=False)  # axes may keep flow bins all the same (transformed ones must)
-    if weight:
-        inner.value, inner.variance = h.values(), h.variances()
+    if storage in ("weight", "mean", "weighted_mean"):
+        view = h.view()
+        for field in view.dtype.names:
+            inner[field] = view[field]
     elif flow_bins:
         view = out.view(flow=True)
         dropped, traits = h.flow, out.axes[0].traits
@@ -140,6 +143,11 @@ def _from_boost_axis(bh, ax, d):
                      "(Regular, Variable, Integer, IntCategory, StrCategory and Boolean do)")
 
 
+def _inner(bh_hist):
+    """The index of a boost histogram's view(flow=True) that leaves its flow bins out."""
+    return tuple(slice(1 if ax.traits.underflow else 0, -1 if ax.traits.overflow else None) for ax in bh_hist.axes)
+
+
 def _split_flow(bh_hist, full=None):
     """(inner cells, underflow total, overflow total) of `full` (default: the histogram's view
     with flow bins): each cell in a flow bin of some axis goes to the reason of the first axis
@@ -147,7 +155,6 @@ def _split_flow(bh_hist, full=None):
     full = np.asarray(bh_hist.view(flow=True) if full is None else full)
     remaining = np.ones(full.shape, bool)
     under = over = full.dtype.type(0)
-    inner = []
     for d, ax in enumerate(bh_hist.axes):
         reason = np.zeros(full.shape[d], np.int8)
         if ax.traits.underflow:
@@ -158,8 +165,7 @@ def _split_flow(bh_hist, full=None):
         under += full[remaining & (reason == 1)].sum()
         over += full[remaining & (reason == 2)].sum()
         remaining &= reason == 0
-        inner.append(slice(1 if ax.traits.underflow else 0, -1 if ax.traits.overflow else None))
-    return full[tuple(inner)], under, over
+    return full[_inner(bh_hist)], under, over
 
 
 def from_boost(cls, bh_hist, flow, **options):
@@ -167,29 +173,36 @@ def from_boost(cls, bh_hist, flow, **options):
     if not isinstance(bh_hist, bh.Histogram):
         raise TypeError(f"from_boost: expected a boost_histogram.Histogram, got {type(bh_hist).__name__}")
     storage = bh_hist.storage_type
-    if storage in (bh.storage.Int64, bh.storage.AtomicInt64):
-        weighted = False
-    elif storage in (bh.storage.Double, bh.storage.Weight):
-        weighted = True
-    else:
+    kinds = {bh.storage.Int64: None, bh.storage.AtomicInt64: None, bh.storage.Double: "double",
+             bh.storage.Weight: "weight", bh.storage.Mean: "mean", bh.storage.WeightedMean: "weighted_mean"}
+    if storage not in kinds:
         raise ValueError(f"from_boost: {storage.__name__} storage has no tally equivalent: tally stores counts "
-                         "(Int64, AtomicInt64), sums of weights (Double) or sums of weights and of their "
-                         "squares (Weight), not means")
+                         "(Int64, AtomicInt64), sums of weights (Double, Weight) and means (Mean, WeightedMean)")
+    kind = kinds[storage]
+    weighted = kind is not None
     axes = [_from_boost_axis(bh, ax, d) for d, ax in enumerate(bh_hist.axes)]
     cells, under, over = _split_flow(bh_hist, bh_hist.values(flow=True))
     if weighted and flow and (under != 0 or over != 0):
-        raise ValueError("from_boost: the flow bins hold sums of weights, and tally's flow counters count "
+        held = "means" if kind in ("mean", "weighted_mean") else "sums of weights"
+        raise ValueError(f"from_boost: the flow bins hold {held}, and tally's flow counters count "
                          "samples; pass flow=False to convert without them")
     keep_flow = bool(flow and not weighted and any(ax.traits.underflow or ax.traits.overflow
                                                    for ax in bh_hist.axes))
-    weight = storage is bh.storage.Weight
     deco = dict(label=bh_hist.__dict__.get("label", ""), name=bh_hist.__dict__.get("name", ""),
                 metadata=bh_hist.__dict__.get("metadata"))
-    h = cls(axes, storage="weight" if weight else None, weighted=weighted, flow=keep_flow, **options, **deco)
+    h = cls(axes, storage=kind, weighted=weighted, flow=keep_flow, **options, **deco)
+    if kind in ("weight", "mean", "weighted_mean"):
+        # The cells' fields (flow bins left out), as tally's raw sums.
+        view = np.asarray(bh_hist.view(flow=True))[_inner(bh_hist)]
+        fields = [view[f] for f in view.dtype.names]
+        if kind != "weight":  # boost keeps the sum of squared deviations; tally the variance
+            m = {name: view[name] for name in view.dtype.names}
+            fields[-1] = _histogram._variance(kind, m)
+        value = np.stack([np.asarray(f, np.float64) for f in fields], axis=-1)
+        h._assign(list(_histogram._raw_of(kind, value)), (0, 0, 0), 0)
+        return h
     if weighted:
-        parts = [cells] + ([_split_flow(bh_hist, bh_hist.variances(flow=True))[0]] if weight else [])
-        for part, c in zip(h._parts(), parts):
-            part.assign(np.ascontiguousarray(c, np.float64).ravel(), (0, 0, 0), 0)
+        h._assign([cells], (0, 0, 0), 0)
         return h
     if (cells < 0).any() or under < 0 or over < 0:
         raise ValueError("from_boost: negative counts")

@@ -5,11 +5,12 @@ import copy as _copy
 import numbers
 import operator
 import threading
-import typing
 
 import numpy as np
 
 from . import _boost, _tally
+from . import accumulators
+from .accumulators import WeightedSum
 from . import axis as tally_axis
 from . import storage as tally_storage
 from ._arrays import Source, backend_for, same_device, strategy_arg
@@ -17,23 +18,6 @@ from ._devices import device_of
 from ._functions import Plan, _in_layout, fill_into
 
 _STREAM_ABOVE = 64 << 20  # host bytes above which a CUDA histogram's fill streams (fill_streamed)
-
-
-class WeightedSum(typing.NamedTuple):
-    """The total of a Weight histogram (``Histogram.sum``), as boost-histogram's.
-
-    ``value``: the sum of the weights; ``variance``: the sum of their squares.
-
-    Examples
-    --------
-    >>> import numpy as np, tally
-    >>> h = tally.Histogram(tally.axis.regular(2, 0, 1), storage="weight")
-    >>> h.fill(np.array([0.2, 0.7]), weight=np.array([2.0, 3.0])).sum()
-    WeightedSum(value=5.0, variance=13.0)
-    """
-
-    value: float
-    variance: float
 
 
 class Histogram:
@@ -156,9 +140,13 @@ class Histogram:
         axes = [tally_axis._of(a) for a in axes]
         if isinstance(storage, tally_storage._Storage):
             storage = storage._kind
-        if storage not in (None, "double", "weight"):
-            raise ValueError(f"Histogram: storage must be None, 'double', 'weight' or a tally.storage, got {storage!r}")
+        if storage not in _MOMENTS:
+            raise ValueError("Histogram: storage must be None, 'double', 'weight', 'mean', 'weighted_mean' or a "
+                             f"tally.storage, got {storage!r}")
         weighted = weighted or storage is not None
+        storage = storage or ("double" if weighted else "int64")
+        if storage in ("mean", "weighted_mean") and flow:
+            raise ValueError("Histogram: a Mean storage counts no flow (its cells are means of samples)")
         threads = operator.index(threads)
         strategy = strategy_arg(strategy)
         self._backend = backend_for(device, None)
@@ -166,13 +154,16 @@ class Histogram:
             raise ValueError("Histogram: exact sums do not go with growing axes")
         self._options = (weighted, strategy, count_bits == 32, threads, exact_sums)
         self._channels, self._flow = channels, flow
-        # Weight storage: the sums of squared weights, a second weighted histogram (no flow counters).
-        self._squares = self._made(axes, False) if storage == "weight" and channels is None else None
+        # The sums beside the first histogram's (no flow counters): Weight's sum of squared weights,
+        # the Mean storages' sums of the samples and of their squares (see _MOMENTS).
+        self._storage = storage
+        self._moments = [self._made(axes, False) for _ in _MOMENTS[storage]] if channels is None else []
         if channels is None:
             self._hists = [self._made(axes)]
         else:
             if weighted:
                 raise ValueError("Histogram: channels are counted, not weighted")
+            self._storage = "int64"
             if len(axes) == 1:
                 axes = axes * channels
             if len(axes) != channels:
@@ -247,7 +238,7 @@ class Histogram:
         """
         return 1 if self._channels is not None else len(self._hists[0].axes)
 
-    def fill(self, *samples, weight=None):
+    def fill(self, *samples, weight=None, sample=None):
         """Add samples (and their weights, for a weighted histogram) to the cells.
 
         The samples may be arrays of any library and device; the histogram's `device` says
@@ -263,6 +254,9 @@ class Histogram:
             pixels. Samples outside the axes and NaN are dropped (counted by `flow`).
         weight : array_like, optional
             Keyword only, for a weighted histogram: one weight per sample.
+        sample : array_like, optional
+            Keyword only, for the Mean storages: the value whose mean each cell keeps, one per
+            sample.
 
         Returns
         -------
@@ -295,6 +289,8 @@ class Histogram:
         if not samples:
             raise TypeError("fill() needs samples")
         if self._channels is not None:
+            if sample is not None:
+                raise ValueError("fill: sample= is for the Mean storages")
             self._fill_channels(samples, weight)
             return self
         # With a growing axis, the samples are mapped and the axes grown under the lock: a fill counts
@@ -303,7 +299,7 @@ class Histogram:
             src, columns, w = self._fill_args(samples, weight)
             stream = (self._backend == "cuda" and not src.on_cuda and not self.exact_sums
                       and _host_bytes(columns, w) > _STREAM_ABOVE)
-            targets = list(self._targets(w))  # Weight storage: the squares made before anything is added
+            targets = list(self._targets(w, self._sample_arg(sample, src, columns[0].size)))
             with self._lock:
                 for h, weights in targets:
                     if stream:
@@ -315,14 +311,37 @@ class Histogram:
     def _grows(self):
         return any(a.traits.growth for a in self._axes)
 
-    def _targets(self, w):
-        """The histograms a fill adds to, each with its weights: the sums, and with Weight
-        storage the sums of squares (the weights squared in float64, or ones where none)."""
-        yield self._hists[0], w
-        if self._squares is not None:
-            yield self._squares, None if w is None else w.squared()
+    def _sample_arg(self, sample, src, n):
+        """The Mean storages' samples as float64 where the fill's samples are; None elsewhere."""
+        if self._storage not in ("mean", "weighted_mean"):
+            if sample is not None:
+                raise ValueError("fill: sample= is for the Mean storages (storage='mean' or 'weighted_mean')")
+            return None
+        if sample is None:
+            raise ValueError(f"fill: a {self._storage} histogram needs sample=, the values to average")
+        s = Source(sample, "sample")
+        same_device(src, s, "sample")
+        if s.size != n:
+            raise ValueError(f"fill: {n} samples need as many sample= values, got {s.size}")
+        return s.converted(np.float64, "sample=")
 
-    def fill_streamed(self, *samples, weight=None, buffer_bytes=64 << 20, buffers=3):
+    def _targets(self, w, s=None):
+        """The histograms a fill adds to, each with its weights (all made before anything is
+        added): the sums of weights (or the counts), then the storage's moments (_MOMENTS), each
+        a product of the weights and the Mean storages' samples taken in float64 in their
+        library and on their device."""
+        yield self._hists[0], w
+        if not self._moments:
+            return
+        one = None if w is None else w.converted(np.float64, "the weights").obj
+        x = None if s is None else s.obj
+        products = {"w2": lambda: None if one is None else one * one, "s": lambda: x if one is None else one * x,
+                    "s2": lambda: x * x if one is None else one * x * x}
+        for h, name in zip(self._moments, _MOMENTS[self._storage]):
+            weights = products[name]()
+            yield h, None if weights is None else Source(weights, "weight")
+
+    def fill_streamed(self, *samples, weight=None, sample=None, buffer_bytes=64 << 20, buffers=3):
         """Fill from host arrays streamed through the current CUDA device.
 
         :meth:`fill` of host arrays, numpy's memory maps of files larger than the GPU's memory
@@ -335,7 +354,7 @@ class Histogram:
         ----------
         *samples : array_like
             Host arrays, as :meth:`fill` takes them.
-        weight : array_like, optional
+        weight, sample : array_like, optional
             Keyword only, as in :meth:`fill`.
         buffer_bytes : int, optional
             Keyword only. The bytes of each buffer (default 64 MiB).
@@ -373,7 +392,7 @@ class Histogram:
             src, columns, w = self._fill_args(samples, weight)
             if src.on_cuda:
                 raise ValueError(f"fill_streamed: the samples are in CUDA memory ({src.where()}); use fill()")
-            targets = list(self._targets(w))
+            targets = list(self._targets(w, self._sample_arg(sample, src, columns[0].size)))
             with self._lock:
                 for h, weights in targets:
                     self._stream(h, columns, weights, operator.index(buffer_bytes), operator.index(buffers))
@@ -403,8 +422,9 @@ class Histogram:
                 raise ValueError("fill: the sample arrays differ in shape")
         w = None
         if weight is not None:
-            if not self._hists[0].weighted:
-                raise ValueError("fill: weights given to an unweighted histogram; make it with weighted=True")
+            if not self._hists[0].weighted or self._storage == "mean":
+                raise ValueError("fill: weights given to an unweighted histogram; make it with weighted=True "
+                                 "(or storage='weighted_mean' for weighted means)")
             w = Source(weight, "weight")
             same_device(src, w)
             if w.size != columns[0].size:
@@ -438,8 +458,7 @@ class Histogram:
             parts.append(out)
         self._axes = self._axes[:d] + [grown] + self._axes[d + 1:]
         self._hists = [self._made(self._axes)]
-        if self._squares is not None:
-            self._squares = self._made(self._axes, False)
+        self._moments = [self._made(self._axes, False) for _ in self._moments]
         self._assign(parts, flow, samples)
 
     @staticmethod
@@ -473,6 +492,8 @@ class Histogram:
         >>> h.fill(np.array([0, 1, 1, 4, 5, -1])).values()
         array([1, 2, 0, 0, 1])
         """
+        if self._storage in ("mean", "weighted_mean"):
+            return _moments_of(self._storage, self._cells())["value"]
         return self._per_channel([h.values() for h in self._hists])
 
     def view(self, flow=False):
@@ -487,7 +508,10 @@ class Histogram:
         -------
         numpy.ndarray or list of numpy.ndarray
             The same array as :meth:`values`; for Weight storage a structured array of fields
-            ``value`` and ``variance`` (float64), as boost-histogram's.
+            ``value`` and ``variance`` (float64), for Mean ``count``, ``value`` and
+            ``_sum_of_deltas_squared``, for WeightedMean ``sum_of_weights``,
+            ``sum_of_weights_squared``, ``value`` and ``_sum_of_weighted_deltas_squared``, as
+            boost-histogram's (a copy).
 
         Raises
         ------
@@ -503,11 +527,9 @@ class Histogram:
         """
         if flow:
             raise ValueError("view(flow=True): tally keeps flow counters (Histogram.flow), not flow bins")
-        if self._squares is None:
+        if not self._moments:
             return self.values()
-        out = np.empty(self._hists[0].shape, [("value", np.float64), ("variance", np.float64)])
-        out["value"], out["variance"] = self._cells()
-        return out
+        return _moments_of(self._storage, self._cells())
 
     # numpy reads the histogram as an array (np.asarray) but leaves arithmetic to it: a numpy
     # scalar or array on the left of an operator defers to the histogram's own operators.
@@ -529,9 +551,10 @@ class Histogram:
 
         Returns
         -------
-        int or float or WeightedSum or numpy.ndarray
+        int or float or WeightedSum or Mean or WeightedMean or numpy.ndarray
             An int for counts, a float for sums of weights, ``WeightedSum(value, variance)``
-            for Weight storage; for channels, one per channel.
+            for Weight storage, ``tally.accumulators.Mean`` or ``WeightedMean`` for the Mean
+            storages; for channels, one per channel.
 
         Raises
         ------
@@ -546,15 +569,15 @@ class Histogram:
         >>> h.fill(np.array([0.1, 0.2, 0.9, 5.0])).sum(), h.sum(flow=True)
         (3, 4)
         """
-        if self._squares is not None and not flow:
-            values, squares = self._cells()
-            return WeightedSum(values.sum().item(), squares.sum().item())
+        if self._moments and not flow:
+            return _accumulated(self._storage, [c.sum() for c in self._cells()])
         totals = [h.values().sum() for h in self._hists]
         if flow:
             if not self._flow:
                 raise ValueError("sum(flow=True): construct the Histogram with flow=True")
             if self._hists[0].weighted:
-                raise ValueError("sum(flow=True): the flow counters count samples, not the sums of their weights")
+                raise ValueError("sum(flow=True): the flow counters count samples, not the sums of their weights "
+                                 "or means")
             totals = [t + sum(h.flow()) for t, h in zip(totals, self._hists)]
         totals = [t.item() if isinstance(t, np.generic) else t for t in totals]
         return totals[0] if self._channels is None else np.array(totals)
@@ -672,8 +695,9 @@ class Histogram:
                 h.reset()
 
     def _parts(self):
-        """Every C++ histogram this one keeps: one per channel, and Weight storage's squares."""
-        return self._hists + ([self._squares] if self._squares is not None else [])
+        """Every C++ histogram this one keeps: one per channel, or the sums and the storage's
+        moments."""
+        return self._hists + self._moments
 
     def plan(self, dtype, n):
         """The planner's choice for a fill of n contiguous samples of `dtype`.
@@ -722,7 +746,7 @@ class Histogram:
         >>> tally.Histogram(tally.axis.integer(0, 3)).kind
         'COUNT'
         """
-        return "COUNT"
+        return "MEAN" if self._storage in ("mean", "weighted_mean") else "COUNT"
 
     def counts(self):
         """UHI: the counts of an unweighted histogram, the effective counts of a Weight one.
@@ -745,10 +769,12 @@ class Histogram:
         >>> print(tally.Histogram(tally.axis.integer(0, 3), weighted=True).counts())
         None
         """
-        if self._squares is not None:
+        if self._storage == "mean":
+            return self._cells()[0]
+        if self._storage in ("weight", "weighted_mean"):
             # UHI's effective counts, sum(w)^2 / sum(w^2) (0 where no weight was filled). boost-
             # histogram's Weight storage answers its sums of weights here.
-            w, w2 = self._cells()
+            w, w2 = self._cells()[:2]
             return np.divide(w * w, w2, out=np.zeros_like(w), where=w2 != 0)
         return None if self._hists[0].weighted else self.values()
 
@@ -770,8 +796,15 @@ class Histogram:
         >>> h.fill(np.array([0, 1, 1])).variances()
         array([1, 2, 0])
         """
-        if self._squares is not None:
-            return self._squares.values()
+        if self._storage == "weight":
+            return self._moments[0].values()
+        if self._storage in ("mean", "weighted_mean"):
+            # The variance of each cell's mean, as boost-histogram's: the samples' variance over
+            # the count (Mean) or over the sum of weights (WeightedMean); NaN where undefined.
+            m = _moments_of(self._storage, self._cells())
+            count = m["count" if self._storage == "mean" else "sum_of_weights"]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return _variance(self._storage, m) / count
         return self.counts()
 
     # ---- boost-histogram ----
@@ -926,8 +959,8 @@ class Histogram:
             kept.append(ax._sliced(a, end, k))
             d += 1
         if not kept:
-            if self._squares is not None:
-                return WeightedSum(float(parts[0]), float(parts[1]))
+            if self._moments:
+                return _accumulated(self._storage, parts)
             return parts[0].item()
         return self._with_cells(kept, parts, moved)
 
@@ -953,10 +986,13 @@ class Histogram:
     def _set_cells(self, index, value):
         value = np.asarray(value)
         parts = self._cells()
-        if self._squares is not None:
-            if value.shape[-1:] != (2,):
-                raise ValueError("Weight storage takes (value, variance) pairs: a last axis of 2")
-            parts[0][index], parts[1][index] = value[..., 0], value[..., 1]
+        if self._moments:
+            fields = _FIELDS[self._storage]
+            if value.shape[-1:] != (len(fields),):
+                raise ValueError(f"{self._storage} storage takes ({', '.join(fields)}) tuples: a last axis of "
+                                 f"{len(fields)}")
+            for part, cells in zip(parts, _raw_of(self._storage, np.asarray(value, np.float64))):
+                part[index] = cells
         elif self._hists[0].weighted:
             parts[0][index] = value
         else:
@@ -984,8 +1020,7 @@ class Histogram:
         and the squares of Weight storage); counts keep the flow counters (plus `moved`) and the
         samples; sums keep neither exactness nor flow counters."""
         counting = not self._hists[0].weighted
-        out = Histogram(axes, storage=None if counting else "weight" if self._squares is not None else "double",
-                        flow=counting and self._flow, count_bits=32 if self._hists[0].counts32 else 64,
+        out = Histogram(axes, storage=None if counting else self._storage, flow=counting and self._flow, count_bits=32 if self._hists[0].counts32 else 64,
                         device=self._backend, label=self.label, name=self.name, metadata=self.metadata)
         f = self._hists[0].flow() if out._flow else (0, 0, 0)
         out._assign(parts, (f[0] + moved[0], f[1] + moved[1], f[2]), self.samples)
@@ -1026,9 +1061,9 @@ class Histogram:
         return summed._with_cells([summed.axes[i] for i in perm], parts)
 
     def _cells(self):
-        """values, and Weight storage's squares, read together."""
+        """The sums (counts) and the storage's moments, read together (a plain histogram's)."""
         with self._lock:
-            return [self.values()] + ([self._squares.values()] if self._squares is not None else [])
+            return [h.values() for h in self._hists[:1] + self._moments]
 
     # ---- merging, comparing, copying, pickling ----
 
@@ -1036,8 +1071,8 @@ class Histogram:
         if self._channels != other._channels:
             describe = lambda c: "a plain histogram" if c is None else f"{c} channels"
             raise ValueError(f"merge: {describe(self._channels)} against {describe(other._channels)}")
-        if (self._squares is None) != (other._squares is None):
-            raise ValueError("merge: a Weight histogram and one without the sums of squared weights")
+        if self._storage != other._storage and (self._moments or other._moments):  # else the engine's message
+            raise ValueError(f"merge: a histogram of {self._storage} storage and one of {other._storage}")
 
     def __iadd__(self, other):
         if not isinstance(other, Histogram):
@@ -1100,13 +1135,17 @@ class Histogram:
         return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
 
     def _binary(self, other, op, f):
-        if self._squares is not None:
+        if self._storage in ("mean", "weighted_mean"):
+            if isinstance(other, Histogram) or self._scalar(other):
+                raise TypeError(f"{op}: a histogram of means adds to another (merging), and nothing else")
+            return NotImplemented
+        if self._moments:
             if not self._scalar(other) or op == "subtract":
                 if isinstance(other, Histogram):
                     raise TypeError(f"{op}: Weight storage scales by scalars and adds, as boost-histogram's")
                 return NotImplemented
             k = float(other)
-            return self._as_double(f(self.values(), k), op, f(f(self._squares.values(), k), k))
+            return self._as_double(f(self.values(), k), op, f(f(self._moments[0].values(), k), k))
         if isinstance(other, Histogram):
             self._same_axes(other, op)
             a, b = other.values(), self.values()
@@ -1137,7 +1176,7 @@ class Histogram:
     def __eq__(self, other):
         if not isinstance(other, Histogram):
             return NotImplemented
-        return (self._channels == other._channels and (self._squares is None) == (other._squares is None)
+        return (self._channels == other._channels and self._storage == other._storage
                 and self._axes == other._axes and _tally.equal(self._parts(), other._parts()))
 
     __hash__ = None  # mutable: equal histograms stop being equal after a fill
@@ -1162,13 +1201,13 @@ class Histogram:
         """
         out = object.__new__(type(self))
         out._backend, out._channels, out._flow = self._backend, self._channels, self._flow
-        out._options, out.label, out.name = self._options, self.label, self.name
+        out._options, out.label, out.name, out._storage = self._options, self.label, self.name, self._storage
         out.metadata = _copy.copy(self.metadata)
         out._lock = threading.RLock()
         with self._lock:
             out._axes = [_copy.copy(a) for a in self._axes]
             parts = _tally.copy(self._parts())
-        out._hists, out._squares = parts[:len(self._hists)], parts[-1] if self._squares is not None else None
+        out._hists, out._moments = parts[:len(self._hists)], parts[len(self._hists):]
         return out
 
     def __copy__(self):
@@ -1183,8 +1222,8 @@ class Histogram:
 
     def _state(self):
         return {"format": 3, "device": self._backend, "channels": self._channels, "flow": self._flow,
-                "histograms": [h.to_bytes() for h in self._hists],
-                "squares": None if self._squares is None else self._squares.to_bytes(),
+                "histograms": [h.to_bytes() for h in self._hists], "storage": self._storage,
+                "moments": [h.to_bytes() for h in self._moments],
                 "axes": [(type(a).__name__, a._extras()) for a in self._axes],
                 "meta": {"label": self.label, "name": self.name, "metadata": self.metadata}}
 
@@ -1198,9 +1237,12 @@ class Histogram:
         if state.keys() != keys:
             raise ValueError(f"tally.Histogram: the pickle state's keys must be {sorted(keys)}, "
                              f"got {sorted(map(str, state))}")
+        # Format 2 kept Weight storage's squares as "squares"; format 3 keeps the storage and its moments.
         squares = state.get("squares")
-        if squares is not None and (not isinstance(squares, bytes) or state["channels"] is not None):
-            raise TypeError("tally.Histogram: the pickle state's squares must be bytes or None (None with channels)")
+        moments = state["moments"] if "moments" in state else [] if squares is None else [squares]
+        if not isinstance(moments, (list, tuple)) or not all(isinstance(b, bytes) for b in moments) or (
+                moments and state["channels"] is not None):
+            raise TypeError("tally.Histogram: the pickle state's moments must be a list of bytes (none with channels)")
         device, channels, flow, blobs = state["device"], state["channels"], state["flow"], state["histograms"]
         if device is not None and not isinstance(device, str):
             raise TypeError(f"tally.Histogram: the pickle state's device must be a str or None, got "
@@ -1232,10 +1274,15 @@ class Histogram:
             raise ValueError(f"tally.Histogram: the pickle state's flow={bool(flow)} differs from its histograms'")
         if channels is not None:
             _check_channels(hists)
-        squared = None if squares is None else _tally.Hist.from_bytes(squares, backend, saved)
-        if squared is not None and not (squared.weighted and hists[0].weighted and squared.shape == hists[0].shape
-                                        and squared.exact_sums == hists[0].exact_sums and not squared.flow_counters):
-            raise ValueError("tally.Histogram: the pickle state's squares do not match its sums of weights")
+        storage = state.get("storage", "weight" if moments else "double" if hists[0].weighted else "int64")
+        if storage not in _MOMENTS or storage in (None, "weight", "mean", "weighted_mean") and not hists[0].weighted \
+                or storage == "int64" and hists[0].weighted or len(moments) != len(_MOMENTS[storage]) \
+                or channels is not None and storage != "int64":
+            raise ValueError(f"tally.Histogram: the pickle state's storage {storage!r} does not match its histograms")
+        moments = [_tally.Hist.from_bytes(b, backend, saved) for b in moments]
+        if any(not (m.weighted and m.shape == hists[0].shape and m.exact_sums == hists[0].exact_sums
+                    and not m.flow_counters) for m in moments):
+            raise ValueError("tally.Histogram: the pickle state's moments do not match its sums of weights")
         cores = hists[0].axes if channels is None else [h.axes[0] for h in hists]
         decorations = state.get("axes", [None] * len(cores))
         if not isinstance(decorations, (list, tuple)) or len(decorations) != len(cores):
@@ -1248,7 +1295,7 @@ class Histogram:
         self._backend, self._channels, self._flow = backend, channels, bool(flow)
         self._options = (hists[0].weighted, "automatic", hists[0].counts32, 0, hists[0].exact_sums)
         self._lock = threading.RLock()
-        self._hists, self._squares, self._axes = hists, squared, axes
+        self._hists, self._moments, self._axes, self._storage = hists, moments, axes, storage
         self.label, self.name, self.metadata = meta.get("label", ""), meta.get("name", ""), meta.get("metadata")
 
     # ---- looking at it: repr, text bars, a notebook's SVG, matplotlib ----
@@ -1258,8 +1305,8 @@ class Histogram:
         axes = self.axes
         shared = self._channels is not None and all(a == axes[0] for a in axes)
         args = [repr(axes[0]) if len(axes) == 1 or shared else "[" + ", ".join(map(repr, axes)) + "]"]
-        if self._squares is not None:
-            args.append("storage='weight'")
+        if self._moments:
+            args.append(f"storage={self._storage!r}")
         elif self._hists[0].weighted:
             args.append("weighted=True")
         for text, on in ((f"channels={self._channels}", self._channels is not None), ("flow=True", self._flow),
@@ -1268,7 +1315,8 @@ class Histogram:
             if on:
                 args.append(text)
         total = self.sum()
-        total = total.value if isinstance(total, WeightedSum) else total.tolist() if isinstance(total, np.ndarray) else total
+        total = (total.value if isinstance(total, WeightedSum) else total.tolist() if isinstance(total, np.ndarray)
+                 else total)
         return f"tally.Histogram({', '.join(args)})  # samples {self.samples}, sum {total}"
 
     def __str__(self):
@@ -1388,11 +1436,80 @@ class Histogram:
         return ax.pcolormesh(x, y, np.asarray(self.values(), np.float64).T, **kwargs)
 
 
-# The pickle state's keys by format: 2 added Weight storage's squares, 3 the Python side of the axes
-# (their classes, labels, metadata, categories, transforms) and the histogram's label, name and metadata.
+# The pickle state's keys by format: 2 added Weight storage's squares; 3 the storage and its moments
+# (in place of the squares), the Python side of the axes (their classes, labels, metadata, categories,
+# transforms) and the histogram's label, name and metadata.
 _STATE_KEYS = {1: {"format", "device", "channels", "flow", "histograms"},
                2: {"format", "device", "channels", "flow", "histograms", "squares"},
-               3: {"format", "device", "channels", "flow", "histograms", "squares", "axes", "meta"}}
+               3: {"format", "device", "channels", "flow", "histograms", "storage", "moments", "axes", "meta"}}
+
+# Each storage's sums beside the first histogram's (counts for int64 and mean, else the sums of
+# weights w), each a weighted histogram of these weights: w2, the squared weights; s and s2, the
+# Mean storages' samples and their squares, times the weights for weighted_mean. The cells add
+# as sums, so merging, slicing and projecting add them as they add counts.
+_MOMENTS = {None: (), "int64": (), "double": (), "weight": ("w2",), "mean": ("s", "s2"),
+            "weighted_mean": ("w2", "s", "s2")}
+# The fields of a cell, as boost-histogram's views name them (and __setitem__ takes them).
+_FIELDS = {"weight": ("value", "variance"),
+           "mean": ("count", "value", "variance"),
+           "weighted_mean": ("sum_of_weights", "sum_of_weights_squared", "value", "variance")}
+
+
+def _moments_of(storage, cells):
+    """The structured view (boost-histogram's fields) of a storage's raw sums."""
+    if storage == "weight":
+        out = np.empty(cells[0].shape, [("value", np.float64), ("variance", np.float64)])
+        out["value"], out["variance"] = cells
+        return out
+    w, rest = cells[0], cells[1:]
+    w2, s1, s2 = rest if storage == "weighted_mean" else (None, *rest)
+    value = np.divide(s1, w, out=np.zeros_like(s1), where=w != 0)
+    # The sum of squared deviations from the mean, sum(w s^2) - (sum w s)^2 / sum(w); never below 0.
+    deltas = np.maximum(s2 - np.divide(s1 * s1, w, out=np.zeros_like(s1), where=w != 0), 0.0)
+    if storage == "mean":
+        out = np.empty(w.shape, [("count", np.float64), ("value", np.float64), ("_sum_of_deltas_squared", np.float64)])
+        out["count"], out["value"], out["_sum_of_deltas_squared"] = w, value, deltas
+        return out
+    out = np.empty(w.shape, [("sum_of_weights", np.float64), ("sum_of_weights_squared", np.float64),
+                             ("value", np.float64), ("_sum_of_weighted_deltas_squared", np.float64)])
+    out["sum_of_weights"], out["sum_of_weights_squared"], out["value"] = w, w2, value
+    out["_sum_of_weighted_deltas_squared"] = deltas
+    return out
+
+
+def _variance(storage, m):
+    """The samples' variance in each cell of a Mean storage's view (NaN where undefined), as
+    boost-histogram's: deltas / (n - 1), or deltas / (sum w - sum w^2 / sum w) weighted."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if storage == "mean":
+            return m["_sum_of_deltas_squared"] / (m["count"] - 1)
+        w = m["sum_of_weights"]
+        return m["_sum_of_weighted_deltas_squared"] / (w - m["sum_of_weights_squared"] / w)
+
+
+def _raw_of(storage, value):
+    """A storage's raw sums for cells given as boost-histogram's fields (a last axis of them)."""
+    if storage == "weight":
+        return value[..., 0], value[..., 1]
+    if storage == "mean":
+        n, mean, var = value[..., 0], value[..., 1], value[..., 2]
+        return n, n * mean, np.where(n > 1, var * (n - 1), 0.0) + n * mean * mean
+    w, w2, mean, var = (value[..., k] for k in range(4))
+    effective = np.divide(w2, w, out=np.zeros_like(w), where=w != 0)
+    return w, w2, w * mean, np.where(w - effective > 0, var * (w - effective), 0.0) + w * mean * mean
+
+
+def _accumulated(storage, sums):
+    """One cell's (or a total's) accumulator from its raw sums."""
+    sums = [np.asarray(x, np.float64) for x in sums]
+    if storage == "weight":
+        return WeightedSum(float(sums[0]), float(sums[1]))
+    m = _moments_of(storage, [x.reshape(1) for x in sums])
+    var = float(_variance(storage, m)[0])
+    if storage == "mean":
+        return accumulators.Mean(float(m["count"][0]), float(m["value"][0]), var)
+    return accumulators.WeightedMean(float(m["sum_of_weights"][0]), float(m["sum_of_weights_squared"][0]),
+                                     float(m["value"][0]), var)
 
 
 def _decorated_axis(decoration, core):

@@ -1,7 +1,8 @@
 """Storages with boost-histogram's names, for ``tally.Histogram(axes, storage=...)``.
 
 ``Int64()``: counts (the default); ``Double()``: sums of weights (``weighted=True``);
-``Weight()``: sums of weights and of their squares (``storage="weight"``).
+``Weight()``: sums of weights and of their squares (``storage="weight"``); ``Mean()`` and
+``WeightedMean()``: profiles, the mean and variance of `sample=` in each cell.
 """
 
 import typing
@@ -34,3 +35,16 @@ class Weight(_Storage):
     """Sums of weights and of their squares in float64 (variances)."""
 
     _kind = "weight"
+
+
+class Mean(_Storage):
+    """A profile: each cell's count, and the mean and variance of the samples' `sample=`."""
+
+    _kind = "mean"
+
+
+class WeightedMean(_Storage):
+    """A weighted profile: each cell's sums of weights and of their squares, and the weighted
+    mean and variance of the samples' `sample=`."""
+
+    _kind = "weighted_mean"
