@@ -234,3 +234,17 @@ def test_cuda_fills_of_the_new_axes_equal_the_cpus(rng, torch, distribution):
         made[device] = h.fill(*cols)
     assert made["cuda"].axes[0].categories == made["cpu"].axes[0].categories
     assert_same_array(made["cuda"].values(), made["cpu"].values())
+
+
+def test_hist_users_convert_both_ways(rng):
+    hist = pytest.importorskip("hist")
+    x, c = rng.uniform(0, 10, 500), rng.choice(["mc", "data"], 500)
+    t = hist.Hist.new.Reg(5, 0, 10, name="x", label="x [cm]").StrCat([], growth=True, name="ds").Weight()
+    t.fill(x=x, ds=c, weight=np.full(500, 0.5))
+    h = tally.Histogram.from_hist(t)
+    assert [a.name for a in h.axes] == ["x", "ds"] and h.axes[0].label == "x [cm]"
+    np.testing.assert_array_equal(h.values(), t.values())
+    np.testing.assert_array_equal(h.variances(), t.variances())
+    back = h.to_hist()
+    assert isinstance(back, hist.Hist) and back.axes[0].label == "x [cm]" and list(back.axes[1]) == list(t.axes[1])
+    np.testing.assert_array_equal(back.values(), t.values())

@@ -40,6 +40,7 @@ PUBLIC.update({f"Histogram.{name}": member for name, member in vars(tally.Histog
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
 # Examples that need a package that is a test extra: run where it is installed.
 NEEDS = {"boost_histogram": ("Histogram.to_boost", "Histogram.from_boost"),
+         "hist": ("Histogram.to_hist", "Histogram.from_hist"),
          "matplotlib": ("Histogram.plot", "Histogram.plot2d")}
 MISSING = tuple(name for package, names in NEEDS.items() if importlib.util.find_spec(package) is None
                 for name in names)

@@ -906,6 +906,68 @@ class Histogram:
         return _boost.from_boost(cls, h, flow, count_bits=count_bits, strategy=strategy, device=device,
                                  threads=threads)
 
+    def to_hist(self, *, flow=True):
+        """This histogram as a hist.Hist (scikit-hep's hist; needs the hist package).
+
+        :meth:`to_boost`'s conversion, as hist's own class: names and labels of the axes carry
+        over, so ``h.to_hist().plot()`` labels its axes.
+
+        Parameters
+        ----------
+        flow : bool, optional
+            Keyword only, as in :meth:`to_boost`.
+
+        Returns
+        -------
+        hist.Hist
+            The same axes and cells.
+
+        Raises
+        ------
+        ImportError
+            hist is not installed.
+        ValueError
+            As :meth:`to_boost`.
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> h = tally.Histogram(tally.axis.Regular(4, 0, 1, name="x")).fill(np.array([0.1, 0.6]))
+        >>> t = h.to_hist()
+        >>> t.axes[0].name, t.values().tolist(), tally.Histogram.from_hist(t) == h
+        ('x', [1, 0, 1, 0], True)
+        """
+        try:
+            import hist
+        except ImportError as e:
+            raise ImportError("tally: to_hist needs the hist package") from e
+        return hist.Hist(self.to_boost(flow=flow))
+
+    @classmethod
+    def from_hist(cls, h, **options):
+        """A tally.Histogram of a hist.Hist (hist's histograms are boost-histogram's).
+
+        Parameters
+        ----------
+        h : hist.Hist
+            The histogram to convert.
+        **options
+            Keyword only, as in :meth:`from_boost`.
+
+        Returns
+        -------
+        Histogram
+            The same axes (names and labels included) and cells.
+
+        Examples
+        --------
+        >>> import hist, tally
+        >>> t = hist.Hist.new.StrCat(["a", "b"], name="ds").Int64().fill(ds=["a", "b", "b"])
+        >>> tally.Histogram.from_hist(t).values()
+        array([1, 2])
+        """
+        return cls.from_boost(h, **options)
+
     # ---- UHI indexing: selecting, slicing, rebinning, summing, projecting ----
 
     def __getitem__(self, key):
