@@ -9,6 +9,8 @@
 #include <string>
 #include <thread>
 
+#include <omp.h>
+
 #include "random_data.hpp"
 #include "tally/tally.hpp"
 
@@ -167,6 +169,24 @@ TEST(Planner, ThreadsNeverExceedTheMachinesAndWeightsFollowSumBlock) {
   const tally::policy whole = tally::plan(r);
   EXPECT_EQ(whole.block, r.n);
   EXPECT_EQ(whole.threads, 1);
+}
+
+TEST(Planner, ThreadsZeroFollowOpenMPsLimit) {
+  // OMP_NUM_THREADS and threadpoolctl set OpenMP's limit; a fill asking for 0 threads keeps it.
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  tally::plan_request r;
+  r.where = tally::backend::cpu;
+  r.cells = 16;
+  r.n = std::int64_t{1} << 30;
+  r.sample = dtype::u8;
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(1);
+  EXPECT_EQ(tally::plan(r).threads, 1);
+  r.threads = 2;  // asked for: as asked (at most the machine's)
+  EXPECT_EQ(tally::plan(r).threads, std::min(2, hw));
+  omp_set_num_threads(before);
+  r.threads = 0;
+  EXPECT_EQ(tally::plan(r).threads, std::min(before, hw));
 }
 
 TEST(Backends, CpuIsUsableAndCudaIsListed) {

@@ -68,7 +68,8 @@ struct options {
   bool exact_sums = false;
   /// Count underflow, overflow and NaN samples (dropped from the bins either way).
   bool flow = false;
-  /// CPU threads; 0 means all hardware threads.
+  /// CPU threads; 0 means as many as OpenMP would start (OMP_NUM_THREADS, omp_set_num_threads),
+  /// at most the hardware threads.
   int threads = 0;
 };
 

@@ -51,7 +51,7 @@ struct plan_request {
   std::int64_t sum_block = 65536;       // weighted: options::sum_block (0: one block)
   count_type counts = count_type::u64;
   std::int64_t n = 0;  // samples per column
-  int threads = 0;     // 0: all hardware threads
+  int threads = 0;     // 0: OpenMP's limit (OMP_NUM_THREADS, omp_set_num_threads), at most the hardware threads
   int device_sms = 0;                    // CUDA: multiprocessors
   std::int64_t device_shared_bytes = 0;  // CUDA: shared memory one block may use
   std::int64_t device_shared_per_sm = 0; // CUDA: shared memory of one multiprocessor

@@ -60,3 +60,18 @@ def test_cuda_strategies_are_planned_and_count_as_numpy(torch, rng, distribution
         assert tally.plan(x, 16, (0, 16), strategy=row["name"])["strategy"] == row["name"]
         got = tally.histogram(x, 16, (0, 16), strategy=row["name"])[0]
         assert_same_array(got.cpu().numpy(), want)
+
+
+def test_cpu_threads_follow_omp_num_threads():
+    """A fill's threads (0: OpenMP's limit) honour OMP_NUM_THREADS, as Dask's nanny sets it for
+    its workers, and threadpoolctl's limit where it is installed."""
+    import subprocess
+    import sys
+    probe = ("import numpy as np, tally; print(tally.plan(np.zeros(1 << 24), bins=16)['threads'])")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1", out
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    x = np.zeros(1 << 24)
+    with threadpoolctl.threadpool_limits(1, user_api="openmp"):
+        assert tally.plan(x, bins=16)["threads"] == 1

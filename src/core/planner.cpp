@@ -4,6 +4,8 @@
 #include <string>
 #include <thread>
 
+#include <omp.h>
+
 #include "core/backend.hpp"
 #include "core/exact_sum.hpp"
 #include "core/partition.hpp"
@@ -68,8 +70,10 @@ policy plan_cpu(const plan_request& r) {
   // 2^26 i64; bench/PERFORMANCE.md, "CPU backend"): 2 threads 1.3-2.0x one thread.
   // Threads beyond the machine's would only cost memory and thread starts (and a thread the
   // system cannot start ends the process in the OpenMP runtime).
+  // threads 0: as many as OpenMP would start here (OMP_NUM_THREADS, or a limit set through
+  // omp_set_num_threads, as threadpoolctl sets it), never more than the machine's.
   const int hardware = detail::hardware_threads();
-  const int available = r.threads > 0 ? std::min(r.threads, hardware) : hardware;
+  const int available = std::min(r.threads > 0 ? r.threads : omp_get_max_threads(), hardware);
   // Weighted sums follow blocks of sum_block samples (0: the whole fill, in input order).
   if (r.weighted && !r.exact_sums) p.block = r.sum_block > 0 ? r.sum_block : std::max<std::int64_t>(1, r.n);
   // Exact sums keep no private copies (threads add into the shared words atomically).

@@ -79,8 +79,9 @@ class Histogram:
         Keyword only. None or 'auto' (default None): each fill counts where its samples
         are; 'cpu' or 'cuda' insist on that backend.
     threads : int, optional
-        Keyword only. The most CPU threads a fill uses; 0 (default): all hardware threads
-        (the planner takes fewer for few samples).
+        Keyword only. The most CPU threads a fill uses; 0 (default): as many as OpenMP
+        would start (``OMP_NUM_THREADS``, or threadpoolctl's limit), at most the hardware
+        threads (the planner takes fewer for few samples).
     exact_sums : bool, optional
         Keyword only, with ``weighted=True``. Each cell keeps its sum exactly (fixed-point
         words, 280 bytes a cell) and `values` its one correctly rounded float64 (math.fsum's),
