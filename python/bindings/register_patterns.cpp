@@ -2,6 +2,7 @@
 // addresses, on the caller's stream. The package allocates every output in the input's library.
 #include "bindings.hpp"
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include "tally/patterns/elementwise.hpp"
 #include "tally/patterns/matmul.hpp"
@@ -15,10 +16,17 @@ namespace {
 
 using out_ndarray = nb::ndarray<>;
 
-template <class Op> Op op_named(const std::string& name, Op last) {
+template <class Op> Op op_named(const std::string& name, Op last, const char* kind = "operation") {
   for (unsigned i = 0; i <= static_cast<unsigned>(last); ++i)
     if (tally::name_of(static_cast<Op>(i)) == name) return static_cast<Op>(i);
-  throw tally::error("tally: unknown operation " + name);
+  throw tally::error(std::string("tally: unknown ") + kind + " " + name);
+}
+
+/// Every name of an enum whose values run from 0 to `last` (the strategies), in its order.
+template <class E> std::vector<std::string> names_of(E last) {
+  std::vector<std::string> names;
+  for (unsigned i = 0; i <= static_cast<unsigned>(last); ++i) names.emplace_back(tally::name_of(static_cast<E>(i)));
+  return names;
 }
 
 /// The array's data, which must be C-contiguous (unary patterns, reductions and matmul read and
@@ -50,25 +58,34 @@ template <class Options = tally::run_options> Options on_stream(std::uintptr_t s
   return o;
 }
 
-void unary(const std::string& op, const any_array& x, const out_ndarray& y, std::uintptr_t stream) {
+tally::unary_options unary_on_stream(std::uintptr_t stream, const std::string& strategy) {
+  auto o = on_stream<tally::unary_options>(stream);
+  o.strategy = op_named(strategy, tally::map_strategy::packed128_resident, "strategy");
+  return o;
+}
+
+void unary(const std::string& op, const any_array& x, const out_ndarray& y, std::uintptr_t stream,
+           const std::string& strategy) {
   const auto which = op_named(op, tally::unary_op::tanh);
+  const auto options = unary_on_stream(stream, strategy);
   if (x.size() != y.size() || dtype_of(x.dtype()) != dtype_of(y.dtype()))
     throw tally::error("tally: " + op + ": out must have the input's shape and dtype");
   const void* in = contiguous_data(x, "the input");
   void* out = contiguous_data(y, "out");
   nb::gil_scoped_release release;
-  tally::unary(which, dtype_of(x.dtype()), in, out, static_cast<std::int64_t>(x.size()), on_stream(stream));
+  tally::unary(which, dtype_of(x.dtype()), in, out, static_cast<std::int64_t>(x.size()), options);
 }
 
 /// unary() of contiguous memory given by address, element type and count: the package's path
 /// for torch and cupy CUDA arrays, for which a DLPack export of each array costs more than a
 /// small kernel. tally::unary checks the addresses (null, alignment, overlap, where they live).
 void unary_address(const std::string& op, const std::string& type, std::uintptr_t x, std::uintptr_t y,
-                   std::int64_t n, std::uintptr_t stream) {
+                   std::int64_t n, std::uintptr_t stream, const std::string& strategy) {
   const auto which = op_named(op, tally::unary_op::tanh);
   const auto t = tally::dtype_from_name(type);
+  const auto options = unary_on_stream(stream, strategy);
   nb::gil_scoped_release release;
-  tally::unary(which, t, reinterpret_cast<const void*>(x), reinterpret_cast<void*>(y), n, on_stream(stream));
+  tally::unary(which, t, reinterpret_cast<const void*>(x), reinterpret_cast<void*>(y), n, options);
 }
 
 void binary(const std::string& op, const any_array& a, const any_array& b, const out_ndarray& out,
@@ -113,7 +130,10 @@ void reduce_address(const std::string& op, const std::string& type, std::uintptr
   else tally::reduce(which, t, in, cols, rt, out, on_stream(stream));
 }
 
-void matmul(const any_array& a, const any_array& b, const out_ndarray& c, std::uintptr_t stream) {
+void matmul(const any_array& a, const any_array& b, const out_ndarray& c, std::uintptr_t stream,
+            const std::string& strategy) {
+  auto options = on_stream<tally::matmul_options>(stream);
+  options.strategy = op_named(strategy, tally::matmul_strategy::warptiled, "strategy");
   const auto f32 = tally::dtype::f32;
   if (dtype_of(a.dtype()) != f32 || dtype_of(b.dtype()) != f32 || dtype_of(c.dtype()) != f32)
     throw nb::type_error("tally: matmul takes float32 matrices");
@@ -126,19 +146,23 @@ void matmul(const any_array& a, const any_array& b, const out_ndarray& c, std::u
   const auto m = static_cast<std::int64_t>(a.shape(0)), k = static_cast<std::int64_t>(a.shape(1)),
              n = static_cast<std::int64_t>(b.shape(1));
   nb::gil_scoped_release release;
-  tally::matmul(pa, pb, pc, m, n, k, on_stream<tally::matmul_options>(stream));
+  tally::matmul(pa, pb, pc, m, n, k, options);
 }
 
 }  // namespace
 
 void register_patterns(nb::module_& m) {
-  m.def("unary", &unary, "op"_a, "x"_a, "out"_a.noconvert(), "stream"_a);
-  m.def("unary_address", &unary_address, "op"_a, "type"_a, "x"_a, "out"_a, "n"_a, "stream"_a);
+  m.def("unary", &unary, "op"_a, "x"_a, "out"_a.noconvert(), "stream"_a, "strategy"_a = "automatic");
+  m.def("unary_address", &unary_address, "op"_a, "type"_a, "x"_a, "out"_a, "n"_a, "stream"_a,
+        "strategy"_a = "automatic");
   m.def("binary", &binary, "op"_a, "a"_a, "b"_a, "out"_a.noconvert(), "stream"_a);
   m.def("reduce", &reduce, "op"_a, "x"_a, "along_rows"_a, "out"_a.noconvert(), "stream"_a);
   m.def("reduce_address", &reduce_address, "op"_a, "type"_a, "x"_a, "rows"_a, "cols"_a, "along_rows"_a,
         "result_type"_a, "result"_a, "stream"_a);
-  m.def("matmul", &matmul, "a"_a, "b"_a, "out"_a.noconvert(), "stream"_a);
+  m.def("matmul", &matmul, "a"_a, "b"_a, "out"_a.noconvert(), "stream"_a, "strategy"_a = "automatic");
+  // The strategies' names, in their enums' order (automatic first).
+  m.def("unary_strategies", [] { return names_of(tally::map_strategy::packed128_resident); });
+  m.def("matmul_strategies", [] { return names_of(tally::matmul_strategy::warptiled); });
 }
 
 }  // namespace tally_bindings

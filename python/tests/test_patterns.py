@@ -1,12 +1,16 @@
 """The parallel patterns against numpy and float64 references, within the bounds of docs/patterns.md; the
 torch/cupy CUDA cases (against the same references on host copies) skip where no GPU is present."""
 
+import doctest
+import inspect
+import io
 import math
 
 import numpy as np
 import pytest
 
 import tally
+from test_docstrings import _sections
 from test_gpu import host
 
 SHAPES = [(0,), (1,), (7,), (1031,), (3, 5), (2, 0), (4, 33, 9)]
@@ -321,8 +325,8 @@ def test_cuda_integer_extremes(request, rng, lib_name):
 
 def test_patterns_submodule_and_top_level_names():
     import tally.patterns
-    assert sorted(tally.patterns.__all__) == ["ElementwiseKernel", "ReductionKernel", "add", "div", "gelu", "matmul",
-                                              "max", "mean", "min", "mul", "relu",
+    assert sorted(tally.patterns.__all__) == ["ElementwiseKernel", "RawKernel", "RawModule", "ReductionKernel", "add",
+                                              "div", "gelu", "matmul", "max", "mean", "min", "mul", "relu",
                                               "sigmoid", "silu", "sub", "sum", "tanh"]
     for name in tally.patterns.__all__:
         assert getattr(tally, name) is getattr(tally.patterns, name) and name in tally.__all__
@@ -353,3 +357,192 @@ def test_torch_bfloat16_and_stream(torch, rng):  # noqa: F811 (fixture)
     np.testing.assert_array_equal(s.float().cpu().numpy(), _round(xb.astype(np.float64) + xb[0], "bf16"))
     with pytest.raises(ValueError):
         tally.add(g, torch.from_numpy(xb))  # different devices
+
+
+# ---- scalars beside arrays ----
+
+PYTHON_SCALARS = [2.0, 0.1, -3, True, 1e-3, 7, -0.0, 1e30]
+
+
+@pytest.mark.parametrize("ops", BINARY, ids=["add", "sub", "mul", "div"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_python_scalars_take_the_arrays_type(rng, ops, dtype):
+    """A Python scalar on either side has the array's type, as numpy 2's Python scalars (a float16
+    array and 1e30: infinity, with numpy's overflow warning)."""
+    x = values(rng, (5, 33), dtype)
+    for s in PYTHON_SCALARS:
+        with np.errstate(divide="ignore", over="ignore"):
+            cases = [(ops[0](x, s), ops[1](x, s)), (ops[0](s, x), ops[1](s, x))]
+        for got, want in cases:
+            assert isinstance(got, np.ndarray) and got.dtype == want.dtype == dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        tally.add(np.ones(3, np.float16), 1e6)
+
+
+def test_numpy_scalars_and_0d_arrays_keep_their_type(rng):
+    x = values(rng, (40,), np.float16)
+    for s in (np.float32(0.1), np.array(-2.5, np.float32), np.float16(3), np.array(0.1, np.float16)):
+        for got, want in [(tally.mul(x, s), x * s), (tally.sub(s, x), s - x), (tally.div(s, x), s / x)]:
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+    with pytest.raises(TypeError, match="float64"):
+        tally.add(x, np.float64(2))  # numpy's result is float64, which the patterns do not take
+    with pytest.raises(TypeError, match="int32"):
+        tally.add(x, np.int32(2))
+    with pytest.raises(TypeError, match="at least one array, got the Python scalars 2.0 and 3"):
+        tally.add(2.0, 3)
+    with pytest.raises(TypeError, match="complex128"):
+        tally.add(x, 1j)
+    with pytest.raises(OverflowError):
+        tally.mul(x, 10**400)
+
+
+@pytest.mark.parametrize("lib_name", ["torch", "cupy"])
+def test_cuda_scalars_beside_arrays(request, rng, lib_name):
+    """Python scalars (the array's type), numpy scalars and host 0-d arrays (their own type,
+    copied to the device) beside CUDA arrays: results in kind, equal to numpy's."""
+    lib = request.getfixturevalue(lib_name)
+    x, y = values(rng, (33, 257), np.float32), values(rng, (257,), np.float32)
+    g = _on_gpu(lib, x)
+    for ops in BINARY:
+        for s in (2.0, -3, True, 0.1):
+            for got, want in [(ops[0](g, s), ops[1](x, s)), (ops[0](s, g), ops[1](s, x))]:
+                assert type(got) is type(g) and got.device == g.device and got.dtype == g.dtype
+                np.testing.assert_array_equal(host(got), want)
+    eps = 1e-3
+    np.testing.assert_array_equal(host(tally.div(g, tally.add(_on_gpu(lib, y), eps))), x / (y + np.float32(eps)))
+    h = _on_gpu(lib, x.astype(np.float16))
+    for s in (np.float32(0.1), np.array(-2.5, np.float32), np.float16(3), np.array(0.5, np.float16)):
+        for got, want in [(tally.mul(h, s), x.astype(np.float16) * s), (tally.sub(s, h), s - x.astype(np.float16))]:
+            assert type(got) is type(g) and str(got.dtype).endswith(want.dtype.name)
+            np.testing.assert_array_equal(host(got), want)
+    with pytest.raises(TypeError, match="float64"):
+        tally.add(g, np.float64(1))
+    with pytest.raises(ValueError):
+        tally.add(g, np.ones(1, np.float32))  # not 0-d: host memory beside device memory
+
+
+def test_torch_bfloat16_with_python_scalars(torch, rng):  # noqa: F811 (fixture)
+    """A Python scalar beside a bfloat16 tensor is rounded to bfloat16 first (numpy's rule; torch
+    keeps it in float32), then the operation is rounded once."""
+    g = torch.from_numpy(values(rng, (4097,), np.float32)).cuda().to(torch.bfloat16)
+    xb = g.float().cpu().numpy().astype(np.float64)
+    for s in (0.1, -3, 2.5):
+        sb = float(torch.tensor(s, dtype=torch.float32).to(torch.bfloat16))
+        got = tally.add(g, s)
+        assert got.dtype == torch.bfloat16
+        np.testing.assert_array_equal(got.float().cpu().numpy(), _round(xb + sb, "bf16"))
+        np.testing.assert_array_equal(tally.mul(s, g).float().cpu().numpy(), _round(xb * sb, "bf16"))
+
+
+# ---- strategies ----
+
+UNARY = [case[1] for case in ACTIVATIONS]
+UNARY_IDS = [case[0] for case in ACTIVATIONS]
+
+
+def test_strategy_names_are_the_planners():
+    assert tally.patterns.UNARY_STRATEGIES == ("automatic", "scalar", "x2", "x4", "x8", "packed128",
+                                               "packed128_resident")
+    assert tally.patterns.MATMUL_STRATEGIES == ("automatic", "tiled16", "blocked128", "warptiled")
+
+
+@pytest.mark.parametrize("activation", UNARY, ids=UNARY_IDS)
+def test_activation_strategies_on_the_cpu(rng, activation):
+    """'automatic' gives the default's bits on the CPU backend; the CUDA strategies are refused
+    there, and unknown names everywhere, naming the planner's strategies."""
+    x = values(rng, (1031,), np.float32)
+    np.testing.assert_array_equal(activation(x, strategy="automatic"), activation(x))
+    for name in tally.patterns.UNARY_STRATEGIES[1:]:
+        with pytest.raises(ValueError, match=f"strategy {name} is a CUDA strategy"):
+            activation(x, strategy=name)
+    expected = "expected one of 'automatic', 'scalar', 'x2', 'x4', 'x8', 'packed128', 'packed128_resident'"
+    with pytest.raises(ValueError, match=f"unknown strategy 'fast'; {expected}"):
+        activation(x, strategy="fast")
+    with pytest.raises(TypeError, match="strategy must be a str"):
+        activation(x, strategy=None)
+
+
+def test_matmul_strategies_on_the_cpu(rng):
+    a, b = values(rng, (17, 33), np.float32, 1.0), values(rng, (33, 9), np.float32, 1.0)
+    np.testing.assert_array_equal(tally.matmul(a, b, strategy="automatic"), tally.matmul(a, b))
+    for name in tally.patterns.MATMUL_STRATEGIES[1:]:
+        with pytest.raises(ValueError, match=f"strategy {name} is a CUDA strategy"):
+            tally.matmul(a, b, strategy=name)
+    with pytest.raises(ValueError, match="unknown strategy 'cublas'; expected one of 'automatic', 'tiled16', "
+                                         "'blocked128', 'warptiled'"):
+        tally.matmul(a, b, strategy="cublas")
+
+
+@pytest.mark.parametrize("lib_name", ["torch", "cupy"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_cuda_activation_strategies_give_the_default_bits(request, rng, lib_name, dtype):
+    """Every map strategy gives the default's bits, aligned or not, by address or into out=, for
+    sizes below one vector up to several blocks of them; the default within its bound."""
+    lib = request.getfixturevalue(lib_name)
+    for n in (1, 7, 4099, (1 << 20) + 5):
+        x = values(rng, (n + 1,), dtype)
+        g = _on_gpu(lib, x)
+        for view, xs in [(g[:n], x[:n]), (g[1:], x[1:])]:  # 16-byte aligned, then one element past
+            for case in ACTIVATIONS:
+                want = host(case[1](view))
+                check_activation(case, xs, want, dtype)
+                for name in tally.patterns.UNARY_STRATEGIES:
+                    np.testing.assert_array_equal(host(case[1](view, strategy=name)), want)
+                out = _on_gpu(lib, np.zeros(n, dtype))
+                assert case[1](view, out=out, strategy="x4") is out
+                np.testing.assert_array_equal(host(out), want)
+
+
+def test_torch_bfloat16_activation_strategies(torch, rng):  # noqa: F811 (fixture)
+    g = torch.from_numpy(values(rng, (70001,), np.float32)).cuda().to(torch.bfloat16)
+    for activation in UNARY:
+        want = activation(g).float().cpu().numpy()
+        for name in tally.patterns.UNARY_STRATEGIES:
+            np.testing.assert_array_equal(activation(g[1:], strategy=name).float().cpu().numpy(),
+                                          activation(g[1:]).float().cpu().numpy())
+            np.testing.assert_array_equal(activation(g, strategy=name).float().cpu().numpy(), want)
+
+
+@pytest.mark.parametrize("lib_name", ["torch", "cupy"])
+def test_cuda_matmul_strategies_give_the_default_bits(request, rng, lib_name):
+    """Every kernel sums each output's products in order with fused multiply-adds: the default's
+    bits, within the float32 bound of the float64 product."""
+    lib = request.getfixturevalue(lib_name)
+    for m, n, k in [(1, 1, 1), (130, 129, 31), (257, 300, 513)]:
+        a, b = values(rng, (m, k), np.float32, 1.0), values(rng, (k, n), np.float32, 1.0)
+        ga, gb = _on_gpu(lib, a), _on_gpu(lib, b)
+        want = host(tally.matmul(ga, gb))
+        bound = (k + 1) * EPS32 * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+        assert np.all(np.abs(want - a.astype(np.float64) @ b.astype(np.float64)) <= bound)
+        for name in tally.patterns.MATMUL_STRATEGIES:
+            got = tally.matmul(ga, gb, strategy=name)
+            assert type(got) is type(ga)
+            np.testing.assert_array_equal(host(got), want)
+
+
+# ---- docstrings ----
+
+DOCUMENTED = [tally.sigmoid, tally.relu, tally.silu, tally.tanh, tally.gelu, tally.add, tally.sub, tally.mul,
+              tally.div, tally.matmul]
+
+
+@pytest.mark.parametrize("member", DOCUMENTED, ids=lambda m: m.__name__)
+def test_numpydoc_sections(member):
+    """The functions with strategies and scalars have numpydoc sections, as test_docstrings.py
+    asks of the package's top level."""
+    sections = _sections(member.__doc__)
+    assert {"Parameters", "Returns", "Examples"} <= sections, sections
+    lines = inspect.cleandoc(member.__doc__).splitlines()
+    assert lines[0].strip() and not lines[1].strip() and max(4 + len(line) for line in lines) <= 100
+
+
+def test_doctests():
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    out = io.StringIO()
+    for test in finder.find(tally.patterns, "tally.patterns", globs={}):
+        runner.run(test, out=out.write)
+    failed, attempted = runner.summarize(verbose=False)
+    assert attempted >= len(DOCUMENTED) and failed == 0, out.getvalue()

@@ -407,6 +407,68 @@ TEST_P(Patterns, UnaryRejectsBadArguments) {
   for (float v : x) EXPECT_EQ(v, 1.0f);  // nothing ran
 }
 
+/// The CUDA backend's map strategies (tally::unary_options::strategy) give automatic's bits for
+/// every activation, f16 and bf16 input (every 16-bit pattern) and f32 input, at three
+/// misalignments; the CPU backend takes automatic only, and no backend an unknown strategy.
+TEST_P(Patterns, UnaryStrategiesGiveTheAutomaticBits) {
+  using tally::map_strategy;
+  tally::unary_options o;
+  static_cast<tally::run_options&>(o) = run();
+  const std::vector<map_strategy> all = {map_strategy::automatic, map_strategy::scalar,    map_strategy::x2,
+                                         map_strategy::x4,        map_strategy::x8,        map_strategy::packed128,
+                                         map_strategy::packed128_resident};
+  std::vector<float> xf(70001 + 3), want(xf.size()), got(xf.size());
+  std::mt19937_64 g(17);
+  std::uniform_real_distribution<float> u(-12.0f, 12.0f);
+  for (auto& v : xf) v = u(g);
+  o.strategy = static_cast<map_strategy>(99);
+  EXPECT_THROW(tally::unary(tally::unary_op::sigmoid, dtype::f32, xf.data(), got.data(), 4, o), tally::error);
+  if (GetParam() == backend::cpu) {
+    for (auto s : all) {
+      o.strategy = s;
+      if (s == map_strategy::automatic) EXPECT_NO_THROW(tally::unary(tally::unary_op::tanh, dtype::f32, xf.data(),
+                                                                     got.data(), 4, o));
+      else EXPECT_THROW(tally::unary(tally::unary_op::tanh, dtype::f32, xf.data(), got.data(), 4, o), tally::error);
+    }
+    return;
+  }
+  // Every 16-bit pattern (40503 is odd: b * 40503 runs over them all), then a few more.
+  std::vector<std::uint16_t> x16(65536 + 3), want16(x16.size()), got16(x16.size());
+  for (std::uint32_t b = 0; b < x16.size(); ++b) x16[b] = static_cast<std::uint16_t>(b * 40503u);
+  for (const auto& a : activations()) {
+    for (std::int64_t offset : {0, 1, 3}) {
+      SCOPED_TRACE(std::string(tally::name_of(a.op)) + " offset " + std::to_string(offset));
+      const auto n = static_cast<std::int64_t>(xf.size()) - offset, n16 = static_cast<std::int64_t>(x16.size()) - offset;
+      o.strategy = map_strategy::automatic;
+      std::fill(want.begin(), want.end(), 0.0f);
+      tally::unary(a.op, dtype::f32, xf.data() + offset, want.data() + offset, n, o);
+      for (auto s : all) {
+        o.strategy = s;
+        std::fill(got.begin(), got.end(), 0.0f);
+        tally::unary(a.op, dtype::f32, xf.data() + offset, got.data() + offset, n, o);
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * 4), 0) << "f32 " << tally::name_of(s);
+      }
+      for (dtype t : {dtype::f16, dtype::bf16}) {
+        o.strategy = map_strategy::automatic;
+        std::fill(want16.begin(), want16.end(), std::uint16_t{0});
+        tally::unary(a.op, t, x16.data() + offset, want16.data() + offset, n16, o);
+        for (auto s : all) {
+          o.strategy = s;
+          std::fill(got16.begin(), got16.end(), std::uint16_t{0});
+          tally::unary(a.op, t, x16.data() + offset, got16.data() + offset, n16, o);
+          // The same bits, or NaN both (a NaN's payload is not the activation's).
+          const std::uint16_t exponent = t == dtype::f16 ? 0x7c00 : 0x7f80;
+          const auto nan = [&](std::uint16_t v) { return (v & exponent) == exponent && (v & ~exponent & 0x7fff); };
+          std::size_t differ = 0;
+          for (std::size_t i = 0; i < got16.size(); ++i)
+            differ += got16[i] != want16[i] && !(nan(got16[i]) && nan(want16[i]));
+          EXPECT_EQ(differ, 0u) << tally::name_of(t) << " " << tally::name_of(s);
+        }
+      }
+    }
+  }
+}
+
 // ---- binary arithmetic ------------------------------------------------------------------------
 
 struct operand {

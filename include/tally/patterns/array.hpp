@@ -49,7 +49,7 @@ out_array make_out_array(T* data, std::vector<std::int64_t> shape, std::vector<s
 struct run_options {
   tally::backend backend = tally::backend::automatic;
   void* stream = nullptr;
-  /// CPU threads; 0 means all hardware threads.
+  /// CPU threads; 0 means OpenMP's limit (OMP_NUM_THREADS, omp_set_num_threads).
   int threads = 0;
 };
 

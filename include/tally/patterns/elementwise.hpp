@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tally/patterns/array.hpp"
+#include "tally/patterns/map_strategy.hpp"
 #include "tally/dtype.hpp"
 
 namespace tally {
@@ -16,8 +17,15 @@ namespace tally {
 enum class unary_op : std::uint8_t { sigmoid, relu, silu, gelu_tanh, gelu_erf, tanh };
 std::string_view name_of(unary_op op);
 
+/// How unary() runs: run_options and the CUDA backend's map strategy (the same bits from every
+/// strategy; the CPU backend has one loop and takes automatic only).
+struct unary_options : run_options {
+  map_strategy strategy = map_strategy::automatic;
+};
+
 /// y[i] = op(x[i]) for i < n. type: f32, f16 or bf16 (both arrays). Any length and any
 /// element-aligned address; x == y computes in place; any other overlap is an error.
+void unary(unary_op op, dtype type, const void* x, void* y, std::int64_t n, const unary_options& options);
 void unary(unary_op op, dtype type, const void* x, void* y, std::int64_t n, const run_options& options = {});
 
 template <class T> void sigmoid(const T* x, T* y, std::int64_t n, const run_options& o = {}) {

@@ -4,8 +4,8 @@ Functions with numpy's and torch's names and arguments (histogram, histogram2d, 
 bincount, histc) that read numpy, torch (CPU and CUDA) and cupy arrays in place and answer in the
 same library on the same device; a streaming Histogram object; plan(), the planner's choice; and
 the parallel patterns (activations, broadcasting arithmetic, reductions, matmul, and user-defined
-kernels: ElementwiseKernel, ReductionKernel) in kind, which live in tally.patterns and are
-exported here too.
+kernels: ElementwiseKernel, ReductionKernel, RawKernel, RawModule) in kind, which live in
+tally.patterns and are exported here too.
 """
 
 from . import _tally, accumulators, axis, distributed, patterns, storage
@@ -13,8 +13,8 @@ from ._caches import caches, clear_caches
 from ._locators import loc, overflow, rebin, underflow
 from ._functions import bincount, histc, histogram, histogram2d, histogram_bin_edges, histogramdd, plan
 from ._histogram import Histogram, WeightedSum
-from .patterns import (ElementwiseKernel, ReductionKernel, add, div, gelu, matmul, max, mean, min, mul, relu,
-                       sigmoid, silu, sub, sum, tanh)
+from .patterns import (ElementwiseKernel, RawKernel, RawModule, ReductionKernel, add, div, gelu, matmul, max, mean,
+                       min, mul, relu, sigmoid, silu, sub, sum, tanh)
 
 __version__ = _tally.version()
 

@@ -263,20 +263,31 @@ std::vector<std::int64_t> broadcast_shape(const std::vector<std::int64_t>& a, co
   return out;
 }
 
-void unary(unary_op op, dtype type, const void* x, void* y, std::int64_t n, const run_options& options) {
+void unary(unary_op op, dtype type, const void* x, void* y, std::int64_t n, const unary_options& options) {
   const std::string what = "tally::" + std::string(name_of(op));
   if (static_cast<unsigned>(op) > static_cast<unsigned>(unary_op::tanh)) throw error(what + ": unknown operation");
+  if (static_cast<unsigned>(options.strategy) > static_cast<unsigned>(map_strategy::packed128_resident))
+    throw error(what + ": unknown strategy");
   require_float_type(type, what);
   if (n < 0) throw error(what + ": n must be >= 0, got " + std::to_string(n));
   if (n > 0 && (x == nullptr || y == nullptr)) throw error(what + ": null pointer with n = " + std::to_string(n));
   const auto& ops = resolve(options.backend, {x, y}, what.c_str());
+  if (&ops == &detail::cpu_patterns() && options.strategy != map_strategy::automatic)
+    throw error(what + ": strategy " + std::string(name_of(options.strategy)) +
+                " is a CUDA strategy; on the CPU backend (host memory) only automatic");
   if (n == 0) return;
   require_aligned(x, type, what + " input");
   require_aligned(y, type, what + " output");
   const byte_span span{0, n * static_cast<std::int64_t>(size_of(type))};
   if (x != y && overlaps(x, span, y, span))
     throw error(what + ": the output overlaps the input without being the same array (that would corrupt the result)");
-  ops.unary({op, type, x, y, n, options});
+  ops.unary({op, type, x, y, n, options, options.strategy});
+}
+
+void unary(unary_op op, dtype type, const void* x, void* y, std::int64_t n, const run_options& options) {
+  unary_options o;
+  static_cast<run_options&>(o) = options;
+  unary(op, type, x, y, n, o);
 }
 
 void binary(binary_op op, const array& a, const array& b, const out_array& out, const run_options& options) {
@@ -417,7 +428,8 @@ void matmul(const float* a, const float* b, float* c, std::int64_t m, std::int64
     throw error(what + ": c overlaps a or b (that would corrupt the result)");
   if (&ops == &detail::cpu_patterns()) {
     if (options.strategy != matmul_strategy::automatic)
-      throw error(what + ": strategy " + std::string(name_of(options.strategy)) + " is a CUDA strategy");
+      throw error(what + ": strategy " + std::string(name_of(options.strategy)) +
+                  " is a CUDA strategy; on the CPU backend (host memory) only automatic");
   } else {
     constexpr std::int64_t tile = detail::cuda_matmul_min_tile, max_dim = detail::cuda_matmul_max_dim;
     if (m > max_dim || n > max_dim || k > max_dim || ((m + tile - 1) / tile) * ((n + tile - 1) / tile) >= (std::int64_t{1} << 31))

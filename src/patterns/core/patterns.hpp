@@ -20,6 +20,7 @@ struct unary_job {
   void* y;  // == x for in place; else not overlapping x
   std::int64_t n;
   run_options run;
+  map_strategy strategy;  // automatic on the CPU backend
 };
 
 /// out[i] = a[i] op b[i] over a common shape, dimensions of length 1 dropped and neighbours

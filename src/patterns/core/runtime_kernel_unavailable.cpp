@@ -14,9 +14,16 @@ namespace {
 
 bool runtime_kernels_compiled() { return false; }
 runtime_device current_runtime_device() { unavailable(); }
-std::string compile_runtime_source(const std::string&, int) { unavailable(); }
-runtime_kernel get_runtime_kernel(const std::string&, const std::string&) { unavailable(); }
+std::string compile_runtime_source(const std::string&, int, const std::vector<std::string>&) { unavailable(); }
+runtime_kernel get_runtime_kernel(const std::string&, const std::string&, const std::vector<std::string>&) {
+  unavailable();
+}
+void load_runtime_source(const std::string&, const std::vector<std::string>&) { unavailable(); }
 std::size_t runtime_compilations() { return 0; }
 void launch_runtime_kernel(runtime_kernel, std::int64_t, int, const std::vector<const void*>&, void*) { unavailable(); }
+void launch_runtime_kernel(runtime_kernel, const runtime_dims&, const runtime_dims&, std::int64_t,
+                           const std::vector<const void*>&, void*) {
+  unavailable();
+}
 
 }  // namespace tally

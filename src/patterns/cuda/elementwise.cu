@@ -298,6 +298,20 @@ bool aligned_rows(const void* p, int rank, const std::int64_t* strides, std::siz
   return true;
 }
 
+/// Calls f(std::integral_constant<map_strategy, S>{}) for the strategy S named by `s`.
+template <class F> void with_map_strategy(map_strategy s, F&& f) {
+  using S = map_strategy;
+  switch (s) {
+    case S::scalar: return f(std::integral_constant<S, S::scalar>{});
+    case S::x2: return f(std::integral_constant<S, S::x2>{});
+    case S::x4: return f(std::integral_constant<S, S::x4>{});
+    case S::x8: return f(std::integral_constant<S, S::x8>{});
+    case S::packed128: return f(std::integral_constant<S, S::packed128>{});
+    case S::packed128_resident: return f(std::integral_constant<S, S::packed128_resident>{});
+    case S::automatic: return f(std::integral_constant<S, S::automatic>{});
+  }
+}
+
 }  // namespace
 
 void launch_unary(const unary_job& job) {
@@ -307,12 +321,15 @@ void launch_unary(const unary_job& job) {
       using Op = decltype(f);
       auto* y = static_cast<T*>(job.y);
       const auto* x = static_cast<const T*>(job.x);
-      if constexpr (!std::is_same_v<T, float> && in_sigmoid_family<Op>::value)
-        tally::transform(stream_of(job.run), job.n, y, rounded_activation<T, sigmoid_family_fast<T, Op>>{}, x);
-      else if constexpr (!std::is_same_v<T, float> && std::is_same_v<Op, ops::gelu_erf>)
-        tally::transform(stream_of(job.run), job.n, y, rounded_activation<T, gelu_erf_fast<T>>{}, x);
-      else
-        tally::transform(stream_of(job.run), job.n, y, f, x);
+      with_map_strategy(job.strategy, [&](auto strategy) {
+        constexpr map_strategy S = decltype(strategy)::value;
+        if constexpr (!std::is_same_v<T, float> && in_sigmoid_family<Op>::value)
+          tally::transform<S>(stream_of(job.run), job.n, y, rounded_activation<T, sigmoid_family_fast<T, Op>>{}, x);
+        else if constexpr (!std::is_same_v<T, float> && std::is_same_v<Op, ops::gelu_erf>)
+          tally::transform<S>(stream_of(job.run), job.n, y, rounded_activation<T, gelu_erf_fast<T>>{}, x);
+        else
+          tally::transform<S>(stream_of(job.run), job.n, y, f, x);
+      });
     });
   });
 }

@@ -1,6 +1,7 @@
 """tally.ElementwiseKernel and tally.ReductionKernel: kernels written by the user as CuPy's are,
 compiled at run time with NVRTC for the input's device and launched on the caller's current
-torch/cupy stream. A Python callable in place of the C source is evaluated with numpy instead
+torch/cupy stream; and tally.RawKernel and tally.RawModule (raw): the user's whole CUDA source,
+launched with the user's grid, block and arguments. A Python callable in place of the C source is evaluated with numpy instead
 (the host fallback). The supported subset of CuPy's API is in docs/patterns.md ("User-defined
 kernels"); everything else raises a clear error.
 
@@ -18,6 +19,7 @@ arrays' addresses. elementwise and reduction hold the two kernel classes.
 from .bind import Bound, merge_dims  # noqa: F401 (the tests read them)
 from .elementwise import ElementwiseKernel
 from .parse import reads_before_writing  # noqa: F401 (the tests read it)
+from .raw import RawKernel, RawModule
 from .reduction import ReductionKernel
 
-__all__ = ["ElementwiseKernel", "ReductionKernel"]
+__all__ = ["ElementwiseKernel", "RawKernel", "RawModule", "ReductionKernel"]
