@@ -8,6 +8,7 @@ import pytest
 
 from conftest import assert_same_array, samples
 
+dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 import tally  # noqa: E402
@@ -100,6 +101,34 @@ def test_density(client, rng):
     np.testing.assert_allclose(hist.compute(), np.histogram(a, bins=13, density=True)[0], rtol=1e-13)
 
 
+def test_dask_arrays_as_bins_and_range(client, rng):
+    # dask.array.histogram's arguments computed by the graph: a range of 0-d Dask arrays (one may be
+    # a number), a Dask number of bins, Dask edges (returned as given). The edges are then lazy, and
+    # numpy's bit for bit; whole-number weights make every sum exact, so densities are numpy's too.
+    a = samples(rng, "f32", 20011, "skewed")
+    x = chunked(a, rng, 7)
+    w = rng.integers(0, 9, a.size).astype(np.float64)
+    wd = da.from_array(w, chunks=5000)
+    lo, hi = a.min(), a.max()
+    half, two = np.float32(0.5), np.float32(2)
+    for bins, range_, want_range, density in ((37, (x.min(), x.max()), (lo, hi), True),
+                                              (da.array(37), (x.min(), x.max()), (lo, hi), False),
+                                              (da.array(16), (half, x.max()), (half, hi), False),
+                                              (16, da.stack([x.min(), da.array(two)]), (lo, two), True)):
+        hist, edges = td.histogram(x, bins=bins, range=range_, weights=wd, density=density)
+        assert isinstance(hist, da.Array) and isinstance(edges, da.Array)
+        want, want_edges = np.histogram(a, bins=int(np.asarray(bins)), range=want_range, weights=w, density=density)
+        assert edges.dtype == want_edges.dtype
+        assert_same_array(edges.compute(), want_edges)
+        assert_same_array(hist.compute(), want)
+    given = da.from_array(np.sort(rng.random(9)), chunks=4)
+    hist, edges = td.histogram(x, bins=given, density=True)
+    assert edges is given
+    assert_same_array(hist.compute(), np.histogram(a, bins=given.compute(), density=True)[0])
+    with pytest.raises(ValueError, match="monotonically"):  # checked where the graph computes them
+        td.histogram(x, bins=given[::-1])[0].compute()
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_histogramdd_and_2d(client, rng, kind):
     s = np.stack([samples(rng, "f64", 15000, kind), samples(rng, "f64", 15000, "uniform")], axis=1)
@@ -168,3 +197,10 @@ def test_errors(client, rng):
         td.bincount(x)
     with pytest.raises(ValueError, match="split_every"):
         td.histogram(x, bins=3, split_every=1)
+    # dask.array's errors: a Dask number of bins has no density; Dask bins or range in histogramdd
+    with pytest.raises(NotImplementedError, match="scalar Dask object"):
+        td.histogram(x, bins=da.array(3), range=(0, 1), density=True)
+    with pytest.raises(NotImplementedError, match="dask collections"):
+        td.histogramdd([x], bins=3, range=[(x.min(), 1)])
+    with pytest.raises(TypeError, match="from_delayed"):  # a Delayed's shape and dtype are unknown
+        td.histogram(x, bins=dask.delayed(3), range=(0, 1))

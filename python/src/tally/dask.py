@@ -10,6 +10,13 @@ sums (``math.fsum``'s), whatever the chunking, the tree or the devices; numpy's 
 float64 may differ from them in the last bits. ``range=None`` (and ``bincount``'s length)
 reads the data's minimum and maximum with Dask first, as dask-histogram does, before the lazy
 result is built. Needs ``dask``.
+
+The functions also stand in for dask.array's: they take its ``normed`` keyword, a range of 0-d
+Dask arrays and a Dask array of bins (edges, or a number) as dask.array.histogram does, lazily
+(the edges then come back as a Dask array; Dask bins come back as given), and raise its errors;
+dask's own tests of them pass (python/tests/test_dask_suite.py). Where dask.array refuses what
+numpy answers (no range, columns or weights chunked differently, a 1-D histogramdd sample),
+these answer as numpy does: docs/scale.md lists the differences.
 """
 
 import builtins
@@ -19,9 +26,10 @@ import operator
 import dask
 import dask.array as da
 import numpy as np
+from dask.delayed import Delayed
 
 from . import _edges, _tally
-from ._arrays import Source, int64_arg, operator_index
+from ._arrays import Source, int64_arg, operator_index, to_host
 from ._functions import bins_2d, dd_bins_and_ranges, dd_edges
 from ._histogram import Histogram
 
@@ -68,14 +76,23 @@ def _min_max(arrays):
 
 # ---- the recipe of a histogram: axes rebuilt on each worker (tally's axes do not pickle) ----
 
+def _regular(dtype, n, range):
+    """numpy.histogram's (edges, output dtype, tally axis) for `n` equal bins over `range`, for
+    samples of `dtype`. `n` and the range may be values a graph computed (0-d arrays)."""
+    n = operator.index(n)
+    if n < 1:
+        raise ValueError("`bins` must be positive, when an integer")
+    return _edges.regular(_meta_source(np.dtype(dtype), "a"), n, range)
+
+
 def _axes_of(recipe):
     axes = []
     for part in recipe:
         if part[0] == "regular":
-            _, dtype, n, range = part
-            axes.append(_edges.regular(_meta_source(np.dtype(dtype), "a"), n, range)[2])
-        elif part[0] == "edges":
-            axes.append(_edges.from_array(part[1], part[2]))
+            axes.append(_regular(*part[1:])[2])
+        elif part[0] == "edges":  # checked again: edges a graph computed were not checked before
+            edges = _edges.check_monotonic(part[1], "`bins` must increase monotonically, when an array")
+            axes.append(_edges.from_array(edges, part[2]))
         else:  # integer
             axes.append(_tally.Axis.integer(part[1], part[2]))
     return axes
@@ -96,17 +113,19 @@ def _sum(*hists):
 
 def fill(recipe, columns, weights=None, *, flow=False, split_every=8):
     """The delayed tally.Histogram of 1-D Dask columns of one length (and weights): one fill a
-    chunk, on the chunk's worker and device, added in a tree of `split_every` histograms a node.
-    `recipe` lists the axes, each ``("regular", dtype, bins, (first, last))`` (numpy.histogram's
-    edges for samples of dtype; `first`, `last` as numpy's range), ``("edges", edges,
-    sample_type)`` (a tally sample type such as 'i64', or None) or ``("integer", lo, hi)``:
-    axes are rebuilt from it on each worker."""
+    chunk, on the chunk's worker and device, added in a tree of `split_every` histograms a node
+    (8 where None). Columns and weights chunked differently are rechunked to the first column's
+    chunks. `recipe` lists the axes, each ``("regular", dtype, bins, (first, last))``
+    (numpy.histogram's edges for samples of dtype; `first`, `last` as numpy's range),
+    ``("edges", edges, sample_type)`` (a tally sample type such as 'i64', or None) or
+    ``("integer", lo, hi)``: axes are rebuilt from it on each worker. Its values may be Delayed
+    (histogram's Dask bins and range are), computed when the graph runs."""
     parts = [_as_dask_array(c, "column") for c in columns]
     if weights is not None:
         parts.append(_as_dask_array(weights, "weights"))
     blocks = [a.to_delayed().ravel() for a in _aligned(parts)]
     level = [dask.delayed(_fill_chunk, pure=True)(recipe, weights is not None, flow, *b) for b in zip(*blocks)]
-    split_every = operator_index(split_every, "split_every must be an integer")
+    split_every = 8 if split_every is None else operator_index(split_every, "split_every must be an integer")
     if split_every < 2:
         raise ValueError("split_every must be at least 2")
     while len(level) > 1:
@@ -115,12 +134,24 @@ def fill(recipe, columns, weights=None, *, flow=False, split_every=8):
     return level[0]
 
 
-def _values(h, dtype):
-    return np.asarray(h.values()).astype(dtype, copy=False)
+def _values(h, dtype, density_edges=None):
+    """The histogram's values as numpy's result: in `dtype`, or its density over the edges of
+    each dimension, computed in numpy's order of operations (so to numpy's bits)."""
+    values = np.asarray(h.values()).astype(dtype, copy=False)
+    if density_edges is None:
+        return values
+    total = values.sum()
+    for i, e in enumerate(density_edges):
+        widths = np.diff(e).astype(np.float64)
+        values = values / widths.reshape([widths.size if j == i else 1 for j in _range(values.ndim)])
+    return values / total
 
 
-def _lazy_values(h, shape, dtype):
-    return da.from_delayed(dask.delayed(_values, pure=True)(h, dtype), shape=shape, dtype=dtype)
+def _lazy_values(h, shape, dtype, density_edges=None):
+    """The lazy result: `h`'s values in `dtype`, or (given the edges, which may be Delayed) their
+    float64 density."""
+    value = dask.delayed(_values, pure=True)(h, dtype, density_edges)
+    return da.from_delayed(value, shape=shape, dtype=np.float64 if density_edges is not None else dtype)
 
 
 def _weights(weights, shape=None, message=None):
@@ -141,45 +172,163 @@ def _weights(weights, shape=None, message=None):
     return w, given
 
 
-def histogram(a, bins=10, range=None, density=None, weights=None, *, split_every=8):
+# ---- arguments computed by the graph: Dask arrays as bins and range (dask.array's API) ----
+
+def _lazy(value):
+    return dask.is_dask_collection(value)
+
+
+def _lazy_array(value, what, ndim):
+    """A Dask collection given as `what`, checked: a Dask array of `ndim` dimensions (a tuple),
+    whose shape and dtype say the result's (a Delayed's are unknown until computed)."""
+    if not isinstance(value, da.Array):
+        hint = " (make it one: dask.array.from_delayed(value, shape, dtype))" if isinstance(value, Delayed) else ""
+        raise TypeError(f"tally.dask: {what} must be a number, an array or a dask array, got "
+                        f"{type(value).__name__}{hint}")
+    if value.ndim not in ndim:
+        raise ValueError(f"`{what}` must be a dask array of {' or '.join(map(str, ndim))} dimensions, "
+                         f"got shape {value.shape}")
+    return value
+
+
+def _range_pair(range):
+    """histogram's `range`: None, or its first and last value, each a number or a 0-d Dask array
+    (a Dask array's two elements are)."""
+    if range is None:
+        return None
+    if _lazy(range):
+        _lazy_array(range, "range", (1,))
+    if isinstance(range, (da.Array, np.ndarray)) and range.shape != (2,):
+        raise ValueError(f"range must be a pair (first, last), got an array of shape {range.shape}")
+    try:
+        count = len(range)
+    except TypeError:
+        raise TypeError(f"range must be a pair (first, last), got {range!r}") from None
+    if count != 2:
+        raise ValueError(f"range must be a pair (first, last), got {count} values")
+    first, last = range
+    for v in (first, last):
+        if _lazy(v):
+            _lazy_array(v, "range", (0,))
+    return first, last
+
+
+def _like(value, k):
+    """k in `value`'s type (a Dask array's dtype), which numpy's edges take their dtype from."""
+    if isinstance(value, (da.Array, np.ndarray, np.generic)):
+        return value.dtype.type(k)
+    return type(value)(k)
+
+
+def _host_value(blocks):
+    """A Dask array's value from its blocks, as a numpy array (cupy blocks come to the host)."""
+    parts = [to_host(b) for b in blocks]
+    return parts[0] if parts[0].ndim == 0 else np.concatenate(parts)
+
+
+def _delayed_of(array):
+    """One Delayed of a Dask array's value, a numpy array. (Dask arrays given to delayed calls
+    directly make graphs that fail Dask's own checks, dask.array.utils.assert_eq's.)"""
+    return dask.delayed(_host_value, pure=True)(list(array.to_delayed().ravel()))
+
+
+def _lazy_range(dtype, range):
+    """A range with a value computed by the graph: the range to give the recipe (Delayed values)
+    and the dtype of numpy's edges over it for samples of `dtype`, from the range's types. Where
+    the values decide the dtype too (equal integers widen to floats), the range is computed now."""
+    dtypes = {_regular(dtype, 1, (_like(range[0], 0), _like(range[1], k)))[0].dtype for k in (0, 1)}
+    if len(dtypes) > 1:
+        range = dask.compute(*range)
+        return range, _regular(dtype, 1, range)[0].dtype
+    return tuple(_delayed_of(v) if _lazy(v) else v for v in range), dtypes.pop()
+
+
+def histogram(a, bins=10, range=None, density=None, weights=None, *, normed=None, split_every=8):
     """numpy.histogram over a Dask array: ``(hist, bin_edges)`` with ``hist`` a lazy Dask array
     (int64 counts, sums in the weights' dtype as numpy's, or the density) and ``bin_edges``
-    numpy's edges as a numpy array. ``bins`` is a number of bins or an array of edges."""
+    numpy's edges as a numpy array. ``bins`` is a number of bins or an array of edges.
+
+    As dask.array.histogram, ``bins`` may also be a Dask array (edges, returned as given, or a
+    0-d number of bins, then not with ``density``) and ``range`` a pair of 0-d Dask arrays (or a
+    Dask array of two): computed when the graph runs, the edges then a Dask array. ``normed`` is
+    refused, as there."""
+    if normed is not None:
+        raise ValueError("The normed= keyword of histogram is deprecated (numpy has removed it): "
+                         "use density= instead")
     a = _as_dask_array(a, "a")
     x = a.ravel() if a.ndim != 1 else a
     meta = _meta_source(x.dtype, "a")
     w, given = _weights(weights, a.shape, "weights should have the same shape as a.")
     dtype = np.int64 if w is None else given
-    if np.ndim(bins) == 0:
-        n = operator_index(bins, "`bins` must be an integer or an array")
-        if n < 1:
-            raise ValueError("`bins` must be positive, when an integer")
+    range = _range_pair(range)
+    lazy_bins = _lazy_array(bins, "bins", (0, 1)) if _lazy(bins) else None
+    ndim = np.ndim(bins) if lazy_bins is None else lazy_bins.ndim  # np.ndim would compute a Dask array
+    if ndim == 0:
+        if lazy_bins is None:
+            n = operator_index(bins, "`bins` must be an integer or an array")
+        elif density:
+            raise NotImplementedError("tally.dask.histogram: `bins` cannot be a scalar Dask object when "
+                                      "`density` is True (the density needs the edges' count): give a number "
+                                      "or the edges")
+        elif lazy_bins.dtype.kind not in "iu":
+            raise TypeError(f"`bins` must be an integer or an array, got a dask array of {lazy_bins.dtype}")
+        else:
+            n = _delayed_of(lazy_bins)
         if range is None:
             (first, last), = _min_max([x])
             if not (np.isfinite(first) and np.isfinite(last)):
                 raise ValueError(f"autodetected range of [{first}, {last}] is not finite")
             range = (first, last)
-        edges = _edges.regular(meta, n, range)[0]
-        recipe = [("regular", np.dtype(x.dtype).str, n, tuple(range))]
-    elif np.ndim(bins) == 1:
-        edges = _edges.check_monotonic(np.asarray(bins), "`bins` must increase monotonically, when an array")
-        if edges.size < 2:  # no bins, as numpy
+        if lazy_bins is not None or _lazy(range[0]) or _lazy(range[1]):
+            range, edge_dtype = _lazy_range(x.dtype, range)
+            edges_value = dask.delayed(_regular, pure=True)(x.dtype.str, n, range)[0]
+            edges = da.from_delayed(edges_value, shape=(np.nan if lazy_bins is not None else n + 1,),
+                                    dtype=edge_dtype)
+        else:
+            edges = edges_value = _regular(x.dtype, n, range)[0]
+        recipe = [("regular", x.dtype.str, n, tuple(range))]
+        shape = (np.nan if lazy_bins is not None else n,)
+    elif ndim == 1:
+        if lazy_bins is not None:
+            edges, edges_value = bins, _delayed_of(lazy_bins)
+        else:
+            edges = edges_value = _edges.check_monotonic(np.asarray(bins),
+                                                         "`bins` must increase monotonically, when an array")
+        if edges.shape[0] < 2:  # no bins, as numpy
             return da.zeros(0, np.float64 if density else dtype), edges
-        recipe = [("edges", edges, meta.type)]
+        recipe = [("edges", edges_value, meta.type)]
+        shape = (edges.shape[0] - 1,)
     else:
         raise ValueError("`bins` must be 1d, when an array")
     h = fill(recipe, [x], w, split_every=split_every)
-    shape = (edges.size - 1,)
-    if density:
-        values = _lazy_values(h, shape, np.float64)
-        return values / np.diff(edges).astype(float) / values.sum(), edges
-    return _lazy_values(h, shape, dtype), edges
+    return _lazy_values(h, shape, dtype, [edges_value] if density else None), edges
 
 
-def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, split_every=8):
+def _holds_lazy(value):
+    return _lazy(value) or (isinstance(value, (list, tuple)) and any(_holds_lazy(v) for v in value))
+
+
+def _is_pair(value):
+    try:
+        return len(value) == 2
+    except TypeError:
+        return False
+
+
+def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, normed=None, split_every=8):
     """numpy.histogramdd over Dask data: ``(H, edges)``, ``H`` a lazy float64 Dask array and
-    ``edges`` numpy's edges per dimension. ``sample`` is an (N, D) Dask array or a sequence of
-    D 1-D Dask arrays (or DataFrame columns) of one length."""
+    ``edges`` numpy's edges per dimension. ``sample`` is an (N, D) Dask array (chunked along
+    either axis), a 1-D one (N samples of one dimension, as numpy reads it) or a sequence of D
+    1-D Dask arrays (or DataFrame columns) of one length. ``normed`` is ``density``'s other
+    name, as in dask.array.histogramdd (one of the two at most); Dask arrays as ``bins`` or
+    ``range`` are refused, as there."""
+    if normed is not None:
+        if density is not None:
+            raise TypeError("Cannot specify both 'normed' and 'density'")
+        density = normed
+    if _holds_lazy(bins) or _holds_lazy(range):
+        raise NotImplementedError("tally.dask.histogramdd: dask collections as bins or range are not "
+                                  "supported (as in dask.array.histogramdd): compute them first")
     if isinstance(sample, (list, tuple)):
         columns = [_as_dask_array(c, "sample") for c in sample]
         if any(c.ndim != 1 for c in columns):
@@ -191,11 +340,16 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, spli
         elif s.ndim == 2:
             columns = [s[:, i] for i in _range(s.shape[1])]
         else:
-            raise ValueError(f"tally.dask.histogramdd: sample has shape {s.shape}")
+            raise ValueError(f"Single array input to histogramdd should be columnar: (N, D), got shape {s.shape}")
     d = len(columns)
     if d == 0:
         raise ValueError("tally.dask.histogramdd: the sample has no dimensions")
     w, _ = _weights(weights)
+    if range is not None:  # dask.array's checks and messages
+        if len(range) != d:
+            raise ValueError("range argument requires one entry, a min max pair, per dimension.")
+        if not all(r is None or _is_pair(r) for r in range):
+            raise ValueError("range argument should be a sequence of pairs")
     bins, range = dd_bins_and_ranges(bins, range, d)
     # numpy reads a sequence of columns as one array of their common type: its edges and bins.
     common = np.result_type(*[c.dtype for c in columns])
@@ -220,19 +374,14 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, spli
     if w is not None and w.shape[0] != columns[0].shape[0]:
         raise ValueError("The weights and list don't have the same length.")
     h = fill(recipe, columns, w, split_every=split_every)
-    values = _lazy_values(h, shape, np.float64)
-    if density:
-        total = values.sum()
-        for i, e in enumerate(edges):
-            widths = np.diff(e).reshape([e.size - 1 if j == i else 1 for j in _range(d)])
-            values = values / widths
-        values = values / total
-    return values, edges
+    return _lazy_values(h, shape, np.float64, edges if density else None), edges
 
 
-def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, split_every=8):
-    """numpy.histogram2d over two Dask arrays: ``(H, xedges, yedges)``."""
-    hist, edges = histogramdd([x, y], bins_2d(bins), range, density, weights, split_every=split_every)
+def histogram2d(x, y, bins=10, range=None, density=None, weights=None, *, normed=None, split_every=8):
+    """numpy.histogram2d over two Dask arrays: ``(H, xedges, yedges)``; ``normed`` as in
+    :func:`histogramdd`."""
+    hist, edges = histogramdd([x, y], bins_2d(bins), range, density, weights, normed=normed,
+                              split_every=split_every)
     return hist, edges[0], edges[1]
 
 
