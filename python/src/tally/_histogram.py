@@ -18,6 +18,7 @@ from ._devices import device_of
 from ._functions import Plan, _in_layout, fill_into
 
 _STREAM_ABOVE = 64 << 20  # host bytes above which a CUDA histogram's fill streams (fill_streamed)
+_NO_LOCK = contextlib.nullcontext()
 
 
 class Histogram:
@@ -175,6 +176,7 @@ class Histogram:
                                  "axes that neither grow nor wrap around")
             self._hists = [self._made([a]) for a in axes]
         self._axes = axes
+        self._plain_axes = all(a._plain for a in axes)  # every axis bins its samples as given
         self.label, self.name, self.metadata = str(label or name or ""), str(name or ""), metadata
         # Held across the calls that touch several C++ histograms or read and write back cells
         # (Weight storage's two fills, setting cells), so no other call sees them half done.
@@ -237,7 +239,7 @@ class Histogram:
         >>> tally.Histogram([tally.axis.regular(4, 0, 1), tally.axis.integer(0, 3)]).ndim
         2
         """
-        return 1 if self._channels is not None else len(self._hists[0].axes)
+        return 1 if self._channels is not None else len(self._axes)
 
     def fill(self, *samples, weight=None, sample=None):
         """Add samples (and their weights, for a weighted histogram) to the cells.
@@ -296,11 +298,11 @@ class Histogram:
             return self
         # With a growing axis, the samples are mapped and the axes grown under the lock: a fill counts
         # the codes of the axes it counts into.
-        with self._lock if self._grows() else contextlib.nullcontext():
+        with self._lock if self._grows() else _NO_LOCK:
             src, columns, w = self._fill_args(samples, weight)
             stream = (self._backend == "cuda" and not src.on_cuda and not self.exact_sums
                       and _host_bytes(columns, w) > _STREAM_ABOVE)
-            targets = list(self._targets(w, self._sample_arg(sample, src, columns[0].size)))
+            targets = self._targets(w, self._sample_arg(sample, src, columns[0].size))
             with self._lock:
                 for h, weights in targets:
                     if stream:
@@ -310,11 +312,11 @@ class Histogram:
         return self
 
     def _grows(self):
-        return any(a.traits.growth for a in self._axes)
+        return not self._plain_axes and any(a._growth for a in self._axes)
 
     def _sample_arg(self, sample, src, n):
         """The Mean storages' samples as float64 where the fill's samples are; None elsewhere."""
-        if self._storage not in ("mean", "weighted_mean"):
+        if not self._moments or self._storage == "weight":
             if sample is not None:
                 raise ValueError("fill: sample= is for the Mean storages (storage='mean' or 'weighted_mean')")
             return None
@@ -331,16 +333,17 @@ class Histogram:
         added): the sums of weights (or the counts), then the storage's moments (_MOMENTS), each
         a product of the weights and the Mean storages' samples taken in float64 in their
         library and on their device."""
-        yield self._hists[0], w
         if not self._moments:
-            return
+            return [(self._hists[0], w)]
         one = None if w is None else w.converted(np.float64, "the weights").obj
         x = None if s is None else s.obj
         products = {"w2": lambda: None if one is None else one * one, "s": lambda: x if one is None else one * x,
                     "s2": lambda: x * x if one is None else one * x * x}
+        out = [(self._hists[0], w)]
         for h, name in zip(self._moments, _MOMENTS[self._storage]):
             weights = products[name]()
-            yield h, None if weights is None else Source(weights, "weight")
+            out.append((h, None if weights is None else Source(weights, "weight")))
+        return out
 
     def fill_streamed(self, *samples, weight=None, sample=None, buffer_bytes=64 << 20, buffers=3):
         """Fill from host arrays streamed through the current CUDA device.
@@ -389,11 +392,11 @@ class Histogram:
             raise ValueError("fill_streamed: a channel histogram fills with fill()")
         if not samples:
             raise TypeError("fill_streamed() needs samples")
-        with self._lock if self._grows() else contextlib.nullcontext():
+        with self._lock if self._grows() else _NO_LOCK:
             src, columns, w = self._fill_args(samples, weight)
             if src.on_cuda:
                 raise ValueError(f"fill_streamed: the samples are in CUDA memory ({src.where()}); use fill()")
-            targets = list(self._targets(w, self._sample_arg(sample, src, columns[0].size)))
+            targets = self._targets(w, self._sample_arg(sample, src, columns[0].size))
             with self._lock:
                 for h, weights in targets:
                     self._stream(h, columns, weights, operator.index(buffer_bytes), operator.index(buffers))
@@ -436,6 +439,8 @@ class Histogram:
     def _mapped(self, columns):
         """The columns as the axes' cores bin them (categories as codes, transformed, wrapped
         around), each growing axis grown first to hold its column."""
+        if self._plain_axes:  # the common case: the columns as given
+            return columns
         out = []
         for d, (ax, column) in enumerate(zip(self._axes, columns)):
             column, grown = ax._grown(column)
@@ -1269,6 +1274,7 @@ class Histogram:
         out._lock = threading.RLock()
         with self._lock:
             out._axes = [_copy.copy(a) for a in self._axes]
+            out._plain_axes = self._plain_axes
             parts = _tally.copy(self._parts())
         out._hists, out._moments = parts[:len(self._hists)], parts[len(self._hists):]
         return out
@@ -1359,6 +1365,7 @@ class Histogram:
         self._options = (hists[0].weighted, "automatic", hists[0].counts32, 0, hists[0].exact_sums)
         self._lock = threading.RLock()
         self._hists, self._moments, self._axes, self._storage = hists, moments, axes, storage
+        self._plain_axes = all(a._plain for a in axes)
         self.label, self.name, self.metadata = meta.get("label", ""), meta.get("name", ""), meta.get("metadata")
 
     # ---- looking at it: repr, text bars, a notebook's SVG, matplotlib ----

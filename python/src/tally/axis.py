@@ -279,8 +279,10 @@ class Axis:
     @property
     def _plain(self):
         """Whether the core bins the samples as they are (no codes, transform, wrap or growth)."""
-        return (type(self) in (Regular, Variable, Integer) and getattr(self, "_transform", None) is None
-                and not self._circular and not self._growth)
+        return self._bins_as_given and not (self._circular or self._growth or self._transform)
+
+    _bins_as_given = True  # categories and Boolean map their samples to codes
+    _transform: typing.Optional["_Transform"] = None
 
     def _grown(self, src):
         """(the samples as the core bins them, this axis grown to hold them or None)."""
@@ -396,7 +398,6 @@ class Regular(Axis):
     """
 
     _circular_ok = True
-    _transform = None
 
     def __init__(self, bins: int, start: float, stop: float, *, label: str = "", name: str = "",
                  metadata: typing.Any = None, underflow: bool = True, overflow: bool = True, growth: bool = False,
@@ -615,6 +616,7 @@ class _Category(Axis):
     """A category axis: bin k holds the samples equal to categories[k]; others are dropped
     (counted as overflow) or, with growth, appended in the order a fill meets them."""
 
+    _bins_as_given = False
     _categories: tuple
 
     @staticmethod
@@ -823,6 +825,8 @@ class Boolean(Axis):
     >>> tally.Histogram(tally.axis.Boolean()).fill(np.array([True, False, True])).values()
     array([1, 2])
     """
+
+    _bins_as_given = False
 
     @property
     def kind(self) -> str:
