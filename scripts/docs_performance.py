@@ -320,6 +320,29 @@ def calls(data, _):
     return data["device"].split(" (")[0], [intro, ""] + table(["call"] + commits, out)
 
 
+def seed(data, _):
+    """examples/seeds/: per experiment and size, the planner's row, tally's best and the best peer."""
+    timed = [r for r in data["rows"] if r["ms"]]
+    out = []
+    for key in first_seen(timed, lambda r: (r["experiment"], r["distribution"], r["n"], r["bins"])):
+        mine = [r for r in timed if (r["experiment"], r["distribution"], r["n"], r["bins"]) == key]
+        ours = [r for r in mine if r["kind"] == "tally"]
+        peers = [r for r in mine if r["kind"] != "tally"]
+        auto = next((r for r in ours if "automatic" in r["row"]), None)
+        best, peer = (min(rs, key=lambda r: r["ms"]) if rs else None for rs in (ours, peers))
+
+        def cell(r):
+            return "-" if r is None else f"{r['ms']:.3g} ({r['row']})"
+        speed = ratio(peer["ms"] / auto["ms"]) if auto and peer else "-"
+        out.append([key[0], key[1] or "-", power(key[2]), key[3], cell(auto), cell(best), cell(peer), speed])
+    intro = (f"examples/seeds/ seed {data['seed']} ({data['title']}){', --quick' if data.get('quick') else ''}: "
+             f"median ms of the same run, every row checked against numpy first; the device copy "
+             f"{num(data['copy_gbps'])} GB/s.")
+    return data["device"], [intro, ""] + table(
+        ["experiment", "data", "n", "bins", "tally automatic", "tally's fastest", "fastest peer",
+         "peer / automatic (speed)"], out)
+
+
 # kind -> (title, table); the page lists them in this order.
 KINDS = {
     "cpu": ("CPU backend", cpu),
@@ -333,6 +356,10 @@ KINDS = {
     "h100x2-nccl": ("Several GPUs over NCCL", nccl),
     "h100x2-dask-cuda": ("Dask-CUDA on several GPUs", dask_cuda),
     "h200-calls": ("Small calls and user-defined kernels", calls),
+    "h200-patterns": ("Parallel patterns on an H200", patterns),
+    "h200-seed-000": ("Seed 000 on an H200: LeetCUDA's histogram kernels", seed),
+    "h200-seed-001": ("Seed 001 on an H200: CUB against atomics", seed),
+    "h200-seed-003": ("Seed 003 on an H200: PMPP chapter 9", seed),
 }
 
 
