@@ -192,3 +192,21 @@ def test_axis_edges_centers_and_widths_are_arrays_as_boost_histograms():
             np.testing.assert_allclose(got, want, rtol=1e-14, atol=scale)
     assert np.isfinite(pairs[1][0].centers).all()
     assert pairs[2][0].centers.tolist() == [k + 0.5 for k in range(-3, 5)]
+
+
+def test_a_channel_histogram_is_not_plottable_but_each_channel_is(rng):
+    pixels = rng.integers(0, 8, (500, 3)).astype(np.uint8)
+    rgb = tally.Histogram(tally.axis.integer(0, 8), channels=3, flow=True).fill(pixels)
+    assert not isinstance(rgb, uhi_plottable.PlottableHistogram)
+    with pytest.raises(AttributeError, match="channel"):
+        rgb.kind
+    for c in range(3):
+        one = rgb.channel(c)
+        assert isinstance(one, uhi_plottable.PlottableHistogram)
+        assert_same_array(one.values(), np.bincount(pixels[:, c], minlength=8))
+        assert one.samples == 500 and one.flow == {"underflow": 0, "overflow": 0, "nan": 0}
+    assert rgb.channel(-1) == rgb.channel(2)
+    with pytest.raises(IndexError):
+        rgb.channel(3)
+    with pytest.raises(ValueError, match="not a channel"):
+        tally.Histogram(tally.axis.integer(0, 8)).channel(0)

@@ -739,12 +739,21 @@ class Histogram:
 
     @property
     def kind(self):
-        """UHI: the kind of the cells, "COUNT" (counts, or sums of weights).
+        """UHI: the kind of the cells, "COUNT" (counts, sums of weights) or "MEAN" (profiles).
+
+        A channel histogram has none: it is one histogram per channel, which a plotter would
+        misread as one (its axes are the channels'), so UHI does not take it for a
+        PlottableHistogram; :meth:`channel` gives each channel's.
 
         Returns
         -------
         str
-            Always "COUNT".
+            "COUNT", or "MEAN" for the Mean storages.
+
+        Raises
+        ------
+        AttributeError
+            A channel histogram.
 
         Examples
         --------
@@ -752,7 +761,48 @@ class Histogram:
         >>> tally.Histogram(tally.axis.integer(0, 3)).kind
         'COUNT'
         """
+        if self._channels is not None:
+            raise AttributeError("kind: a channel histogram is one histogram per channel; plot h.channel(c)")
         return "MEAN" if self._storage in ("mean", "weighted_mean") else "COUNT"
+
+    def channel(self, c):
+        """Channel c of a channel histogram, as a 1-D histogram of its own (a copy).
+
+        Parameters
+        ----------
+        c : int
+            The channel, 0 to channels - 1 (negative from the end).
+
+        Returns
+        -------
+        Histogram
+            Its axis, counts, flow counters and samples.
+
+        Raises
+        ------
+        ValueError
+            Not a channel histogram.
+        IndexError
+            No channel c.
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> rgb = tally.Histogram(tally.axis.integer(0, 4), channels=3)
+        >>> rgb.fill(np.array([[0, 1, 3], [1, 1, 2]], np.uint8)).channel(2).values()
+        array([0, 0, 1, 1])
+        """
+        if self._channels is None:
+            raise ValueError("channel: not a channel histogram")
+        k = operator.index(c)
+        if not -self._channels <= k < self._channels:
+            raise IndexError(f"channel {c} of a histogram of {self._channels} channels")
+        with self._lock:
+            h = self._hists[k]
+            out = Histogram(self._axes[k], flow=self._flow, count_bits=32 if h.counts32 else 64,
+                            device=self._backend)
+            out._assign([h.values()], h.flow() if self._flow else (0, 0, 0), h.samples)
+        return out
 
     def counts(self):
         """UHI: the counts of an unweighted histogram, the effective counts of a Weight one.
