@@ -91,8 +91,10 @@ template <class T> void activations(const char* type_name) {
   CHECK(cudaFree(y));
 }
 
-/// Sigmoid over n elements of T: every transform strategy, then tally::sigmoid; GB/s of bytes
-/// read and written.
+/// Sigmoid over n elements of T: every strategy of the generic transform with the accurate
+/// functor (ops::sigmoid), then of the library call (tally::unary, which for 16-bit types
+/// computes a fast estimate and rounds it exactly), then tally::sigmoid; GB/s of bytes read and
+/// written.
 template <class T> void sigmoid_ladder(const std::string& workload, std::size_t n) {
   T* x = device_array<T>(n, 1);
   T* y;
@@ -100,8 +102,13 @@ template <class T> void sigmoid_ladder(const std::string& workload, std::size_t 
   const double gb = 2.0 * n * sizeof(T) / 1e9;
   const auto count = static_cast<std::int64_t>(n);
   auto strategy = [&](auto s, const char* name) {
-    const double ms = median_ms([&] { tally::transform<decltype(s)::value>(nullptr, count, y, tally::ops::sigmoid{}, x); });
+    constexpr tally::map_strategy S = decltype(s)::value;
+    double ms = median_ms([&] { tally::transform<S>(nullptr, count, y, tally::ops::sigmoid{}, x); });
     record(workload, std::string("transform ") + name, "GB/s", ms, gb / ms * 1e3, limit::copy);
+    tally::unary_options o;
+    o.strategy = S;
+    ms = median_ms([&] { tally::unary(tally::unary_op::sigmoid, tally::dtype_of<T>, x, y, count, o); });
+    record(workload, std::string("tally::unary ") + name, "GB/s", ms, gb / ms * 1e3, limit::copy);
   };
   using S = tally::map_strategy;
   strategy(std::integral_constant<S, S::scalar>{}, "scalar");
