@@ -107,12 +107,12 @@ def cupy_with_cub():
 def timing(report, torch):
     cupy, cub = cupy_with_cub()
     report.cupy = cupy
-    label = {True: "CUB", False: "no CUB", None: "CUB unknown"}
+    cub_label = {True: "CUB", False: "no CUB", None: "CUB unknown"}
     if cupy is None:
         print("cupy: not installed or no device; its rows are left out")
     else:
         print(f"cupy {cupy.__version__}, CUPY_ACCELERATORS={os.environ['CUPY_ACCELERATORS']}: bincount "
-              f"{label[cub['bincount']]}, histogram {label[cub['histogram']]}")
+              f"{cub_label[cub['bincount']]}, histogram {cub_label[cub['histogram']]}")
     sizes = [100, 10_000, 1_000_000, 1 << 24] + ([] if report.quick else [1 << 26, 1 << 28])
     gen = torch.Generator(device="cuda").manual_seed(1)
     for bins in BINS:
@@ -138,10 +138,10 @@ def timing(report, torch):
                                  note=plan_note(x, strategy, bins=bins, range=(0, bins)))
                 if cupy is not None:
                     xc = cupy.asarray(x)  # the same memory
-                    report.timed(exp, f"cupy.bincount(x, minlength) [{label[cub['bincount']]}]",
+                    report.timed(exp, f"cupy.bincount(x, minlength) [{cub_label[cub['bincount']]}]",
                                  lambda: cupy.bincount(xc, minlength=bins), want, kind="peer", lib="cupy", **common,
                                  note="HistogramEven, num_levels = bins + 1" if cub["bincount"] else "")
-                    report.timed(exp, f"cupy.histogram(x, bins, range) [{label[cub['histogram']]}]",
+                    report.timed(exp, f"cupy.histogram(x, bins, range) [{cub_label[cub['histogram']]}]",
                                  lambda: cupy.histogram(xc, bins, range=(0, bins))[0], want, kind="peer",
                                  lib="cupy", **common, note="HistogramRange" if cub["histogram"] else "")
                 xh, label, note = histc_input(torch, x, bins)

@@ -4,6 +4,8 @@ measured against, the checks against numpy and the report (a table on stdout, ro
 A timed row is checked first: its result, read back to the host, must equal numpy's on a host
 copy of the same samples. A tally row that differs prints FAIL and makes the script exit 1; a
 peer's difference (torch.histc's float32 counts, say) is printed as a note, not a failure.
+Where a result is a rounded float (the patterns' seeds, 002 and 004), `compare=` checks it
+against a float64 reference within a bound instead (`SigmoidReference`, `within`, `close`).
 """
 
 import argparse
@@ -71,6 +73,123 @@ def histc_input(torch, x, bins):
         return x.float(), "torch.histc(x.float(), bins, 0, bins)", "a float32 copy: 4 bytes a sample too"
 
 
+def compared(got, want, compare=None, peer=False):
+    """(ok, detail): same() where compare is None, else compare(host(got), want), which gives a
+    bool or (bool, detail): a bound's check, its detail what the row's note shows (max ulps...)."""
+    if compare is None:
+        return same(got, want, peer), ""
+    result = compare(host(got), want)
+    return (bool(result[0]), result[1]) if isinstance(result, tuple) else (bool(result), "")
+
+
+def joined(*notes):
+    return "; ".join(n for n in notes if n)
+
+
+# ---- float references with a bound (002 and 004: results rounded, not counted) ----
+EPS32 = 2.0 ** -24  # float32's unit roundoff
+
+
+def ulp32(r):
+    """The spacing of float32 values at float64 values r (as tests/patterns measures ulps)."""
+    e = np.frexp(np.maximum(np.abs(np.asarray(r, np.float64)), 2.0 ** -126))[1]
+    return np.ldexp(1.0, e - 24)
+
+
+def sigmoid64(x):
+    """1 / (1 + exp(-x)) in float64, the reference of every sigmoid row."""
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-np.asarray(x, np.float64)))
+
+
+class SigmoidReference:
+    """The float64 sigmoid of a host copy of x (float32 or float16) and the bound docs/patterns.md
+    gives tally.sigmoid: float32 within 1.5 ulp; float16 the rounding of a float32 value within
+    it. Called as a compare= of the report: (within the bound, detail); the detail is the largest
+    error in float32 ulps (float32) or the share of correctly rounded elements (float16)."""
+    ULPS = 1.5
+
+    def __init__(self, x):
+        x = np.asarray(x)
+        self.dtype = x.dtype
+        self.exact = sigmoid64(x)
+        self.ulp = ulp32(self.exact)
+        tol = self.ULPS * self.ulp
+        if self.dtype == np.float32:
+            self.lo, self.hi = self.exact - tol, self.exact + tol
+        else:  # rounding is monotonic: the float16 values of [exact - tol, exact + tol]
+            self.lo, self.hi = (self.exact - tol).astype(self.dtype), (self.exact + tol).astype(self.dtype)
+            self.rounded = self.exact.astype(self.dtype)
+
+    def __call__(self, got, want=None):
+        got = np.asarray(got)
+        if got.shape != self.exact.shape or got.dtype != self.dtype:
+            return False, f"{got.dtype} {got.shape}, expected {self.dtype} {self.exact.shape}"
+        ok = bool(np.all((self.lo <= got) & (got <= self.hi)))  # NaN fails
+        if self.dtype == np.float32:
+            return ok, f"max {np.max(np.abs(got.astype(np.float64) - self.exact) / self.ulp):.2f} ulp"
+        return ok, f"{np.mean(got == self.rounded):.2%} correctly rounded"
+
+
+def with_bits(compare, others):
+    """compare= (a bound's check) that also says whether the result has the bits of each array
+    of `others` (label -> array): tally's CPU backend, a peer's result."""
+    def both(got, want):
+        ok, detail = compared(got, want, compare)
+        for label, bits in others.items():
+            if np.shape(got) != np.shape(bits):
+                detail = joined(detail, f"not {label}'s shape")
+                continue
+            differ = np.count_nonzero(np.asarray(got) != bits)
+            detail = joined(detail, f"{label}'s bits" if not differ else
+                            f"{differ / np.size(got):.3%} differ from {label}")
+        return ok, detail
+    return both
+
+
+def within(tolerance, what="|got - want| <= bound"):
+    """A compare= that holds where |got - want| <= tolerance elementwise (want and tolerance
+    float64, as arrays or numbers); the detail: the largest |got - want| over the bound."""
+    def compare(got, want):
+        got = np.asarray(got, np.float64)
+        if got.shape != np.shape(want):
+            return False, f"shape {got.shape}, expected {np.shape(want)}"
+        error = np.abs(got - want)
+        ok = bool(np.all(error <= tolerance))  # NaN fails
+        worst = np.max(error / np.maximum(tolerance, np.finfo(np.float64).tiny))
+        return ok, f"{worst:.2g} of the bound {what}"
+    return compare
+
+
+def close(rtol=1e-5, atol=0.0):
+    """A compare= of numpy.allclose(got, want, rtol, atol) (the CuPy seed's own checks); the
+    detail: the largest error in float32 ulps of want."""
+    def compare(got, want):
+        got = np.asarray(got)
+        if got.shape != np.shape(want):
+            return False, f"shape {got.shape}, expected {np.shape(want)}"
+        ulps = np.max(np.abs(got.astype(np.float64) - want) / ulp32(want))
+        return bool(np.allclose(got, want, rtol=rtol, atol=atol)), f"max {ulps:.3g} ulp"
+    return compare
+
+
+def sum_bound(x):
+    """docs/patterns.md's bound on a float32 sum of x: (n + 1) eps sum |x|."""
+    x = np.asarray(x, np.float64)
+    return (x.size + 1) * EPS32 * np.abs(x).sum()
+
+
+def import_cupy():
+    """cupy, where it is installed and finds a device; else None."""
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return None
+    except Exception:  # no cupy, or no device: cupy raises its own error types
+        return None
+    return cupy
+
+
 def shown(a):
     """A short text of a result: its values, or its shape and total where they are many."""
     a = host(a)
@@ -97,8 +216,8 @@ def not_applicable(error):
 class Report:
     """The rows of one seed script: checked, timed, printed as they come and written as JSON."""
 
-    def __init__(self, seed, title, args):
-        self.seed, self.title, self.args = seed, title, args
+    def __init__(self, seed, title, args, verdict="equal numpy's (or the brute-force) results"):
+        self.seed, self.title, self.args, self.verdict = seed, title, args, verdict
         self.quick = args.quick
         self.reps = args.reps or (5 if args.quick else 20)
         self.warm_ms = 5.0 if args.quick else 20.0      # warm-up time before a row's timed calls
@@ -112,19 +231,22 @@ class Report:
               + (", --quick" if args.quick else ""))
 
     # ---- checks without timing (the CPU parts, and the seeds' small examples) ----
-    def check(self, experiment, name, got, want, *, n=None, show=None):
-        """A tally result against numpy's or a brute-force count; prints ok or FAIL."""
-        ok = same(got, want)
+    def check(self, experiment, name, got, want, *, n=None, show=None, compare=None):
+        """A tally result against numpy's or a brute-force count (or, with compare=, within a
+        bound of a float64 reference); prints ok or FAIL."""
+        ok, detail = compared(got, want, compare)
         if not ok:
-            self.failures.append(f"{experiment}: {name}")
-        print(f"  {'ok  ' if ok else 'FAIL'} {name}: {show if show is not None else shown(got)}"
-              + ("" if ok else f"\n       numpy / brute force: {shown(want)}"))
+            self.failures.append(f"{experiment}: {name}" + (f" ({detail})" if detail else ""))
+        text = show if show is not None else shown(got)
+        print(f"  {'ok  ' if ok else 'FAIL'} {name}: {text}" + (f" ({detail})" if detail else "")
+              + ("" if ok or compare else f"\n       numpy / brute force: {shown(want)}"))
         device = "cuda" if getattr(got, "is_cuda", False) else "cpu"
-        self.rows.append(self._row(experiment, name, n, np.asarray(want).size, None, None, None, ok, "tally",
-                                   None, "checked, not timed", device))
+        bins = None if compare else np.asarray(want).size
+        self.rows.append(self._row(experiment, name, n, bins, None, None, None, ok, "tally",
+                                   None, joined("checked, not timed", detail), device))
         return ok
 
-    def check_call(self, experiment, name, call, want, *, n=None, show=None):
+    def check_call(self, experiment, name, call, want, *, n=None, show=None, compare=None):
         """check() of call()'s result; a strategy tally refuses for this fill prints n/a, any
         other error FAIL."""
         try:
@@ -138,7 +260,7 @@ class Report:
             self.failures.append(f"{experiment}: {name}: {type(e).__name__}: {e}")
             print(f"  FAIL {name}: {type(e).__name__}: {e}")
             return False
-        return self.check(experiment, name, got, want, n=n, show=show)
+        return self.check(experiment, name, got, want, n=n, show=show, compare=compare)
 
     # ---- the GPU ----
     def start_gpu(self, torch):
@@ -183,17 +305,21 @@ class Report:
         reps = max(3, min(self.reps, int(self.budget_ms * done / max(warm, 1e-3))))
         return statistics.median(timed() for _ in range(reps))
 
-    def section(self, title, note=None):
+    def section(self, title, note=None, columns=("bins", "distribution")):
+        """A table's title, its note and its header; `columns` names the two middle columns
+        (the rows' bins and distribution)."""
         print(f"\n== {title}")
         if note:
             print(f"   {note}")
-        print(f"  {'row':<52} {'n':>11} {'bins':>6}  {'distribution':<12} {'ms':>9} {'GB/s':>8} "
+        print(f"  {'row':<52} {'n':>11} {columns[0]:>6}  {columns[1]:<12} {'ms':>9} {'GB/s':>8} "
               f"{'of copy':>7}  check")
 
     def timed(self, experiment, name, call, want, *, n, bins, distribution, nbytes, kind="tally",
-              strategy=None, lib="torch", note=""):
-        """Check call() against `want` (numpy's counts), then time it; print and keep the row.
-        A strategy tally refuses for this fill is a row marked n/a; any other error a FAIL."""
+              strategy=None, lib="torch", note="", compare=None, reference="numpy", extra=None):
+        """Check call() against `want` (numpy's counts; with compare=, compare(result, want)
+        within a bound of `reference`), then time it; print and keep the row. A strategy tally
+        refuses for this fill is a row marked n/a; any other error a FAIL. `extra`: more fields
+        of the row, each a function of its median ms (TFLOP/s, say)."""
         try:
             got = call()
         except Exception as e:  # a refused strategy is n/a; anything else is reported below
@@ -206,9 +332,9 @@ class Report:
         error = ""
         if isinstance(got, Exception):
             error = f"{type(got).__name__}: {(str(got).strip().splitlines() or [''])[0]}"
-        ok = not error and same(got, want, peer=kind != "tally")
+        ok, detail = (False, "") if error else compared(got, want, compare, peer=kind != "tally")
         if not ok and kind == "tally":
-            why = error or "differs from numpy"
+            why = error or joined(f"differs from {reference}", detail)
             self.failures.append(f"{experiment}: {name} (n {n}, bins {bins}, {distribution}): {why}")
             self._print(name, n, bins, distribution, None, None, None, "FAIL", why)
             self.rows.append(self._row(experiment, name, n, bins, distribution, None, None, False, kind,
@@ -219,18 +345,20 @@ class Report:
             self.rows.append(self._row(experiment, name, n, bins, distribution, None, None, None, kind,
                                        strategy, error))
             return None
-        if not ok:
-            note = ("differs from numpy; " + note).rstrip("; ")
+        note = joined("" if ok else f"differs from {reference}", detail, note)
         ms = self.median_ms(call, lib)
         gbps = nbytes / ms / 1e6
+        more = {k: f(ms) for k, f in (extra or {}).items()}
+        note = joined(note, ", ".join(f"{v:.4g} {k}" for k, v in more.items()))
         self._print(name, n, bins, distribution, ms, gbps, gbps / self.copy_gbps, "ok" if ok else "differs", note)
         row = self._row(experiment, name, n, bins, distribution, ms, gbps, ok, kind, strategy, note)
+        row.update(more)
         self.rows.append(row)
         return row
 
     def _print(self, name, n, bins, distribution, ms, gbps, fraction, check, note=""):
         num = (lambda v, f: f"{v:{f}}" if v is not None else "-")
-        print(f"  {name:<52} {n:>11} {bins:>6}  {distribution:<12} {num(ms, '9.4f'):>9} "
+        print(f"  {name:<52} {num(n, ''):>11} {num(bins, ''):>6}  {distribution or '-':<12} {num(ms, '9.4f'):>9} "
               f"{num(gbps, '8.4g'):>8} {num(fraction, '7.3g'):>7}  {check}" + (f"  ({note})" if note else ""))
 
     def _row(self, experiment, name, n, bins, distribution, ms, gbps, ok, kind, strategy, note="", device="cuda"):
@@ -262,16 +390,16 @@ class Report:
                 print(f"  {f}")
             return 1
         checked = sum(r["ok"] is not None and r["kind"] == "tally" for r in self.rows)
-        print(f"\nok: all {checked} checked tally rows equal numpy's (or the brute-force) results")
+        print(f"\nok: all {checked} checked tally rows {self.verdict}")
         return 0
 
 
-def main(doc, seed, title, checks, timing):
+def main(doc, seed, title, checks, timing, **report):
     """Parse the options; run checks(report, torch) (the seed's examples: on the CPU, and on the
     GPU where torch is not None), then timing(report, torch) where there is a GPU, else say it
-    was skipped; exit with the report's status."""
+    was skipped; exit with the report's status. `report`: Report's options (verdict=)."""
     args = parse_args(doc)
-    report = Report(seed, title, args)
+    report = Report(seed, title, args, **report)
     torch, why = gpu()
     try:
         checks(report, torch)

@@ -1,8 +1,9 @@
 """The seed scripts of examples/seeds/ run with --quick and --out: exit status 0, the seeds' own
-results printed (LeetCUDA's [0..9] example, the CUB seed's 100 samples, PMPP's letter counts),
-every tally row equal to numpy's. Where torch and tally's CUDA backend find a device the scripts
-run their quick timed experiments too, and the rows must be timed; elsewhere they must say
-"skipped: no CUDA device" after their CPU checks."""
+results printed (LeetCUDA's [0..9] example, the CUB seed's 100 samples, PMPP's letter counts, the
+sigmoid's first outputs, the CuPy patterns on the CPU backend), every tally row equal to numpy's
+or within its documented bound of a float64 reference. Where torch and tally's CUDA backend find
+a device the scripts run their quick timed experiments too, and the rows must be timed;
+elsewhere they must say "skipped: no CUDA device" after their CPU checks."""
 
 import json
 import os
@@ -99,6 +100,51 @@ def test_pmpp_chapter_9(tmp_path):
         for experiment in ("letters", "rgb", "weighted", "2-D"):
             assert _timed(rows, experiment=experiment, strategy="automatic")
         assert "speed-up over step 1 (global_atomic)" in stdout
+
+
+def test_leetcuda_sigmoid(tmp_path):
+    stdout, rows = _run("002_sigmoid.py", tmp_path)
+    assert "ok   the ladder's strategies are tally's: " in stdout
+    for dtype in ("f32", "f16"):  # the seed's printout of its first two outputs, from tally's CPU backend
+        assert f"ok   {dtype}: tally.sigmoid(x), CPU backend: out_{dtype}: [" in stdout
+    if GPU:
+        ladder = {"f32": ("scalar", "packed128", "x4", "automatic"),
+                  "f16": ("scalar", "x2", "x8", "packed128", "automatic")}
+        for dtype, strategies in ladder.items():
+            for n in (1024 * 1024, 4096 * 4096):  # the quick shapes
+                for strategy in strategies:
+                    assert _timed(rows, experiment=dtype, strategy=strategy, n=n)
+                assert _timed(rows, experiment=dtype, kind="peer", n=n, row=f"{dtype}_th: torch.sigmoid(x, out=y)")
+        assert all(r["ok"] for r in _timed(rows, kind="tally"))
+
+
+def test_cupy_patterns(tmp_path):
+    stdout, rows = _run("004_cupy_patterns.py", tmp_path)
+    for name in ("a / (b + epsilon): tally.div(a, tally.add(b, 1e-8))",
+                 "array_2d + a[:, None]: tally.add, (10^4, 100)", "tally.sum(x)",
+                 "ReductionKernel(x, a + b), callables", "tally.matmul(A, B), CPU backend", "tally.sigmoid(x)",
+                 "ElementwiseKernel, a callable", "tally.bincount(data, minlength=256), int32"):
+        assert f"ok   {name}: " in stdout
+    if any(b["name"] == "cuda" and b["compiled"] for b in tally.backends()):  # NVRTC, with or without a device
+        for kernel in ("reduce_sum", "matmul_tiled", "parallel_map", "histogram", "histogram_u8"):
+            assert f"ok   {kernel}: tally.RawKernel(...).compile(arch=90): compiles\n" in stdout
+    if GPU:
+        for experiment in ("elementwise", "broadcasting", "reduction", "matmul", "map", "histogram"):
+            assert _timed(rows, experiment=experiment, kind="tally")
+            assert _timed(rows, experiment=experiment, kind="peer")
+        for row in ("reduce_sum (the seed's): tally.RawKernel + tally.sum",
+                    "matmul_tiled (the seed's): tally.RawKernel",
+                    "parallel_map (the seed's): tally.RawKernel",
+                    "histogram (the seed's): tally.RawModule",
+                    "__shared__ 256 bins, u8: tally.RawKernel",
+                    "tally.ElementwiseKernel(y = 1 / (1 + expf(-x)))",
+                    "tally.ReductionKernel(x, a + b)",
+                    "b + epsilon: tally.add(b, 1e-8)"):
+            assert _timed(rows, row=row)
+        for strategy in tally.patterns.MATMUL_STRATEGIES:
+            assert _timed(rows, experiment="matmul", strategy=strategy, n=1024)
+        assert all(r["TFLOP/s"] > 0 for r in _timed(rows, experiment="matmul"))
+        assert _timed(rows, row="torch: matmul(A, B), TF32 off")
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in SEEDS.glob("[0-9]*.py")))
