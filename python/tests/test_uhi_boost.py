@@ -210,3 +210,21 @@ def test_a_channel_histogram_is_not_plottable_but_each_channel_is(rng):
         rgb.channel(3)
     with pytest.raises(ValueError, match="not a channel"):
         tally.Histogram(tally.axis.integer(0, 8)).channel(0)
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_one_dimensional_flow_bins_are_boost_histograms(rng, distribution):
+    x = samples(rng, "f64", 3000, distribution, -2.0, 12.0)
+    x[::97] = np.nan
+    h = tally.Histogram(tally.axis.Regular(10, 0, 10), flow=True).fill(x)
+    b = bh.Histogram(bh.axis.Regular(10, 0, 10), storage=bh.storage.Int64()).fill(x)
+    want = b.values(flow=True).astype(np.int64)
+    want[-2] += int(np.count_nonzero(x == 10.0))  # tally's last bin holds its right edge
+    want[-1] -= int(np.count_nonzero(x == 10.0))
+    for got in (h.values(flow=True), h.view(flow=True), h.counts(flow=True), h.variances(flow=True)):
+        assert_same_array(got, want)
+    for refused in (tally.Histogram(tally.axis.Regular(10, 0, 10)),
+                    tally.Histogram([tally.axis.Integer(0, 2)] * 2, flow=True),
+                    tally.Histogram(tally.axis.Regular(10, 0, 10), weighted=True, flow=True)):
+        with pytest.raises(ValueError, match="flow bins"):
+            refused.values(flow=True)

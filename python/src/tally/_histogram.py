@@ -481,8 +481,16 @@ class Histogram:
             except _tally.LayoutError:
                 _tally.fill_channels(self._hists, src.contiguous().obj, self._channels)
 
-    def values(self):
+    def values(self, flow=False):
         """The cells: counts or sums of weights, shaped by the axes.
+
+        Parameters
+        ----------
+        flow : bool, optional
+            With the flow bins boost-histogram keeps (default False): a 1-D histogram of
+            counts made with ``flow=True`` gets its underflow counter before the cells and its
+            overflow and NaN counters after them, where boost-histogram puts them. Others keep
+            no per-axis flow bins (tally counts what each fill drops, see `flow`).
 
         Returns
         -------
@@ -491,6 +499,12 @@ class Histogram:
             0, bins of axis 1, ...)``; for channels, one row per channel (a list where the
             channels' axes differ in bins).
 
+        Raises
+        ------
+        ValueError
+            ``flow=True`` for a histogram without flow counters, of more than one axis, of
+            sums, or of channels.
+
         Examples
         --------
         >>> import numpy as np, tally
@@ -498,9 +512,21 @@ class Histogram:
         >>> h.fill(np.array([0, 1, 1, 4, 5, -1])).values()
         array([1, 2, 0, 0, 1])
         """
+        if flow:
+            return self._flow_bins("values")
         if self._storage in ("mean", "weighted_mean"):
             return _moments_of(self._storage, self._cells())["value"]
         return self._per_channel([h.values() for h in self._hists])
+
+    def _flow_bins(self, what):
+        """The counts of a 1-D histogram of counts with its flow counters as boost-histogram's flow
+        bins: [underflow, cells..., overflow + NaN]."""
+        if self._channels is not None or self.ndim != 1 or self._storage != "int64" or not self._flow:
+            raise ValueError(f"{what}(flow=True): tally keeps flow counters, not per-axis flow bins; they stand "
+                             "for flow bins only in a 1-D histogram of counts made with flow=True")
+        with self._lock:
+            cells, (under, over, nan) = self._hists[0].values(), self._hists[0].flow()
+        return np.concatenate([[under], cells, [over + nan]]).astype(np.int64)
 
     def view(self, flow=False):
         """The cells as an array, as boost-histogram's ``view`` of its Int64 and Double storages.
@@ -508,7 +534,7 @@ class Histogram:
         Parameters
         ----------
         flow : bool, optional
-            Must be False: tally keeps flow counters, not per-axis flow bins (see `flow`).
+            As :meth:`values`'s.
 
         Returns
         -------
@@ -522,17 +548,17 @@ class Histogram:
         Raises
         ------
         ValueError
-            ``flow=True``.
+            ``flow=True`` where :meth:`values` refuses it.
 
         Examples
         --------
         >>> import numpy as np, tally
-        >>> h = tally.Histogram(tally.axis.integer(0, 3)).fill(np.array([0, 2, 2]))
-        >>> h.view(), np.asarray(h)
-        (array([1, 0, 2]), array([1, 0, 2]))
+        >>> h = tally.Histogram(tally.axis.integer(0, 3), flow=True).fill(np.array([0, 2, 2, 7]))
+        >>> h.view(), np.asarray(h), h.view(flow=True)
+        (array([1, 0, 2]), array([1, 0, 2]), array([0, 1, 0, 2, 1]))
         """
         if flow:
-            raise ValueError("view(flow=True): tally keeps flow counters (Histogram.flow), not flow bins")
+            return self._flow_bins("view")
         if not self._moments:
             return self.values()
         return _moments_of(self._storage, self._cells())
@@ -804,11 +830,16 @@ class Histogram:
             out._assign([h.values()], h.flow() if self._flow else (0, 0, 0), h.samples)
         return out
 
-    def counts(self):
+    def counts(self, flow=False):
         """UHI: the counts of an unweighted histogram, the effective counts of a Weight one.
 
         A Weight histogram's effective counts are UHI's ``sum(w)**2 / sum(w**2)`` (0 where
         nothing was filled); a plain weighted one (Double) has none.
+
+        Parameters
+        ----------
+        flow : bool, optional
+            As :meth:`values`'s.
 
         Returns
         -------
@@ -825,6 +856,8 @@ class Histogram:
         >>> print(tally.Histogram(tally.axis.integer(0, 3), weighted=True).counts())
         None
         """
+        if flow:
+            return self._flow_bins("counts")
         if self._storage == "mean":
             return self._cells()[0]
         if self._storage in ("weight", "weighted_mean"):
@@ -834,11 +867,16 @@ class Histogram:
             return np.divide(w * w, w2, out=np.zeros_like(w), where=w2 != 0)
         return None if self._hists[0].weighted else self.values()
 
-    def variances(self):
+    def variances(self, flow=False):
         """UHI: the variances of the cells.
 
         The counts of an unweighted histogram (Poisson variances), the sums of squared weights
         of a Weight one; None for a plain weighted one (Double keeps no squares).
+
+        Parameters
+        ----------
+        flow : bool, optional
+            As :meth:`values`'s.
 
         Returns
         -------
@@ -852,6 +890,8 @@ class Histogram:
         >>> h.fill(np.array([0, 1, 1])).variances()
         array([1, 2, 0])
         """
+        if flow:
+            return self._flow_bins("variances")
         if self._storage == "weight":
             return self._moments[0].values()
         if self._storage in ("mean", "weighted_mean"):
