@@ -165,14 +165,21 @@ bool needs_first_pass(const axis_spec& spec, const source_info& input) {
 }
 
 std::int64_t estimated_bins(const axis_spec& spec, const source_info& input, const extrema& data,
-                            const std::vector<double>& values) {
-  const auto [lo, hi] = equal_bins_range(spec, input, data);
-  const tally::bin_estimate e = tally::estimate_bins(*spec.estimator, values.data(),
-                                                     static_cast<std::int64_t>(values.size()), lo, hi,
-                                                     !tally::is_floating(input.type));
+                            const tally::view& values) {
+  equal_bins_range(spec, input, data);  // the data give a range, or --range does
+  std::optional<std::pair<tally::range_end, tally::range_end>> range;
+  if (spec.range)
+    range.emplace(tally::range_end::python_float(spec.range->first), tally::range_end::python_float(spec.range->second));
+  const tally::bin_estimate e = tally::estimate_bins(*spec.estimator, values, range);
+  const std::string name = tally::name_of(*spec.estimator);
   if (e.at_search_bound)
     std::cerr << "tally: warning: the number of bins estimated may be suboptimal (stone's search ended at "
               << e.bins << " bins, its bound)\n";
+  if (e.failed != tally::bin_estimate::failure::none)
+    throw failure("--bins " + name + ": numpy's estimator fails on these data: " + e.message);
+  if (e.bins < 1)
+    throw failure("--bins " + name + ": the estimate is " + std::to_string(e.bins) +
+                  " bins (its width exceeds the range); give --bins N");
   return e.bins;
 }
 

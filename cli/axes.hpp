@@ -41,11 +41,12 @@ std::vector<axis_spec> axis_specs(const axis_options& options, int columns);
 /// or for the values an estimator reads.
 bool needs_first_pass(const axis_spec& spec, const source_info& input);
 
-/// The number of bins of spec's estimator over the column's values (NaN left out): numpy's for
-/// the range the axis takes (--range, or the data's). Prints numpy's warning where stone's search
-/// ends at its bound.
+/// The number of bins of spec's estimator over the column's values (NaN left out, of the
+/// samples' type): numpy's for the range the axis takes (--range, read as numpy reads Python
+/// floats, or the data's). Prints numpy's warning where stone's search ends at its bound; fails
+/// where numpy's estimator fails or estimates no bins.
 std::int64_t estimated_bins(const axis_spec& spec, const source_info& input, const extrema& data,
-                            const std::vector<double>& values);
+                            const tally::view& values);
 
 /// Defaults where the spec leaves gaps (an estimator's bins set by estimated_bins first): numpy's range (the data's [min, max]) and edge type (the
 /// sample's float type); integer samples spanning at most 65536 values get one bin per integer,

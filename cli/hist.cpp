@@ -285,10 +285,11 @@ int run_hist(const hist_args& a) {
   const std::uint64_t bytes = static_cast<std::uint64_t>(src.values) * item;
   progress bar(bytes * (two_passes ? 2 : 1) + (weights ? rows * tally::size_of(weights->type) : 0));
 
-  // The estimators read every value: the first pass keeps them, as doubles.
+  // The estimators read every value: the first pass keeps them in their own type, and the estimate
+  // copies them (those in range, an ordered copy, float64 copies for its statistics).
   if (axis_opts.estimator)
-    tally::detail::ensure_memory(tally::detail::times(static_cast<std::uint64_t>(src.values), 8),
-                                 "--bins " + a.bins + ": a copy of every value as a double (give a number of bins)");
+    tally::detail::ensure_memory(tally::detail::times(static_cast<std::uint64_t>(src.values), 3 * item + 16),
+                                 "--bins " + a.bins + ": copies of every value (give a number of bins)");
   scanner extrema_of(src.type, columns, axis_opts.estimator.has_value());
   if (two_passes) {
     while (const std::int64_t n = src.reader->read(samples.data(), samples.capacity)) {

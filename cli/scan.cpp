@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -62,7 +63,8 @@ struct scanner::impl {
   virtual ~impl() = default;
   virtual void add(const void* data, std::int64_t values) = 0;
   virtual std::vector<extrema> result() const = 0;
-  std::vector<std::vector<double>> kept_values;  // per column, where kept
+  std::vector<std::vector<unsigned char>> kept_values;  // per column, where kept: the values' bytes
+  tally::dtype type = tally::dtype::f64;
 };
 
 namespace {
@@ -87,7 +89,12 @@ class typed_scanner final : public scanner::impl {
         if constexpr (std::is_floating_point_v<K>) {
           if (std::isnan(x)) continue;
         }
-        if (keep) kept_values[c].push_back(static_cast<double>(x));
+        if (keep) {
+          std::vector<unsigned char>& bytes = kept_values[c];
+          const std::size_t at = bytes.size();
+          bytes.resize(at + sizeof(T));
+          std::memcpy(bytes.data() + at, &p[r * columns_ + c], sizeof(T));
+        }
         if (!any) {
           lo = hi = x;
           any = true;
@@ -145,10 +152,18 @@ scanner::scanner(tally::dtype type, int columns, bool keep_values)
     : impl_(make_scanner(type, columns,
                          std::make_index_sequence<std::tuple_size_v<sample_types>>())) {
   if (keep_values) impl_->kept_values.resize(columns);
+  impl_->type = type;
 }
 scanner::~scanner() = default;
 void scanner::add(const void* data, std::int64_t values) { impl_->add(data, values); }
 std::vector<extrema> scanner::result() const { return impl_->result(); }
-const std::vector<double>& scanner::values(int c) const { return impl_->kept_values.at(c); }
+tally::view scanner::values(int c) const {
+  const std::vector<unsigned char>& bytes = impl_->kept_values.at(c);
+  tally::view v;
+  v.type = impl_->type;
+  v.data = bytes.data();
+  v.size = static_cast<std::int64_t>(bytes.size() / tally::size_of(v.type));
+  return v;
+}
 
 }  // namespace tally_cli

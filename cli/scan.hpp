@@ -28,7 +28,8 @@ struct extrema {
 };
 
 /// Accumulates extrema over interleaved rows of `columns` values, chunk by chunk, and where
-/// asked every value but NaN as a double, per column (the bin estimators read them all).
+/// asked every value but NaN in the samples' own type, per column (the bin estimators read them
+/// all).
 class scanner {
  public:
   scanner(tally::dtype type, int columns, bool keep_values = false);
@@ -36,8 +37,8 @@ class scanner {
   /// `values` is a multiple of the column count.
   void add(const void* data, std::int64_t values);
   std::vector<extrema> result() const;
-  /// Column c's values in the order read (keep_values only).
-  const std::vector<double>& values(int c) const;
+  /// Column c's values but NaN in the order read, of the samples' type (keep_values only).
+  tally::view values(int c) const;
 
   struct impl;
 

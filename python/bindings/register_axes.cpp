@@ -29,6 +29,32 @@ nb::ndarray<nb::numpy, double> numpy_edges(const std::vector<double>& e) {
   return cell_copy<double>(e.data(), {static_cast<std::int64_t>(e.size())}).to_numpy();
 }
 
+/// A range end as the package describes it (tally._edges.estimator_end): (kind, value,
+/// negative, magnitude, beyond), kind 'int' or 'float' for a Python number, else the numpy
+/// scalar's tally type name.
+tally::range_end range_end_of(const nb::handle& end) {
+  const nb::tuple t = nb::cast<nb::tuple>(end);
+  if (t.size() != 5) throw nb::value_error("tally: a range end is (kind, value, negative, magnitude, beyond)");
+  const std::string kind = nb::cast<std::string>(t[0]);
+  const double value = nb::cast<double>(t[1]);
+  tally::integer_value v;
+  v.negative = nb::cast<bool>(t[2]);
+  v.magnitude = nb::cast<std::uint64_t>(t[3]);
+  if (kind == "float") return tally::range_end::python_float(value);
+  if (kind == "int") return nb::cast<bool>(t[4]) ? tally::range_end::python_int_beyond(value) : tally::range_end::python_int(v);
+  const tally::dtype type = tally::dtype_from_name(kind);
+  return tally::is_floating(type) ? tally::range_end::of_float(type, value) : tally::range_end::of_integer(type, v);
+}
+
+const char* exception_name(tally::bin_estimate::failure f) {
+  switch (f) {
+    case tally::bin_estimate::failure::value_error: return "ValueError";
+    case tally::bin_estimate::failure::index_error: return "IndexError";
+    case tally::bin_estimate::failure::overflow_error: return "OverflowError";
+    default: return nullptr;
+  }
+}
+
 /// Python's repr of a double (the shortest text that reads back as it).
 std::string float_text(double x) { return nb::cast<std::string>(nb::repr(nb::float_(x))); }
 
@@ -149,6 +175,30 @@ void register_axes(nb::module_& m) {
                          const std::string& edge_type) {
     return tally::equal_bins(bins, first, last, tally::dtype_from_name(arithmetic), tally::dtype_from_name(edge_type));
   }, "bins"_a, "first"_a, "last"_a, "arithmetic"_a, "edge_type"_a);
+  // numpy's bin estimators over host samples in C order (tally/edges.hpp: estimate_bins): returns
+  // (numpy's ceil(delta / width) as a float, whether stone's search ended at its bound, the name
+  // of the exception numpy raises or None, its message, the estimator's width).
+  m.def("estimate_bins", [](const std::string& name, const any_array& a, const nb::object& range) {
+    const auto e = tally::bin_estimator_from_name(name);
+    if (!e) throw nb::value_error(("'" + name + "' is not a valid estimator for `bins`").c_str());
+    if (a.device_type() != nb::device::cpu::value)
+      throw nb::value_error("tally: estimate_bins reads samples in host memory");
+    const tally::view v = view_of(a, false);
+    std::optional<std::pair<tally::range_end, tally::range_end>> ends;
+    if (!range.is_none()) {
+      const nb::tuple r = nb::cast<nb::tuple>(range);
+      if (r.size() != 2) throw nb::value_error("tally: the range is two ends");
+      ends.emplace(range_end_of(r[0]), range_end_of(r[1]));
+    }
+    tally::bin_estimate out;
+    {
+      nb::gil_scoped_release unlocked;
+      out = tally::estimate_bins(*e, v, ends);
+    }
+    const char* failed = exception_name(out.failed);
+    return nb::make_tuple(out.estimate, out.at_search_bound, failed ? nb::object(nb::str(failed)) : nb::none(),
+                          out.message, out.width);
+  }, "name"_a, "samples"_a, "range"_a.none());
   m.def("axis_of_edges", [](nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu> e) {
     return tally::axis_of_edges(std::vector<double>(e.data(), e.data() + e.shape(0)));
   }, "edges"_a);

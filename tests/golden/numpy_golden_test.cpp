@@ -7,7 +7,9 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tally/tally.hpp"
@@ -216,16 +218,20 @@ TEST(NumpyGolden, BinEstimatorsMakeNumpysNumberOfBins) {
   for (const auto& c : cases) {
     const std::string dtype = c["dtype"];
     const std::vector<double> x = estimator_samples(c["shape"], dtype, c["seed"], c["n"]);
-    const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
-    const auto [first, last] = c["range"].is_null()
-                                   ? tally::data_range(true, *lo, *hi, dtype == "float64" ? tally::dtype::f64 : tally::dtype::i64)
-                                   : std::pair<double, double>(c["range"][0], c["range"][1]);
+    // The samples in their own type (the values are whole numbers for the integer types).
+    const std::vector<std::uint8_t> bytes(x.begin(), x.end());
+    const std::vector<std::int64_t> ints(x.begin(), x.end());
+    const tally::view samples = dtype == "uint8"   ? tally::make_view(bytes.data(), static_cast<std::int64_t>(x.size()))
+                                : dtype == "int64" ? tally::make_view(ints.data(), static_cast<std::int64_t>(x.size()))
+                                                   : tally::make_view(x.data(), static_cast<std::int64_t>(x.size()));
+    std::optional<std::pair<tally::range_end, tally::range_end>> range;  // Python floats, or the data's
+    if (!c["range"].is_null())
+      range.emplace(tally::range_end::python_float(c["range"][0]), tally::range_end::python_float(c["range"][1]));
     for (const auto& [name, bins] : c["bins"].items()) {
       const auto e = tally::bin_estimator_from_name(name);
       ASSERT_TRUE(e) << name;
       EXPECT_STREQ(tally::name_of(*e), name.c_str());
-      const tally::bin_estimate got =
-          tally::estimate_bins(*e, x.data(), static_cast<std::int64_t>(x.size()), first, last, dtype != "float64");
+      const tally::bin_estimate got = tally::estimate_bins(*e, samples, range);
       EXPECT_EQ(got.bins, bins.get<std::int64_t>())
           << name << " of " << c["n"] << " " << c["shape"] << " " << dtype << " samples, range " << c["range"];
       if (*e == tally::bin_estimator::stone) {

@@ -51,11 +51,60 @@ def regular(src, n, range):
         # numpy has no bfloat16: the edges are linspace in float64 rounded to bf16 (tally's rule).
         axis = _tally.Axis.regular(n, float(first), float(last), "bf16")
         return axis.edges, "bfloat16", axis
+    edges, out_dtype, axis = _regular_cached(n, range_key(first), range_key(last), _bin_type(src, first, last).str)
+    return edges, out_dtype, exact_range(axis, src, first, last)
+
+
+def _bin_type(src, first, last):
+    """numpy's bin type: result_type(first, last, a), float64 for integers."""
     bin_type = np.result_type(first, last, np.empty(0, src.np_dtype))
     if np.issubdtype(bin_type, np.integer) or bin_type == np.bool_:
         bin_type = np.result_type(bin_type, float)
-    edges, out_dtype, axis = _regular_cached(n, range_key(first), range_key(last), bin_type.str)
-    return edges, out_dtype, exact_range(axis, src, first, last)
+    return bin_type
+
+
+def no_bins(src, n, range):
+    """numpy's edges for an estimate of n < 1 bins, linspace(first, last, n + 1) in its bin type:
+    one edge for 0 bins, none for -1, numpy's ValueError below. Returns (edges, output dtype)."""
+    first, last = outer_edges(src, range)
+    if src.type == "bf16":
+        return np.linspace(float(first), float(last), n + 1), "bfloat16"
+    return np.linspace(first, last, n + 1, endpoint=True, dtype=_bin_type(src, first, last)), None
+
+
+# numpy's integer and float scalar types as the extension names them, for estimator ranges.
+_SCALAR_TYPES = {np.dtype(name): t for name, t in (
+    ("uint8", "u8"), ("int8", "i8"), ("uint16", "u16"), ("int16", "i16"), ("uint32", "u32"), ("int32", "i32"),
+    ("uint64", "u64"), ("int64", "i64"), ("float16", "f16"), ("float32", "f32"), ("float64", "f64"))}
+if np.finfo(np.longdouble).nmant == np.finfo(np.float64).nmant:  # longdouble as float64 (e.g. Windows)
+    _SCALAR_TYPES[np.dtype(np.longdouble)] = "f64"
+
+
+def estimator_end(value):
+    """A range end (outer_edges') as the extension's estimate_bins reads it, keeping what numpy's
+    promotion reads of it: (kind, value, negative, magnitude, beyond), kind 'int' or 'float' for
+    a Python number (NEP 50's weak scalars), else the numpy scalar's tally type name; integers
+    exactly (magnitude), or `beyond` 2**64. A bool promotes as a Python int does."""
+    if isinstance(value, (bool, np.bool_)):
+        value = int(value)
+    if isinstance(value, np.generic):
+        kind = _SCALAR_TYPES.get(value.dtype)
+        if kind is None:
+            raise TypeError(f"tally: a range of {value.dtype} with a bin estimator: numpy computes it in "
+                            f"{value.dtype}, which tally does not (it takes Python numbers and numpy's "
+                            "integer, float16, float32 and float64 scalars)")
+        if value.dtype.kind == "f":
+            return kind, float(value), False, 0, False
+        value = int(value)
+        return kind, float(value), value < 0, abs(value), False
+    if isinstance(value, float):
+        return "float", value, False, 0, False
+    if isinstance(value, int):
+        if abs(value) < 2**64:
+            return "int", float(value), value < 0, abs(value), False
+        return "int", float(value) if abs(value) < 2**1024 else math.copysign(math.inf, value), value < 0, 2**64 - 1, True
+    raise TypeError(f"tally: a range of {type(value).__name__} values with a bin estimator: tally takes Python "
+                    "numbers and numpy's integer and float scalars")
 
 
 def range_key(value):

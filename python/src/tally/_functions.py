@@ -174,20 +174,39 @@ def _has_nan_edges(bins):
     return e.dtype.kind in "fc" and bool(np.isnan(e).any())
 
 
+def _estimated_bins(src, name, range):
+    """numpy's number of equal bins for the estimator `name` (its _get_bin_edges with a str):
+    tally::estimate_bins over the samples on the host (a copy for samples in device memory), with
+    numpy's checks of the range first, its warning and its errors."""
+    first, last = _edges.outer_edges(src, range)
+    ends = None if range is None else (_edges.estimator_end(first), _edges.estimator_end(last))
+    samples = np.ascontiguousarray(src.host()).reshape(-1)  # numpy's ravel order; bfloat16 as float32
+    estimate, at_bound, failed, message, width = _tally.estimate_bins(name, samples, ends)
+    if width != 0 and all(isinstance(v, (bool, np.bool_)) for v in (first, last)):
+        # two bools promote as two Python ints but do not subtract: numpy's error where it does
+        raise TypeError("numpy boolean subtract, the `-` operator, is not supported, use the bitwise_xor, "
+                        "the `^` operator, or the logical_xor function instead.")
+    if at_bound:
+        warnings.warn("The number of bins estimated may be suboptimal.", RuntimeWarning, stacklevel=5)
+    if failed is not None:
+        raise {"ValueError": ValueError, "IndexError": IndexError, "OverflowError": OverflowError}[failed](message)
+    return int(estimate)
+
+
 def _edges_for(src, bins, range, weights):
     """numpy's _get_bin_edges: (host edges, output dtype, axis)."""
     if isinstance(bins, str):
-        # numpy's estimators ('auto', 'fd', 'sturges', ...) read every sample: they run in numpy
-        # on a host copy, and give the number of equal bins, which then take the path below.
+        # numpy's estimators ('auto', 'fd', 'sturges', ...) read every sample: the core's
+        # (tally::estimate_bins) give the number of equal bins, which then take the path below.
         if bins not in _ESTIMATORS:
             raise ValueError(f"{bins!r} is not a valid estimator for `bins`")
         if weights is not None:
             raise TypeError("Automated estimation of the number of bins is not supported for "
                             "weighted data")
-        edges = np.histogram_bin_edges(src.host().ravel(), bins, range)
-        if edges.size < 2:  # an estimate of no bins (a range too narrow for its width): numpy's edges
-            return edges, None, None
-        bins = edges.size - 1
+        bins = _estimated_bins(src, bins, range)
+        if bins < 1:  # an estimate of no bins (a width beyond the range): numpy's edges
+            edges, out_dtype = _edges.no_bins(src, bins, range)
+            return edges, out_dtype, None
     if np.ndim(bins) == 0:
         n = operator_index(bins, "`bins` must be an integer, a string, or an array")
         if n < 1:
@@ -256,8 +275,9 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, sum_dtype=N
     bins : int or sequence of scalars or str, optional
         The number of equal-width bins over `range` (default 10); or the bin edges, increasing
         monotonically (the last bin holds its right edge); or one of numpy's estimator names
-        ('auto', 'fd', 'doane', 'rice', 'scott', 'sqrt', 'stone', 'sturges'), which numpy
-        computes from a host copy of the data.
+        ('auto', 'fd', 'doane', 'rice', 'scott', 'sqrt', 'stone', 'sturges'), which tally's
+        core computes as numpy does for the samples' dtype (bfloat16 as its float32 values),
+        from a host copy of samples in device memory.
     range : (float, float), optional
         The lower and upper edge of equal-width bins; by default ``(a.min(), a.max())``.
         Samples outside it and NaN are not counted.
@@ -294,10 +314,12 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, sum_dtype=N
         `bins` not positive, not increasing, not 1-D or not an estimator's name; a range
         whose maximum is below its minimum or that is not finite; `weights` not of `a`'s
         shape or on another device; an unknown strategy or device; 'cuda' where CUDA is not
-        usable.
+        usable. Where numpy's estimator fails on the data (a NaN width, edges it cannot make),
+        numpy's ValueError, IndexError or OverflowError (an infinite count).
     TypeError
         `bins` not an integer, a string or an array; an estimator with `weights`; samples of
-        an unsupported dtype; a `strategy` that is not a str.
+        an unsupported dtype; a `strategy` that is not a str; an estimator with a range of a
+        type other than Python numbers and numpy's integer and float scalars (longdouble).
 
     See Also
     --------
@@ -355,7 +377,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, sum_dtype=N
     edges, out_dtype, axis = _edges_for(src, bins, range, w)
     if axis is None:  # fewer than two edges: no bins, as numpy (its dtypes: the weights')
         empty = np.zeros(0, np.float64 if density else np.int64 if w is None else w.given_dtype)
-        return src.result(empty), src.edges_result(edges)
+        return src.result(empty), src.edges_result(edges, out_dtype)
     values = fill([axis], [src], w, src, strategy, device)
     if edges_key is not None and not _call_cache.seen_before(key):
         key = edges_key = None  # an array of edges is kept from its second call: changing edges keep nothing
@@ -439,7 +461,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     bins : int or sequence of scalars or str, optional
         The number of equal-width bins (default 10), the edges themselves (checked to
         increase monotonically), or one of numpy's estimator names ('auto', 'fd', 'sturges',
-        ...), which numpy computes from a host copy of the data.
+        ...), computed as numpy computes them for the samples' dtype (:func:`histogram`).
     range : (float, float), optional
         The lower and upper edge; by default ``(a.min(), a.max())``.
     weights : array_like, optional
@@ -457,10 +479,12 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     ValueError
         `bins` not positive, not increasing, not 1-D or not an estimator's name; a range
         whose maximum is below its minimum or that is not finite; `weights` not of `a`'s
-        shape.
+        shape. Where numpy's estimator fails on the data, numpy's ValueError, IndexError or
+        OverflowError, as in :func:`histogram`.
     TypeError
         `bins` not an integer, a string or an array; an estimator with `weights`; samples of
-        an unsupported dtype.
+        an unsupported dtype; an estimator with a range that is not Python numbers or numpy's
+        integer and float scalars.
 
     See Also
     --------
