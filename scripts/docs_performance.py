@@ -343,6 +343,15 @@ def seed(data, _):
          "peer / automatic (speed)"], out)
 
 
+def seed_rows(data, _):
+    """examples/seeds/ whose rows are different operations: every timed row as it ran."""
+    out = [[r["experiment"], r["row"], power(r["n"]) if r["n"] else "-", f"{r['ms']:.3g}",
+            num(r["gbps"]) if r.get("gbps") else "-"] for r in data["rows"] if r["ms"]]
+    intro = (f"examples/seeds/ seed {data['seed']} ({data['title']}){', --quick' if data.get('quick') else ''}: "
+             f"median ms of the same run, every row checked first; the device copy {num(data['copy_gbps'])} GB/s.")
+    return data["device"], [intro, ""] + table(["experiment", "row", "n", "ms", "GB/s"], out)
+
+
 # kind -> (title, table); the page lists them in this order.
 KINDS = {
     "cpu": ("CPU backend", cpu),
@@ -359,7 +368,9 @@ KINDS = {
     "h200-patterns": ("Parallel patterns on an H200", patterns),
     "h200-seed-000": ("Seed 000 on an H200: LeetCUDA's histogram kernels", seed),
     "h200-seed-001": ("Seed 001 on an H200: CUB against atomics", seed),
+    "h200-seed-002": ("Seed 002 on an H200: LeetCUDA's sigmoid", seed),
     "h200-seed-003": ("Seed 003 on an H200: PMPP chapter 9", seed),
+    "h200-seed-004": ("Seed 004 on an H200: the CuPy/PyCUDA patterns", seed_rows),
 }
 
 
