@@ -18,7 +18,8 @@ namespace tally {
 ///  - warptiled: one kernel template over matmul_tiling: each warp owns a sub-tile of the block
 ///    tile (so that its shared-memory reads are few and broadcast), and a multi-stage cp.async
 ///    pipeline copies the next tiles of A and B while the current one is multiplied;
-///  - automatic: warptiled with its default tiling.
+///  - automatic: warptiled with its default tiling, or blocked128 where that tiling would give
+///    fewer blocks than the device has multiprocessors (small products).
 enum class matmul_strategy : std::uint8_t { automatic, tiled16, blocked128, warptiled };
 std::string_view name_of(matmul_strategy s);
 

@@ -399,7 +399,8 @@ def matmul(a, b, strategy="automatic"):
         arrays of one device (the CUDA backend, on the caller's current stream).
     strategy : str, optional
         The CUDA kernel, one of ``tally.patterns.MATMUL_STRATEGIES``: 'automatic' (the default:
-        'warptiled' with its default tiling), 'tiled16' (the textbook shared-memory kernel),
+        'warptiled' with its default tiling, 'blocked128' where its blocks would not fill the
+        device), 'tiled16' (the textbook shared-memory kernel),
         'blocked128' (register-blocked, double-buffered), 'warptiled' (warp tiles, a cp.async
         pipeline). Each sums every output's k products in order with fused multiply-adds, so all
         give the same bits. The CPU backend takes 'automatic' only.

@@ -369,13 +369,24 @@ template <int... I> constexpr auto warptiled_launchers(std::integer_sequence<int
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
+/// automatic's kernel: warptiled at its default tiling (128x256 tiles), unless that tiling gives
+/// fewer blocks than the device has multiprocessors; then blocked128's 128x128 tiles, which keep
+/// more of them busy (H200, N = 1024: 0.137 ms against warptiled's 0.218; bench/PERFORMANCE.md).
+matmul_strategy chosen(matmul_strategy asked, int m, int n) {
+  if (asked != matmul_strategy::automatic) return asked;
+  constexpr matmul_tiling t = cuda_matmul_tilings[cuda_matmul_default_tiling];
+  const std::int64_t blocks = std::int64_t{(m + t.bm - 1) / t.bm} * ((n + t.bn - 1) / t.bn);
+  return blocks < multiprocessors() ? matmul_strategy::blocked128 : matmul_strategy::warptiled;
+}
+
 }  // namespace
+
 
 void launch_matmul(const matmul_job& job) {
   static_assert(kBM == cuda_matmul_min_tile && kBN == cuda_matmul_min_tile, "tally::matmul checks the CUDA limits");
   const int m = static_cast<int>(job.m), n = static_cast<int>(job.n), k = static_cast<int>(job.k);
   const cudaStream_t stream = stream_of(job.options);
-  switch (job.options.strategy) {
+  switch (chosen(job.options.strategy, m, n)) {
     case matmul_strategy::tiled16: {
       const dim3 grid(static_cast<unsigned>((n + kTile16 - 1) / kTile16),
                       static_cast<unsigned>(std::min((m + kTile16 - 1) / kTile16, 65535)));
@@ -389,7 +400,7 @@ void launch_matmul(const matmul_job& job) {
       else matmul_blocked_kernel<false><<<blocks, kThreads, 0, stream>>>(job.a, job.b, job.c, m, n, k);
       break;
     }
-    case matmul_strategy::automatic:
+    case matmul_strategy::automatic:  // resolved by chosen()
     case matmul_strategy::warptiled: {
       static constexpr auto launchers =
           warptiled_launchers(std::make_integer_sequence<int, cuda_matmul_tiling_count>{});
