@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _tally
 from ._arrays import Source, int64_arg, to_host
+from ._types import FLOAT_TYPES
 from ._devices import _cupy, _torch
 
 
@@ -490,10 +491,7 @@ class Regular(Axis):
 
 def _float(src):
     """The samples as floats (integers as float64), in their library."""
-    x = src.obj
-    if src.lib == "torch":
-        return x if x.is_floating_point() else x.double()
-    return x if x.dtype.kind == "f" else x.astype(np.float64)
+    return src.obj if src.type in FLOAT_TYPES else src.converted(np.float64, "the samples").obj
 
 
 class Variable(Axis):
@@ -685,10 +683,6 @@ class _Category(Axis):
             raise IndexError("a category axis cannot be rebinned")
         return self if (a, end) == (0, self.bins) else self._with_categories(self._categories[a:end])
 
-    def _encode(self, src):
-        return self._grown(src)[0]
-
-
 class IntCategory(_Category):
     """An axis of integer categories, in the order given.
 
@@ -854,11 +848,7 @@ class Boolean(Axis):
         return Integer(a, end, **self._decoration())
 
     def _encode(self, src):
-        if src.type == "bool":
-            return src.bool_as_u8()
-        x = src.obj
-        return Source((x != 0).view(_torch().uint8) if src.lib == "torch" else
-                       (x != 0).view(np.uint8) if src.lib == "numpy" else (x != 0).view(_cupy().uint8))
+        return (src if src.type == "bool" else Source(src.obj != 0, "sample")).bool_as_u8()
 
 
 def _of(axis):
