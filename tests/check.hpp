@@ -155,6 +155,45 @@ inline void expect_within_summation_error(const std::vector<double>& got, const 
   }
 }
 
+/// Fills whose column or weights have stride 0 (one value repeated: a broadcast scalar, as a
+/// dataset's name beside its events) equal fills with the value written out: 1-D and 2-D,
+/// counts and sums, values kept and dropped. `place` takes a host column and gives a view of it
+/// where the backend of `o` reads it (the column itself for the CPU), kept alive to the end.
+template <class Place>
+void expect_stride_zero_repeats(tally::options o, Place&& place) {
+  const axis_spec category = integer_spec(0, 5), x_axis = regular_spec(20, -1.3, 2.7);
+  const std::int64_t n = 30011;
+  const tally::view x = place(random_column_for(x_axis, dtype::f32, dist::normal, n, 95));
+  std::vector<double> eighths(static_cast<std::size_t>(n));  // sums exact in any order
+  for (std::int64_t i = 0; i < n; ++i) eighths[static_cast<std::size_t>(i)] = static_cast<double>(i % 7 - 2) / 8;
+  const tally::view w = place(make_column(dtype::f64, eighths));
+  const auto repeated = [&](double value) {
+    tally::view v = place(typed_column<double>({value}));
+    v.size = n;
+    v.stride = 0;
+    return v;
+  };
+  const auto written = [&](double value) {
+    return place(typed_column<double>(std::vector<double>(static_cast<std::size_t>(n), value)));
+  };
+  for (const bool weighted : {false, true}) {
+    o.weighted = weighted;
+    for (const double value : {3.0, 0.5, -1.0, 7.0}) {  // kept (twice), underflow, overflow
+      SCOPED_TRACE((weighted ? "weighted, " : "counts, ") + std::to_string(value));
+      tally::histogram once(std::vector<tally::axis>{category.make(), x_axis.make()}, o), out(once);
+      const tally::view* weights = weighted ? &w : nullptr;
+      weighted ? once.fill({repeated(value), x}, *weights) : once.fill({repeated(value), x});
+      weighted ? out.fill({written(value), x}, *weights) : out.fill({written(value), x});
+      EXPECT_TRUE(once == out);
+      tally::histogram one_d(category.make(), o), written_1d(one_d);
+      weighted ? one_d.fill(repeated(value), repeated(0.375)) : one_d.fill(repeated(value));
+      weighted ? written_1d.fill(written(value), written(0.375)) : written_1d.fill(written(value));
+      EXPECT_TRUE(one_d == written_1d);
+      EXPECT_EQ(once.samples(), static_cast<std::uint64_t>(n));
+    }
+  }
+}
+
 /// The reference of `fills` fills of channel k of `interleaved` (`channels` a pixel) on `spec`'s axis.
 inline ref::result channel_reference(const axis_spec& spec, const tally::view& interleaved, int k, int channels,
                                      int fills) {

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
@@ -89,6 +90,15 @@ TEST_F(Device, NamedStrategiesStridedColumnsAndTwoDimensions) {
   ASSERT_GT(binned(want2), 0u);
   expect_matches(h2, want2, s.get());
   EXPECT_EQ(h2.shape(), (std::vector<std::int64_t>{64, 30}));
+}
+
+TEST_F(Device, StrideZeroColumnsAndWeightsRepeatOneValue) {
+  std::deque<column> hosts;
+  std::deque<device_column> copies;
+  expect_stride_zero_repeats(sync_options(), [&](column c) {
+    hosts.push_back(std::move(c));
+    return copies.emplace_back(hosts.back().view()).view();
+  });
 }
 
 TEST_F(Device, FillReturnsWhileItsStreamIsBlocked) {

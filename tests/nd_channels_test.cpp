@@ -2,6 +2,7 @@
 // first rejecting axis; weights; density) and interleaved channels, against the reference.
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,14 @@ TEST(FillND, FlowGoesToTheFirstRejectingAxis) {
   ref::result want = ref::empty(models(specs), false);
   ref::fill(want, models(specs), {x.view(), y.view()});
   expect_matches(h, want);
+}
+
+TEST(FillND, StrideZeroColumnsAndWeightsRepeatOneValue) {
+  std::deque<column> kept;
+  expect_stride_zero_repeats(cpu_options(), [&](column c) {
+    kept.push_back(std::move(c));
+    return kept.back().view();
+  });
 }
 
 TEST(ColumnsOf, SplitsARowMajorMatrixIntoStridedColumns) {

@@ -59,7 +59,8 @@ template <class T> inline constexpr dtype dtype_of = dtype_of_t<T>::value;
 
 /// A read-only, strided, typed sequence of `size` elements: element i is at
 /// `static_cast<const char*>(data) + i * stride * size_of(type)`. 64-bit sizes and strides,
-/// so inputs longer than 2^31 elements and strided columns work. Stride is in elements, >= 1.
+/// so inputs longer than 2^31 elements and strided columns work. Stride is in elements, >= 0:
+/// stride 0 repeats element 0 (a value broadcast to every sample, as numpy's broadcast_to).
 /// The memory may be host or device memory; backend::automatic picks the backend from it.
 struct view {
   const void* data = nullptr;

@@ -45,8 +45,10 @@ tally::dtype dtype_of(const nb::dlpack::dtype& t);
 /// The array as one strided view, or not_one_stride. With any_order (unweighted counts, where
 /// the order of the samples does not matter) the dimensions may be visited in any order and in
 /// either direction, so transposed and reversed arrays need no copy; otherwise the elements
-/// must come in C order (numpy's ravel order), as weights must pair with their samples.
-tally::view view_of(const any_array& a, bool any_order);
+/// must come in C order (numpy's ravel order), as weights must pair with their samples. With
+/// repeat_ok, an array of one value repeated (every stride 0: a broadcast scalar) is a view of
+/// stride 0, which histogram fills read without a copy.
+tally::view view_of(const any_array& a, bool any_order, bool repeat_ok = false);
 
 /// A fill's columns and weights as views. One unweighted column is read in any order (its
 /// samples pair with nothing); several columns, or weights, pair element by element in C order.

@@ -15,7 +15,7 @@ namespace {
 
 /// Weights, in C order: float32 or float64 (the package converts other types).
 tally::view weight_view(const any_array& weights) {
-  const tally::view w = view_of(weights, false);
+  const tally::view w = view_of(weights, false, true);
   if (w.type != tally::dtype::f32 && w.type != tally::dtype::f64)
     throw nb::type_error("tally: weights must be float32 or float64");
   return w;
@@ -46,7 +46,7 @@ tally::dtype dtype_of(const nb::dlpack::dtype& t) {
                            .c_str());
 }
 
-tally::view view_of(const any_array& a, bool any_order) {
+tally::view view_of(const any_array& a, bool any_order, bool repeat_ok) {
   tally::view v;
   v.type = dtype_of(a.dtype());
   const std::int64_t item = static_cast<std::int64_t>(tally::size_of(v.type));
@@ -70,6 +70,10 @@ tally::view view_of(const any_array& a, bool any_order) {
     }
     std::sort(dims.begin(), dims.end());
   }
+  if (repeat_ok && std::all_of(dims.begin(), dims.end(), [](const auto& d) { return d.first == 0; })) {
+    v.stride = 0;  // one value broadcast to every element (numpy's broadcast_to, torch's expand)
+    return v;
+  }
   if (dims[0].first < 1) throw not_one_stride{};
   for (std::size_t k = 1; k < dims.size(); ++k)
     if (dims[k].first != dims[k - 1].first * dims[k - 1].second) throw not_one_stride{};
@@ -80,7 +84,7 @@ tally::view view_of(const any_array& a, bool any_order) {
 
 fill_views::fill_views(const std::vector<any_array>& cs, const std::optional<any_array>& ws) {
   const bool any_order = cs.size() == 1 && !ws;
-  for (const auto& c : cs) columns.push_back(view_of(c, any_order));
+  for (const auto& c : cs) columns.push_back(view_of(c, any_order, true));
   if (ws) weights = weight_view(*ws);
 }
 

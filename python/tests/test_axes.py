@@ -248,3 +248,96 @@ def test_hist_users_convert_both_ways(rng):
     back = h.to_hist()
     assert isinstance(back, hist.Hist) and back.axes[0].label == "x [cm]" and list(back.axes[1]) == list(t.axes[1])
     np.testing.assert_array_equal(back.values(), t.values())
+
+
+def _as_weight_view(h):
+    """A Weight histogram's (values, variances), tally's or boost-histogram's."""
+    return np.asarray(h.values()), np.asarray(h.variances())
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_scalars_broadcast_over_the_other_columns_as_boost_histograms(rng, distribution):
+    n = 3000
+    x = samples(rng, "f64", n, distribution, -1.0, 11.0)
+    k = categories_like(rng, distribution, n, [0, 1, 2, 5])
+    w = samples(rng, "f64", n, distribution, -2.0, 3.0)
+    h = tally.Histogram([A.StrCategory(["ttbar"], growth=True), A.Regular(10, 0, 10), A.Integer(0, 4)],
+                        storage=tally.storage.Weight())
+    b = bh.Histogram(bh.axis.StrCategory(["ttbar"], growth=True), bh.axis.Regular(10, 0, 10), bh.axis.Integer(0, 4),
+                     storage=bh.storage.Weight())
+    for name, cut in (("ttbar", slice(0, 1000)), ("wjets", slice(1000, 2500)), ("ttbar", slice(2500, n))):
+        for hist in (h, b):
+            hist.fill(name, x[cut], k[cut], weight=w[cut])  # a scalar category beside arrays
+            hist.fill(name, x[cut], 3, weight=0.5)  # and a scalar integer and a scalar weight
+    assert h.axes[0].categories == list(b.axes[0])
+    for got, want in zip(_as_weight_view(h), _as_weight_view(b)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert h.samples == 2 * n
+    p = tally.Histogram([A.StrCategory(["a", "b"]), A.Regular(10, 0, 10)], storage="mean")
+    bp = bh.Histogram(bh.axis.StrCategory(["a", "b"]), bh.axis.Regular(10, 0, 10), storage=bh.storage.Mean())
+    for hist in (p, bp):
+        hist.fill("b", x, sample=w).fill("a", 5.0, sample=2.0)  # every column a scalar: one sample
+    np.testing.assert_allclose(p.view()["value"], bp.view()["value"], rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(p.view()["count"], bp.view()["count"])
+    # Only 0-d arrays broadcast; arrays of other shapes still must match.
+    with pytest.raises(ValueError, match="differ in shape"):
+        h.fill("ttbar", x, k[:10])
+
+
+@pytest.mark.parametrize("storage", [None, "double", "weight", "mean", "weighted_mean"])
+def test_zero_dimensional_histograms_are_boost_histograms(rng, storage):
+    kinds = {None: bh.storage.Int64, "double": bh.storage.Double, "weight": bh.storage.Weight,
+             "mean": bh.storage.Mean, "weighted_mean": bh.storage.WeightedMean}
+    h, b = tally.Histogram([], storage=storage), bh.Histogram(storage=kinds[storage]())
+    for _ in range(5):
+        kw = {}
+        if storage in ("double", "weight", "weighted_mean"):
+            kw["weight"] = float(rng.normal())
+            if storage == "weighted_mean":  # tally keeps a weighted mean's squared deltas >= 0
+                kw["weight"] = abs(kw["weight"]) + 0.1
+        if storage in ("mean", "weighted_mean"):
+            kw["sample"] = float(rng.normal())
+        h.fill(**kw)
+        b.fill(**kw)
+    assert h.ndim == 0 and h.axes == [] and h.samples == 5 and np.asarray(h).shape == ()
+    got, want = h.view(), b.view()
+    for field in (want.dtype.names or [None]):
+        g, w = (got, want) if field is None else (got[field], want[field])
+        np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=1e-12, atol=1e-12)
+    assert np.shape(h.values()) == np.shape(b.values()) == ()
+    assert h.to_boost() == b or storage in ("mean", "weighted_mean")  # boost updates means sample by sample
+    back = tally.Histogram.from_boost(h.to_boost())
+    assert back.view().tolist() == h.view().tolist()
+    assert pickle.loads(pickle.dumps(h)) == h
+    with pytest.raises(TypeError, match="0-D"):
+        h.fill(np.array([1.0]))
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_projecting_every_axis_away_leaves_a_zero_dimensional_total(rng, distribution):
+    x, y = (samples(rng, "f64", 2000, distribution, 0.0, 3.9) for _ in range(2))  # no flow: boost sums it
+    w = samples(rng, "f64", 2000, distribution, 0.0, 2.0)
+    h = tally.Histogram([A.Regular(4, 0, 4), A.Variable([0, 1, 3, 4])], storage="weight").fill(x, y, weight=w)
+    b = bh.Histogram(bh.axis.Regular(4, 0, 4), bh.axis.Variable([0, 1, 3, 4]), storage=bh.storage.Weight())
+    total, want = h.project(), b.fill(x, y, weight=w).project()
+    assert total.ndim == 0
+    np.testing.assert_allclose(total.values(), want.values(), rtol=1e-12)
+    np.testing.assert_allclose(total.variances(), want.variances(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_cuda_fills_broadcast_scalars_and_map_strings_as_the_cpu(rng, torch, distribution):
+    n = 20000
+    x = samples(rng, "f32", n, distribution, -1.0, 11.0)
+    w = samples(rng, "f32", n, distribution, 0.0, 2.0)
+    names = categories_like(rng, distribution, n, ["a", "b", "c"])
+    made = {}
+    for device in ("cpu", "cuda"):
+        h = tally.Histogram([A.StrCategory(["a"], growth=True), A.Regular(10, 0, 10), A.Integer(0, 3)],
+                            storage="weight", device=device)
+        xs, ws = (x, w) if device == "cpu" else (torch.from_numpy(x).cuda(), torch.from_numpy(w).cuda())
+        h.fill("b", xs, 2, weight=ws).fill(names, xs, 1, weight=0.25)  # strings mapped on the host, moved
+        made[device] = h
+    assert made["cuda"].axes[0].categories == made["cpu"].axes[0].categories
+    for got, want in zip(_as_weight_view(made["cuda"]), _as_weight_view(made["cpu"])):
+        assert_same_array(got, want)

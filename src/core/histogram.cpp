@@ -41,7 +41,7 @@ void check_view(const view& v, const std::string& what) {
   if (v.size < 0) throw error(what + ": size must be >= 0, got " + std::to_string(v.size));
   if (v.size > 0 && v.data == nullptr)
     throw error(what + ": null data pointer with " + std::to_string(v.size) + " elements");
-  if (v.stride < 1) throw error(what + ": stride must be >= 1 element, got " + std::to_string(v.stride));
+  if (v.stride < 0) throw error(what + ": stride must be >= 0 elements, got " + std::to_string(v.stride));
 }
 
 void check_fill(const std::vector<axis>& axes, bool weighted, const std::vector<view>& columns,

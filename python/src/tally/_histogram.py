@@ -13,11 +13,12 @@ from . import accumulators
 from .accumulators import WeightedSum
 from . import axis as tally_axis
 from . import storage as tally_storage
-from ._arrays import Source, backend_for, same_device, strategy_arg
-from ._devices import device_of
+from ._arrays import Source, backend_for, same_device, strategy_arg, to_host
+from ._devices import _cupy, _torch, device_of
 from ._functions import Plan, _in_layout, fill_into
 
 _STREAM_ABOVE = 64 << 20  # host bytes above which a CUDA histogram's fill streams (fill_streamed)
+_ONE_CELL = _tally.Axis.integer(0, 1)  # the core axis of a 0-D histogram's one cell
 _NO_LOCK = contextlib.nullcontext()
 
 
@@ -53,7 +54,8 @@ class Histogram:
     Parameters
     ----------
     axes : Axis or sequence of Axis
-        One axis (1-D) or a list or tuple of axes (N-D), from ``tally.axis``. With
+        One axis (1-D) or a list or tuple of axes (N-D), from ``tally.axis``; an empty list
+        makes a 0-D histogram of one cell, whose ``fill(weight=...)`` adds one sample. With
         `channels`: one axis shared by the channels, or one axis per channel (Regular
         without transform, Variable, Integer; none circular or growing).
     weighted : bool, optional
@@ -185,7 +187,7 @@ class Histogram:
     def _made(self, axes, flow=None):
         """A C++ histogram of this one's options over `axes` (flow counters as this one's)."""
         weighted, strategy, counts32, threads, exact_sums = self._options
-        return _tally.Hist([a._core for a in axes], weighted, strategy, self._backend,
+        return _tally.Hist([a._core for a in axes] or [_ONE_CELL], weighted, strategy, self._backend,
                            self._flow if flow is None else flow, counts32, threads, exact_sums)
 
     @property
@@ -289,7 +291,7 @@ class Histogram:
                [0, 2, 0, 0],
                [0, 0, 1, 1]])
         """
-        if not samples:
+        if not samples and self._axes:
             raise TypeError("fill() needs samples")
         if self._channels is not None:
             if sample is not None:
@@ -322,7 +324,7 @@ class Histogram:
             return None
         if sample is None:
             raise ValueError(f"fill: a {self._storage} histogram needs sample=, the values to average")
-        s = Source(sample, "sample")
+        s = _broadcast_scalar(Source(sample, "sample"), src)
         same_device(src, s, "sample")
         if s.size != n:
             raise ValueError(f"fill: {n} samples need as many sample= values, got {s.size}")
@@ -406,6 +408,10 @@ class Histogram:
         """The fill's first Source, its column Sources and its weights Source (or None)."""
         d = self.ndim
         strings = [isinstance(a, tally_axis.StrCategory) for a in self._axes]  # mapped from the given objects
+        if d == 0:
+            if samples:
+                raise TypeError("fill: a 0-D histogram takes no samples: fill() adds one (with weight= or sample=)")
+            samples, strings = (np.zeros((), np.uint8),), [False]  # the one cell's one sample
         if len(samples) == 1 and d > 1:
             if any(strings):
                 raise TypeError("fill: a histogram with a StrCategory axis takes one array per axis")
@@ -415,10 +421,10 @@ class Histogram:
                                  f"got shape {src.shape}")
             columns = [src.column(i) for i in range(d)]
         else:
-            if len(samples) != d:
+            if len(samples) != max(d, 1):
                 raise ValueError(f"fill: a {d}-D histogram takes {d} arrays, got {len(samples)}")
             columns = [x if s else Source(x, "sample").bool_as_u8() for x, s in zip(samples, strings)]
-        columns = self._mapped(columns)
+        columns = _broadcast(self._mapped(columns), strings)
         src = columns[0]
         for c in columns[1:]:
             same_device(src, c, "other columns")
@@ -429,7 +435,7 @@ class Histogram:
             if not self._hists[0].weighted or self._storage == "mean":
                 raise ValueError("fill: weights given to an unweighted histogram; make it with weighted=True "
                                  "(or storage='weighted_mean' for weighted means)")
-            w = Source(weight, "weight")
+            w = _broadcast_scalar(Source(weight, "weight"), src)
             same_device(src, w)
             if w.size != columns[0].size:
                 raise ValueError(f"fill: {columns[0].size} samples need as many weights, got {w.size}")
@@ -637,7 +643,7 @@ class Histogram:
 
     def _per_channel(self, arrays):
         if self._channels is None:
-            return arrays[0]
+            return arrays[0] if self._axes else arrays[0].reshape(())
         same = all(a.shape == arrays[0].shape for a in arrays)
         return np.stack(arrays) if same else arrays
 
@@ -893,7 +899,7 @@ class Histogram:
         if flow:
             return self._flow_bins("variances")
         if self._storage == "weight":
-            return self._moments[0].values()
+            return self._cells()[1]
         if self._storage in ("mean", "weighted_mean"):
             # The variance of each cell's mean, as boost-histogram's: the samples' variance over
             # the count (Mean) or over the sum of weights (WeightedMean); NaN where undefined.
@@ -1190,7 +1196,7 @@ class Histogram:
         Parameters
         ----------
         *axes : int
-            The axes to keep (each once).
+            The axes to keep (each once); none: a 0-D histogram of the total.
 
         Returns
         -------
@@ -1208,8 +1214,10 @@ class Histogram:
             raise TypeError("a channel histogram is one histogram per channel; it has no axes to project")
         n = len(self.axes)
         keep = [operator.index(a) for a in axes]
-        if not keep or len(set(keep)) != len(keep) or any(not 0 <= a < n for a in keep):
+        if len(set(keep)) != len(keep) or any(not 0 <= a < n for a in keep):
             raise ValueError(f"project: distinct axes of 0..{n - 1} expected, got {axes}")
+        if not keep:  # everything summed: a 0-D histogram, as boost-histogram's
+            return self._with_cells([], [np.asarray(p.sum()) for p in self._cells()])
         summed = self[{a: slice(None, None, sum) for a in range(n) if a not in keep}]
         order = sorted(keep)
         if keep == order:
@@ -1221,7 +1229,11 @@ class Histogram:
     def _cells(self):
         """The sums (counts) and the storage's moments, read together (a plain histogram's)."""
         with self._lock:
-            return [h.values() for h in self._hists[:1] + self._moments]
+            return [h.values().reshape(self._shape) for h in self._hists[:1] + self._moments]
+
+    @property
+    def _shape(self):
+        return tuple(a.bins for a in self._axes)
 
     # ---- merging, comparing, copying, pickling ----
 
@@ -1444,6 +1456,8 @@ class Histogram:
             raise ValueError("tally.Histogram: the pickle state's moments do not match its sums of weights")
         cores = hists[0].axes if channels is None else [h.axes[0] for h in hists]
         decorations = state.get("axes", [None] * len(cores))
+        if decorations == [] and channels is None and list(cores) == [_ONE_CELL]:
+            cores = []  # a 0-D histogram: its one cell's core axis stands for no axis
         if not isinstance(decorations, (list, tuple)) or len(decorations) != len(cores):
             raise ValueError("tally.Histogram: the pickle state's axes do not match its histograms'")
         axes = [tally_axis._of(core) if d is None else _decorated_axis(d, core)
@@ -1691,6 +1705,43 @@ def _check_channels(hists):
         if h.counts32 != hists[0].counts32 or h.samples != hists[0].samples:
             raise ValueError(f"tally.Histogram: channel {c} of the pickle state differs from channel 0 in its "
                              "count width or samples")
+
+
+def _broadcast(columns, strings):
+    """The mapped columns of an N-D fill in one shape, on one device: scalars (0-d) broadcast to
+    the first array column's shape without a copy per sample (boost-histogram's
+    ``fill("ttbar", pt, eta)``), and a StrCategory's codes (mapped on the host) moved to that
+    column's device."""
+    ref = next((c for c in columns if c.ndim), None)
+    if ref is None:
+        return columns
+    return [c if c is ref else _broadcast_scalar(c, ref) if c.ndim == 0 else _placed_like(c, ref) if s else c
+            for c, s in zip(columns, strings)]
+
+
+def _broadcast_scalar(s, ref):
+    """Source s broadcast to ref's shape where s is 0-d and ref is not; else s."""
+    return _placed_like(s, ref) if s.ndim == 0 and ref.ndim else s
+
+
+def _placed_like(s, ref):
+    """Source s (a 0-d scalar, or a host array of ref's shape) in ref's library and on ref's
+    device, a scalar as a view of stride 0 in ref's shape; unchanged where ref's library is not
+    numpy, torch or cupy, or s is on a device and ref on the host (the fill then names both)."""
+    if s.ndim and (s.device, s.index) == (ref.device, ref.index):
+        return s
+    if ref.lib == "torch":
+        t = s.obj.to(ref.obj.device) if s.lib == "torch" else _torch().as_tensor(to_host(s.obj)).to(ref.obj.device)
+        return Source(t.expand(ref.shape) if t.dim() == 0 else t, "sample")
+    if ref.lib == "cupy":
+        cupy = _cupy()
+        with cupy.cuda.Device(ref.index):
+            c = cupy.asarray(s.obj if s.on_cuda else to_host(s.obj))
+            return Source(cupy.broadcast_to(c, ref.shape) if c.ndim == 0 else c, "sample")
+    if ref.lib == "numpy" and not s.on_cuda:
+        x = to_host(s.obj)
+        return Source(np.broadcast_to(x, ref.shape) if x.ndim == 0 else x, "sample")
+    return s
 
 
 def _host_bytes(columns, weights):

@@ -786,8 +786,8 @@ class StrCategory(_Category):
         return self._categories.index(value) if value in self._categories else len(self._categories)
 
     def _grown(self, src):
-        values = np.asarray([src] if isinstance(src, str) else src.obj if isinstance(src, Source) else src)
-        values = values.ravel()
+        given = np.asarray(src.obj if isinstance(src, Source) else src)
+        values = given.ravel()
         if values.size and values.dtype.kind not in "UO":
             raise TypeError(f"tally.axis.StrCategory: samples must be strings, got {values.dtype}")
         uniq, inverse = np.unique(values.astype(str), return_inverse=True)
@@ -799,8 +799,8 @@ class StrCategory(_Category):
                 grown = self._with_categories(self._categories + tuple(new))
                 lookup = {c: k for k, c in enumerate(grown._categories)}
         n = len(lookup)
-        codes = np.array([lookup.get(u, n) for u in uniq.tolist()], np.int64)[inverse.ravel()]
-        return Source(codes.astype(np.int32), "sample"), grown
+        codes = np.array([lookup.get(u, n) for u in uniq.tolist()], np.int32)[inverse.ravel()]
+        return Source(codes.reshape(given.shape), "sample"), grown
 
 
 class Boolean(Axis):
