@@ -352,6 +352,36 @@ def seed_rows(data, _):
     return data["device"], [intro, ""] + table(["experiment", "row", "n", "ms", "GB/s"], out)
 
 
+def hep(data, _):
+    """bench/hep_bench.py: every row's time and rates, then the issue's targets, each met or missed."""
+    meta, rows = data["meta"], data["rows"]
+    short = {"weight": "dataset x pt x eta, Weight", "profile": "dataset x pt, Mean of the mass"}
+    out = [[short.get(r["histogram"], r["histogram"]), r["row"], num(r["seconds"] * 1e3), num(r["events_per_s"] / 1e6),
+            num(r["gbs"]), f"{r['of_read']:.2f}" if "of_read" in r else "-"]
+           for r in sorted(rows, key=lambda r: list(short).index(r["histogram"]) if r["histogram"] in short else 2)]
+    goals = {"of_read": "GPU fill / read rate", "vs_cuda_histogram": "speed over cuda-histogram",
+             "vs_boost_all_threads": "speed over boost-histogram, all threads", "cpu_vs_boost_1_thread":
+             "one thread's speed over boost-histogram's"}
+    aims = [[short.get(t["histogram"], t["histogram"]), t["row"], goals.get(t["target"], t["target"]),
+             t.get("peer", "-"), f"{t['value']:.2f}", f">= {t['goal']:g}", "met" if t["met"] else "missed"]
+            for t in data["targets"]]
+    checks = data["checks"]
+    versions = meta["versions"]
+    peers = ", ".join(f"{name} {versions[key]}" for name, key in (("boost-histogram", "boost_histogram"),
+                      ("hist", "hist"), ("cuda-histogram", "cuda_histogram"), ("torch", "torch"), ("cupy", "cupy"))
+                      if versions.get(key))
+    intro = (f"bench/hep_bench.py: {meta['events']:,} events of {len(meta['datasets'])} datasets, one fill call a "
+             f"dataset with its name as a scalar, into a new histogram; GPU rows median of CUDA events, CPU rows "
+             f"median wall clock, {meta['cpus']} host threads; GB/s of input (12 bytes an event for Weight, 8 for "
+             f"Mean); the device's read rate {num(data['read_gbs'])} GB/s (torch.sum over 1 GiB, in the same run). "
+             f"{peers}. Checks against boost-histogram and between tally's rows: {sum(c['passed'] for c in checks)} of "
+             f"{len(checks)} passed" + (f"; skipped: {'; '.join(data['skipped'])}." if data["skipped"] else "."))
+    return meta["device"], ([intro, ""] + table(["histogram", "row", "ms", "M events/s", "GB/s", "of read rate"], out)
+                            + ["", f"Targets (issue 40): {sum(t['met'] for t in data['targets'])} of "
+                               f"{len(data['targets'])} met.", ""]
+                            + table(["histogram", "row", "target", "against", "value", "goal", "state"], aims))
+
+
 # kind -> (title, table); the page lists them in this order.
 KINDS = {
     "cpu": ("CPU backend", cpu),
@@ -371,6 +401,7 @@ KINDS = {
     "h200-seed-002": ("Seed 002 on an H200: LeetCUDA's sigmoid", seed),
     "h200-seed-003": ("Seed 003 on an H200: PMPP chapter 9", seed),
     "h200-seed-004": ("Seed 004 on an H200: the CuPy/PyCUDA patterns", seed_rows),
+    "h200-hep": ("A HEP-style fill on an H200 against boost-histogram, hist and cuda-histogram", hep),
 }
 
 
