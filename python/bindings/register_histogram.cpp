@@ -7,10 +7,13 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 using namespace nb::literals;
@@ -273,6 +276,119 @@ nb::tuple fill_and_take(std::vector<tally::axis> axes, const std::vector<any_arr
   return nb::make_tuple(values, nb::make_tuple(dropped.underflow, dropped.overflow, dropped.nan));
 }
 
+namespace {
+
+/// The host array `out` as a C-contiguous block of `cells` elements of T, else a ValueError.
+template <class T>
+T* out_cells(const nb::ndarray<nb::c_contig, nb::device::cpu>& out, std::int64_t cells, const char* what) {
+  if (out.dtype() != nb::dtype<T>() || static_cast<std::int64_t>(out.size()) != cells)
+    throw tally::error(std::string("fill_into: out must hold the ") + std::to_string(cells) + " cells as " + what);
+  return static_cast<T*>(out.data());
+}
+
+/// Cells converted into the caller's array, every one written (out need not be zeroed).
+template <class In, class Out> void copy_cells(const In* cells, std::int64_t n, Out* out) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(cells[i]);
+}
+
+/// The smallest and largest of n > 0 values of T at `data`, `step` bytes apart (read by
+/// memcpy, as the backends read samples: unaligned arrays are fine), and whether any is NaN;
+/// which of -0.0 and 0.0 is returned is left open (numpy's own reduction answers zeros). Four
+/// independent minima and maxima, so that no comparison waits on the one before.
+template <class T> std::tuple<T, T, bool> scan_extremes(const char* data, std::int64_t n, std::int64_t step) {
+  T lo[4], hi[4];
+  std::memcpy(&lo[0], data, sizeof(T));
+  for (int j = 0; j < 4; ++j) lo[j] = hi[j] = lo[0];
+  bool nan = false;
+  const auto take = [&](int j, std::int64_t i) {
+    T v;
+    std::memcpy(&v, data + i * step, sizeof v);
+    if constexpr (std::is_floating_point_v<T>) nan |= v != v;
+    lo[j] = v < lo[j] ? v : lo[j];
+    hi[j] = hi[j] < v ? v : hi[j];
+  };
+  std::int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int j = 0; j < 4; ++j) take(j, i + j);
+  for (; i < n; ++i) take(0, i);
+  for (int j = 1; j < 4; ++j) {
+    lo[0] = lo[j] < lo[0] ? lo[j] : lo[0];
+    hi[0] = hi[0] < hi[j] ? hi[j] : hi[0];
+  }
+  return {lo[0], hi[0], nan};
+}
+
+template <class T> nb::object extremes_of(const tally::view& v) {
+  const char* data = static_cast<const char*>(v.data);
+  const auto [lo, hi, nan] = v.stride == 1 ? scan_extremes<T>(data, v.size, sizeof(T))
+                                           : scan_extremes<T>(data, v.size, v.stride * static_cast<std::int64_t>(sizeof(T)));
+  if constexpr (std::is_floating_point_v<T>) {
+    if (nan) return nb::make_tuple(NAN, NAN);
+    return nb::make_tuple(static_cast<double>(lo), static_cast<double>(hi));
+  } else {
+    return nb::make_tuple(lo, hi);
+  }
+}
+
+}  // namespace
+
+/// fill_and_take's fill of one axis, its cells written into the caller's `out` (the axis' bins,
+/// C-contiguous, on the host: int64, float64 or float32 for counts, float64 or float32 for sums) in place
+/// of an array that owns the histogram: a small call's numpy.empty costs a tenth of handing a new
+/// array to numpy. Always over the automatic backend. Returns the flow counts as (underflow,
+/// overflow, nan), zeros without `flow`.
+nb::tuple fill_into(tally::axis axis, const any_array& column, const std::optional<any_array>& weights,
+                    nb::ndarray<nb::c_contig, nb::device::cpu> out, const std::string& strategy, bool flow,
+                    std::int64_t sum_block) {
+  const fill_views v({column}, weights);
+  const std::int64_t cells = axis.bins();
+  tally::histogram h(std::move(axis), make_options(weights.has_value(), strategy, tally::backend::automatic, flow,
+                                                   false, 0, false, sum_block));
+  // Without the GIL only where the fill takes longer than releasing it.
+  constexpr std::int64_t kReleaseFrom = 1 << 14;
+  {
+    std::optional<nb::gil_scoped_release> release;
+    if (v.columns[0].size >= kReleaseFrom) release.emplace();
+    if (v.weights) h.fill(v.columns[0], *v.weights);
+    else h.fill(v.columns[0]);
+  }
+  if (h.weighted()) {
+    // float32 sums: the float64 sums rounded once, as numpy's float32 result of float32 weights.
+    if (out.dtype() == nb::dtype<float>()) copy_cells(h.sums_data(), cells, out_cells<float>(out, cells, "float32"));
+    else copy_cells(h.sums_data(), cells, out_cells<double>(out, cells, "float64 or float32"));
+  } else if (out.dtype() == nb::dtype<std::int64_t>()) {
+    copy_cells(h.counts_u64(), cells, out_cells<std::int64_t>(out, cells, "int64"));
+  } else if (out.dtype() == nb::dtype<double>()) {
+    copy_cells(h.counts_u64(), cells, out_cells<double>(out, cells, "float64"));
+  } else {
+    copy_cells(h.counts_u64(), cells, out_cells<float>(out, cells, "int64, float64 or float32"));
+  }
+  const tally::flow_counts dropped = flow ? h.flow() : tally::flow_counts{};
+  return nb::make_tuple(dropped.underflow, dropped.overflow, dropped.nan);
+}
+
+/// numpy's a.min(), a.max() of a host array of integers (Python ints) or of float32 or float64
+/// (Python floats; NaN for both where any sample is NaN; either sign of a zero), in one scalar
+/// pass: for small arrays, where numpy's two reductions cost more than the samples; None for an
+/// empty array or another type (the package then asks numpy).
+nb::object extremes(const any_array& a) {
+  const tally::view v = view_of(a, true, true);
+  if (v.size == 0) return nb::none();
+  switch (v.type) {
+    case tally::dtype::u8: return extremes_of<std::uint8_t>(v);
+    case tally::dtype::i8: return extremes_of<std::int8_t>(v);
+    case tally::dtype::u16: return extremes_of<std::uint16_t>(v);
+    case tally::dtype::i16: return extremes_of<std::int16_t>(v);
+    case tally::dtype::u32: return extremes_of<std::uint32_t>(v);
+    case tally::dtype::i32: return extremes_of<std::int32_t>(v);
+    case tally::dtype::u64: return extremes_of<std::uint64_t>(v);
+    case tally::dtype::i64: return extremes_of<std::int64_t>(v);
+    case tally::dtype::f32: return extremes_of<float>(v);
+    case tally::dtype::f64: return extremes_of<double>(v);
+    default: return nb::none();
+  }
+}
+
 void register_histogram(nb::module_& m) {
   nb::class_<py_histogram>(m, "Hist")
       .def(nb::init<std::vector<tally::axis>, bool, const std::string&, const std::string&, bool, bool, int, bool,
@@ -304,6 +420,9 @@ void register_histogram(nb::module_& m) {
 
   m.def("fill_and_take", &fill_and_take, "axes"_a, "columns"_a, "weights"_a.none(), "strategy"_a, "backend"_a,
         "flow"_a, "sum_block"_a);
+  m.def("fill_into", &fill_into, "axis"_a, "column"_a, "weights"_a.none(), "out"_a.noconvert(), "strategy"_a,
+        "flow"_a, "sum_block"_a);
+  m.def("extremes", &extremes, "a"_a);
   m.def("merge", &merge_all, "into"_a, "other"_a);
   m.def("equal", &equal_all, "a"_a, "b"_a);
   m.def("copy", &copy_all, "histograms"_a, nb::rv_policy::take_ownership);

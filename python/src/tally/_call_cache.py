@@ -12,6 +12,10 @@ fill; its counts are written by tally::count_into (count_address) into an array 
 library, one launch for a small fill, or come back as the histogram's own cells (fill_address)
 where they are int64 counts of a larger one or flow counts are wanted. The current stream, new
 arrays and addresses come from _devices.
+
+Small calls on numpy arrays keep their argument-derived parts too (HostCall): the axis and
+numpy's edges by (function, bins, range or edges, dtype), so that a later equal call checks the
+array's type and fills (_tally.fill_into: the counts written into a new numpy array).
 """
 
 from . import _caches, _edges, _tally
@@ -103,6 +107,40 @@ def count_address(lib, a, n, axes, bins, sample_type, index, stream, strategy, o
     out = new_array(lib, index, (bins,), NUMPY_NAMES[out_type])
     _tally.count_address(axes, address(lib, a), n, sample_type, strategy, stream, address(lib, out), out_type)
     return out
+
+
+_host_calls = {}
+# Distinct kept host calls (their edges at most HOST_CELLS_MAX + 1); beyond, the table starts again.
+_HOST_CALLS_MAX = 256
+# The most cells a kept host call copies out of the extension's histogram into a new array
+# (fill_into) in place of taking its storage (fill_and_take): a copy of 32 KiB costs about what
+# the hand-over of a new array to numpy does.
+HOST_CELLS_MAX = 1 << 12
+
+
+def host_get(key):
+    return _host_calls.get(key)
+
+
+def host_keep(key, call):
+    if len(_host_calls) >= _HOST_CALLS_MAX:
+        _host_calls.clear()
+    _host_calls[key] = call
+
+
+_caches.register("host calls", "what a 1-D call on a numpy array derives from its arguments (HostCall)",
+                 "(function, bins, range or edges, dtype)", f"{_HOST_CALLS_MAX}; emptied whole when full",
+                 lambda: len(_host_calls), _host_calls.clear)
+
+
+class HostCall:
+    """One host call's argument-derived parts: the axis, its bins, and numpy's edges (read-only,
+    returned as a copy; None for calls that return none)."""
+
+    __slots__ = ("axis", "bins", "edges")
+
+    def __init__(self, axis, edges=None):
+        self.axis, self.bins, self.edges = axis, axis.bins, edges
 
 
 class CachedCall:

@@ -12,7 +12,7 @@ import numpy as np
 from . import _caches, _call_cache, _devices, _edges, _tally
 from ._arrays import Source, backend_for, int64_arg, operator_index, same_device, strategy_arg, to_host
 from ._devices import _cupy, _torch, device_of, require_cuda
-from ._types import FLOAT_TYPES, NUMPY_NAMES
+from ._types import _NATIVE, FLOAT_TYPES, NUMPY_NAMES
 
 _range = builtins.range
 
@@ -41,10 +41,14 @@ def _numpy_protocol(np_function, relevant):
 
 
 _NDARRAY_FUNCTION = np.ndarray.__array_function__
+# Types of the common arguments, which override nothing: looked up before any attribute.
+_PLAIN_TYPES = frozenset((type(None), np.ndarray, int, float, bool, str, tuple, list))
 
 
 def _overridden(values):
     for v in values:
+        if type(v) in _PLAIN_TYPES:
+            continue
         method = getattr(type(v), "__array_function__", None)
         if method is None or method is _NDARRAY_FUNCTION:
             continue
@@ -345,8 +349,15 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, sum_dtype=N
     >>> np.array_equal(hist, np.histogram(y, 64, range=(-4, 4))[0]), edges.dtype
     (True, dtype('float32'))
     """
-    key = edges_key = None
-    if not density and (weights is None or sum_dtype is None) and device is None:
+    key = edges_key = host_key = None
+    if type(a) is np.ndarray and not density and sum_dtype is None and device is None and type(strategy) is str:
+        host_key = _host_histogram_key(a, bins, range)
+        kept = None if host_key is None else _call_cache.host_get(host_key)
+        if kept is not None:
+            result = _histogram_on_host(kept, a, weights, strategy)
+            if result is not None:
+                return result
+    elif not density and (weights is None or sum_dtype is None) and device is None:
         if type(bins) is int and type(range) in (tuple, list):
             key = _kept_key("histogram", a, bins, range, strategy, weights)
         elif type(bins) is np.ndarray and range is None:
@@ -379,6 +390,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, sum_dtype=N
         empty = np.zeros(0, np.float64 if density else np.int64 if w is None else w.given_dtype)
         return src.result(empty), src.edges_result(edges, out_dtype)
     values = fill([axis], [src], w, src, strategy, device)
+    if host_key is not None and out_dtype is None:
+        _call_cache.host_keep(host_key, _call_cache.HostCall(axis, _read_only(edges)))
     if edges_key is not None and not _call_cache.seen_before(key):
         key = edges_key = None  # an array of edges is kept from its second call: changing edges keep nothing
     edges_out = src.edges_result(edges, out_dtype, edges_key)
@@ -393,6 +406,83 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, sum_dtype=N
         widths = src.result(np.array(np.diff(edges), float))
         return values / widths / values.sum(), edges_out
     return values, edges_out
+
+
+# Weights a kept host call sums: numpy's float32 and float64 (native byte order).
+_FLOAT_WEIGHTS = (np.dtype(np.float64), np.dtype(np.float32))
+
+
+def _host_histogram_key(a, bins, range):
+    """The key of a histogram call's kept parts on the host (_call_cache.HostCall), or None:
+    `a` a numpy array of a numeric dtype but bool (which warns on every call), and `bins` a count
+    with `range` two plain Python numbers or None (the samples' extremes, _data_ends), or a numpy
+    array of edges (_edges_key) with no range; at most HOST_CELLS_MAX bins."""
+    dtype = a.dtype
+    if _NATIVE.get(dtype, "bool") == "bool":
+        return None
+    if type(bins) is int and bins <= _call_cache.HOST_CELLS_MAX:
+        if range is None:
+            ends = _data_ends(a)
+        elif type(range) in (tuple, list) and len(range) == 2:
+            ends = _call_cache.number_key(range[0]), _call_cache.number_key(range[1])
+        else:
+            return None
+        return None if ends is None or None in ends else ("histogram", bins, ends, dtype)
+    if type(bins) is np.ndarray and range is None and bins.size <= _call_cache.HOST_CELLS_MAX + 1:
+        edges = _edges_key(bins)
+        return None if edges is None else ("histogram", edges, dtype)
+    return None
+
+
+# The most samples whose extremes the extension finds (_tally.extremes, one scalar pass): for
+# more, numpy's vectorised min and max are faster, and the call's fixed cost is not what counts.
+_EXTREMES_MAX = 1 << 12
+
+
+def _data_ends(a):
+    """A key for numpy's a.min() and a.max() (scalars of a's dtype, which the key names), from
+    the extension's one pass over the samples: ('data', min, max) as Python numbers; None where
+    numpy's own reduction answers: no samples or more than _EXTREMES_MAX, float16, NaN, or a
+    float zero (whose sign numpy's reduction picks)."""
+    if a.size > _EXTREMES_MAX:
+        return None
+    try:
+        ends = _tally.extremes(a)
+    except _tally.LayoutError:
+        return None
+    if ends is None:
+        return None
+    lo, hi = ends
+    if type(lo) is float and (lo != lo or lo == 0 or hi == 0):
+        return None
+    return "data", lo, hi
+
+
+def _histogram_on_host(kept, a, weights, strategy):
+    """histogram's counts of numpy array `a` (or sums of float weights of a's shape, of their
+    dtype) over a kept call's axis, and a copy of its edges; None where the full path answers:
+    other weights, or a layout that needs a copy."""
+    if weights is None:
+        out = np.empty(kept.bins, np.int64)
+    elif type(weights) is np.ndarray and weights.dtype in _FLOAT_WEIGHTS and weights.shape == a.shape:
+        out = np.empty(kept.bins, weights.dtype)
+    else:
+        return None
+    try:
+        _tally.fill_into(kept.axis, a, weights, out, strategy, False, 65536)
+    except _tally.LayoutError:
+        return None
+    return out, kept.edges.copy()
+
+
+def _read_only(edges):
+    """Edges to keep: tally's cached regular edges as they are (read-only), else a read-only copy
+    (a caller's array may change)."""
+    if _edges.is_kept(edges):
+        return edges
+    edges = np.array(edges)
+    edges.flags.writeable = False
+    return edges
 
 
 def _kept_key(function, a, bins, range, strategy, weights=None, array=None):
@@ -880,7 +970,12 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=No
     True
     """
     key = None
-    if device is None and type(minlength) is int and minlength >= 0 and type(strategy) is str:
+    if type(x) is np.ndarray and device is None and type(minlength) is int and minlength >= 0 and \
+            type(strategy) is str:
+        values = _bincount_on_host(x, weights, minlength, strategy)
+        if values is not None:
+            return values
+    elif device is None and type(minlength) is int and minlength >= 0 and type(strategy) is str:
         array = _devices.tensor_key(x)
         key = None if array is None or array[3] != 1 else ("bincount", minlength, strategy, array)
         if key is not None and weights is not None:  # sums: kept with minlength only (no maximum to find)
@@ -951,6 +1046,36 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=No
     if key is not None and minlength == 0 and not learn:
         _call_cache.keep(key, _call_cache.CachedCall(src.lib, src.index, src.type, None))  # the axis from the maximum
     return _bincount_by_max(src, w, minlength, strategy, device, learn)
+
+
+# numpy's integer dtypes (native byte order) whose bincount _bincount_on_host counts.
+_INTEGER_DTYPES = frozenset(d for d, t in _NATIVE.items()
+                            if t in ("u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64"))
+# Fewer samples than tally/bincount.hpp's least learned length never take the one-pass plan:
+# plan_bincount's answer for them is the maximum first (or minlength's one pass, the same counts).
+_BINCOUNT_SMALL = 1 << 12
+
+
+def _bincount_on_host(x, weights, minlength, strategy):
+    """bincount of a small 1-D numpy array of integers (and float weights of its shape) over
+    0 .. max(x), the extremes found by the extension in one pass (numpy's ValueError for
+    negative values), the counts written into a new array (fill_into); None where the full path
+    answers: other arrays or weights, many samples, or more than HOST_CELLS_MAX bins."""
+    if x.ndim != 1 or not 0 < x.size < _BINCOUNT_SMALL or x.dtype not in _INTEGER_DTYPES:
+        return None
+    if weights is not None and not (type(weights) is np.ndarray and weights.dtype in _FLOAT_WEIGHTS and
+                                    weights.shape == x.shape):
+        return None
+    lo, hi = _tally.extremes(x)
+    length = hi + 1 if hi >= minlength else minlength
+    if lo < 0 or length > _call_cache.HOST_CELLS_MAX:  # numpy's errors, or many bins: the full path
+        return None
+    out = np.empty(length, np.int64 if weights is None else np.float64)
+    try:
+        _tally.fill_into(_integer_axis(length), x, weights, out, strategy, False, 0)
+    except _tally.LayoutError:  # weighted samples in reverse order: the full path's copy
+        return None
+    return out
 
 
 def _bincount_kept_by_max(kept, x, strategy):
@@ -1061,8 +1186,13 @@ def histc(input, bins=100, min=0, max=0, *, out=None, strategy="automatic", devi
     """
     if out is not None:
         return _into(out, histc(input, bins, min, max, strategy=strategy, device=device))
-    key = None
-    if device is None and type(bins) is int:
+    key = host_key = None
+    if type(input) is np.ndarray and device is None and type(bins) is int and type(min) in (int, float) and \
+            type(max) in (int, float) and type(strategy) is str:
+        values, host_key = _histc_on_host(input, bins, min, max, strategy)
+        if values is not None:
+            return values
+    elif device is None and type(bins) is int:
         key = _kept_key("histc", input, bins, (min, max), strategy)
         if key is not None and min == max:  # the range comes from the data
             key = None
@@ -1089,7 +1219,44 @@ def histc(input, bins=100, min=0, max=0, *, out=None, strategy="automatic", devi
     values = fill([axis], [src], None, src, strategy, device)
     if key is not None:
         _call_cache.keep(key, _call_cache.CachedCall(src.lib, src.index, src.type, [axis]))
+    if host_key is not None:
+        _call_cache.host_keep(host_key, _call_cache.HostCall(axis))
     return _histc_result(values, src.lib, src.type)
+
+
+def _histc_on_host(input, bins, min, max, strategy):
+    """histc of a numpy array (of a numeric dtype but bool and float16) over a kept call's axis,
+    the counts written into a new array of the result's dtype; (counts or None, the call's key
+    or None). The key: the bins, the range (where min == max the samples' extremes, as
+    _data_ends finds them: none for NaN, a float zero, or more than _EXTREMES_MAX samples) and
+    the dtype. No key for other inputs, more than HOST_CELLS_MAX bins, or an empty input
+    with min == max."""
+    sample_type = _NATIVE.get(input.dtype, "bool")
+    if sample_type in ("bool", "f16") or bins > _call_cache.HOST_CELLS_MAX:
+        return None, None
+    lo, hi = float(min), float(max)
+    if lo == hi:
+        if input.size > _EXTREMES_MAX:
+            return None, None
+        try:
+            ends = _tally.extremes(input)
+        except _tally.LayoutError:
+            return None, None
+        if ends is None:
+            return None, None
+        if type(ends[0]) is float and (ends[0] != ends[0] or ends[0] == 0 or ends[1] == 0):
+            return None, None
+        lo, hi = float(ends[0]), float(ends[1])
+    key = "histc", bins, _edges.range_key(lo), _edges.range_key(hi), input.dtype
+    kept = _call_cache.host_get(key)
+    if kept is None:
+        return None, key
+    out = np.empty(kept.bins, NUMPY_NAMES[_histc_type("numpy", sample_type)])
+    try:
+        _tally.fill_into(kept.axis, input, None, out, strategy, False, 65536)
+    except _tally.LayoutError:
+        return None, None
+    return out, key
 
 
 def _into(out, result):
