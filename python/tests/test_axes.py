@@ -182,13 +182,29 @@ def test_category_axes_slice_select_and_project():
         h[::2j, :]
 
 
-def test_merging_needs_the_same_categories():
+def test_merging_grown_axes_takes_their_union_as_boost_histogram():
+    # Growing axes that grew apart merge into their union: the left one's bins, then the right
+    # one's new ones, as boost-histogram's merge; fixed axes must still be the same.
     a = tally.Histogram(A.StrCategory(["a"], growth=True)).fill(["a", "b"])
-    b = tally.Histogram(A.StrCategory(["a"], growth=True)).fill(["a", "c"])
+    b = tally.Histogram(A.StrCategory(["a"], growth=True)).fill(["a", "c", "c", "b"])
+    ba = bh.Histogram(bh.axis.StrCategory(["a"], growth=True), storage=bh.storage.Int64()).fill(["a", "b"])
+    bb = bh.Histogram(bh.axis.StrCategory(["a"], growth=True), storage=bh.storage.Int64()).fill(["a", "c", "c", "b"])
+    for got, want in ((a + b, ba + bb), (b + a, bb + ba)):
+        assert got.axes[0].categories == list(want.axes[0])
+        assert got.values().tolist() == want.values().tolist() and got.samples == 6
+    assert a.axes[0].categories == ["a", "b"] and b.axes[0].categories == ["a", "c", "b"]  # + leaves them
+    c = tally.Histogram([A.Integer(0, 2, growth=True), A.IntCategory([5], growth=True)], storage="weight")
+    d = c.copy()
+    c.fill(np.array([0, 5]), np.array([5, 7]), weight=np.array([1.5, 2.0]))
+    d.fill(np.array([-3, 1]), np.array([9, 7]), weight=np.array([0.5, 3.0]))
+    whole = tally.Histogram([A.Integer(0, 2, growth=True), A.IntCategory([5], growth=True)], storage="weight")
+    whole.fill(np.array([0, 5, -3, 1]), np.array([5, 7, 9, 7]), weight=np.array([1.5, 2.0, 0.5, 3.0]))
+    c += d
+    assert c == whole and c.axes[0] == A.Integer(-3, 6, growth=True) and c.axes[1].categories == [5, 7, 9]
     with pytest.raises(ValueError, match="axis 0 differs"):
-        a + b
-    c = tally.Histogram(A.StrCategory(["a"], growth=True)).fill(["b", "a"])
-    assert (a + c).values().tolist() == [2, 2]
+        tally.Histogram(A.StrCategory(["a", "b"])) + tally.Histogram(A.StrCategory(["a", "c"]))
+    with pytest.raises(ValueError, match="axis 0 differs"):
+        a + tally.Histogram(A.StrCategory(["a"], growth=True, label="other")).fill(["c"])
 
 
 def test_bad_axes_raise_clear_errors():
@@ -299,7 +315,7 @@ def test_zero_dimensional_histograms_are_boost_histograms(rng, storage):
             kw["sample"] = float(rng.normal())
         h.fill(**kw)
         b.fill(**kw)
-    assert h.ndim == 0 and h.axes == [] and h.samples == 5 and np.asarray(h).shape == ()
+    assert h.ndim == 0 and h.axes == () and h.samples == 5 and np.asarray(h).shape == ()
     got, want = h.view(), b.view()
     for field in (want.dtype.names or [None]):
         g, w = (got, want) if field is None else (got[field], want[field])

@@ -12,6 +12,7 @@ from . import _boost, _tally
 from . import accumulators
 from .accumulators import WeightedSum
 from . import axis as tally_axis
+from . import patterns as _patterns
 from . import storage as tally_storage
 from ._arrays import Source, backend_for, same_device, strategy_arg, to_host
 from ._devices import _cupy, _torch, device_of
@@ -31,8 +32,9 @@ class Histogram:
     host.
 
     - 1-D: ``Histogram(axis)``; ``fill(x)`` takes samples of any shape (all of them count).
-    - N-D: ``Histogram([ax0, ax1, ...])``; ``fill(x0, x1, ...)`` or ``fill(sample)`` with an
-      (N, D) sample; cells row-major as numpy.histogramdd.
+    - N-D: ``Histogram([ax0, ax1, ...])`` or, as boost-histogram, ``Histogram(ax0, ax1, ...)``;
+      ``fill(x0, x1, ...)`` or ``fill(sample)`` with an (N, D) sample; cells row-major as
+      numpy.histogramdd.
     - Channels: ``Histogram(axis, channels=3)`` (or one axis per channel) histograms each
       channel of interleaved pixels; ``fill(pixels)`` takes (..., C) arrays; ``values()`` has
       one row per channel.
@@ -40,7 +42,9 @@ class Histogram:
     Every method is safe to call from any thread at once (one lock per histogram).
 
     Merging and saving: ``h1 + h2`` and ``h1 += h2`` add histograms of the same axes and
-    options (counts exactly, a 32-bit count that would overflow raises and changes nothing;
+    options (growing axes that grew apart merge into their union, as boost-histogram's: the
+    left one's bins first, then the right one's new bins in their order; counts exactly, a
+    32-bit count that would overflow raises and changes nothing;
     sums of weights in float64, exact sums exactly; exact and plain sums do not mix); ``==``
     compares axes, options, cells (sums bit for bit), flow counts and samples; ``copy()``,
     ``copy.copy`` and ``copy.deepcopy`` copy; pickle saves everything, `device` included (a
@@ -53,8 +57,9 @@ class Histogram:
 
     Parameters
     ----------
-    axes : Axis or sequence of Axis
-        One axis (1-D) or a list or tuple of axes (N-D), from ``tally.axis``; an empty list
+    *axes : Axis or sequence of Axis
+        One axis (1-D), a list or tuple of axes (N-D), or the axes one by one (as
+        boost-histogram's ``Histogram(ax0, ax1)``), from ``tally.axis``; an empty list
         makes a 0-D histogram of one cell, whose ``fill(weight=...)`` adds one sample. With
         `channels`: one axis shared by the channels, or one axis per channel (Regular
         without transform, Variable, Integer; none circular or growing).
@@ -135,10 +140,12 @@ class Histogram:
            [0, 0, 2]])
     """
 
-    def __init__(self, axes, *, weighted=False, storage=None, channels=None, flow=False, count_bits=64,
+    def __init__(self, *axes, weighted=False, storage=None, channels=None, flow=False, count_bits=64,
                  strategy="automatic", device=None, threads=0, exact_sums=False, label="", name="",
                  metadata=None):
-        axes = list(axes) if isinstance(axes, (list, tuple)) else [axes]
+        if len(axes) == 1:  # one axis, or a list or tuple of them (none: 0-D, as Histogram())
+            axes = list(axes[0]) if isinstance(axes[0], (list, tuple)) else [axes[0]]
+        axes = list(axes)
         if count_bits not in (32, 64):
             raise ValueError(f"count_bits must be 32 or 64, got {count_bits}")
         axes = [tally_axis._of(a) for a in axes]
@@ -196,18 +203,20 @@ class Histogram:
 
         Returns
         -------
-        list of Axis
-            The ``tally.axis`` axes, in order; each has ``kind``, ``bins``, and ``edges``,
-            ``centers`` and ``widths`` as float64 arrays.
+        tally.axis.AxesTuple
+            The ``tally.axis`` axes, in order (a tuple); each has ``kind``, ``bins``, and
+            ``edges``, ``centers`` and ``widths`` as float64 arrays. As boost-histogram's,
+            ``h.axes.edges`` (centers, widths) are sparse grids that broadcast against the
+            cells, and other attributes are tuples of each axis' (``h.axes.size``).
 
         Examples
         --------
         >>> import tally
         >>> h = tally.Histogram([tally.axis.regular(4, 0, 1), tally.axis.integer(0, 3)])
-        >>> [(a.kind, a.bins) for a in h.axes]
-        [('regular', 4), ('integer', 3)]
+        >>> [(a.kind, a.bins) for a in h.axes], h.axes.size
+        ([('regular', 4), ('integer', 3)], (4, 3))
         """
-        return list(self._axes)
+        return tally_axis.AxesTuple(self._axes)
 
     @property
     def exact_sums(self):
@@ -242,6 +251,65 @@ class Histogram:
         2
         """
         return 1 if self._channels is not None else len(self._axes)
+
+    @property
+    def shape(self):
+        """The bins of each axis: the shape of `values` (of each channel's row).
+
+        Returns
+        -------
+        tuple of int
+            One entry per axis, as boost-histogram's ``shape`` (tally keeps no flow bins).
+
+        Examples
+        --------
+        >>> import tally
+        >>> tally.Histogram(tally.axis.regular(4, 0, 1), tally.axis.integer(0, 3)).shape
+        (4, 3)
+        """
+        return tuple(a.bins for a in self._axes[:1 if self._channels is not None else None])
+
+    @property
+    def storage_type(self):
+        """The storage's class, from ``tally.storage`` (boost-histogram's ``storage_type``).
+
+        Returns
+        -------
+        type
+            ``tally.storage.Int64``, ``Double``, ``Weight``, ``Mean`` or ``WeightedMean``.
+
+        Examples
+        --------
+        >>> import tally
+        >>> tally.Histogram(tally.axis.regular(4, 0, 1), storage="weight").storage_type
+        <class 'tally.storage.Weight'>
+        """
+        return _STORAGE_TYPES[self._storage]
+
+    def empty(self, flow=False):
+        """Whether every cell is zero (boost-histogram's ``empty``).
+
+        Parameters
+        ----------
+        flow : bool, optional
+            Also look at the flow counters (a histogram made with ``flow=True``).
+
+        Returns
+        -------
+        bool
+            True where nothing was counted (or every weight added up to zero).
+
+        Examples
+        --------
+        >>> import numpy as np, tally
+        >>> h = tally.Histogram(tally.axis.regular(4, 0, 1), flow=True)
+        >>> h.empty(), h.fill(np.array([2.0])).empty(), h.empty(flow=True)
+        (True, True, False)
+        """
+        with self._lock:
+            if flow and self._flow and any(any(h.flow()) for h in self._hists):
+                return False
+            return not any(np.any(h.values()) for h in self._parts())
 
     def fill(self, *samples, weight=None, sample=None):
         """Add samples (and their weights, for a weighted histogram) to the cells.
@@ -456,17 +524,17 @@ class Histogram:
         return out
 
     def _grow(self, d, grown):
-        """Axis d replaced by `grown`, which holds its bins in order from bin `at` on: the cells,
+        """Axis d replaced by `grown`, which holds all its bins (where _places says): the cells,
         flow counters and samples carried over."""
         old = self._axes[d]
-        at = int(old.lo) - int(grown.lo) if old.kind == "integer" else 0
+        places = _places(old, grown)
         flow, samples = self._hists[0].flow() if self._flow else (0, 0, 0), self.samples
         parts = []
         for cells in self._cells():
             shape = list(cells.shape)
             shape[d] = grown.bins
             out = np.zeros(shape, cells.dtype)
-            out[(slice(None),) * d + (slice(at, at + old.bins),)] = cells
+            out[(slice(None),) * d + (places,)] = cells
             parts.append(out)
         self._axes = self._axes[:d] + [grown] + self._axes[d + 1:]
         self._hists = [self._made(self._axes)]
@@ -549,7 +617,9 @@ class Histogram:
             ``value`` and ``variance`` (float64), for Mean ``count``, ``value`` and
             ``_sum_of_deltas_squared``, for WeightedMean ``sum_of_weights``,
             ``sum_of_weights_squared``, ``value`` and ``_sum_of_weighted_deltas_squared``, as
-            boost-histogram's (a copy).
+            boost-histogram's (a copy): a ``tally.accumulators`` WeightedSumView, MeanView or
+            WeightedMeanView, whose fields read as attributes (``h.view().value``; the Mean
+            views' ``variance`` is the samples' variance) and whose cells are accumulators.
 
         Raises
         ------
@@ -567,7 +637,7 @@ class Histogram:
             return self._flow_bins("view")
         if not self._moments:
             return self.values()
-        return _moments_of(self._storage, self._cells())
+        return accumulators._view_of(_moments_of(self._storage, self._cells()))
 
     # numpy reads the histogram as an array (np.asarray) but leaves arithmetic to it: a numpy
     # scalar or array on the left of an operator defers to the histogram's own operators.
@@ -717,20 +787,21 @@ class Histogram:
 
         Returns
         -------
-        None
-            The histogram changes in place; its axes and options stay.
+        Histogram
+            This histogram, emptied in place (its axes and options stay), so calls chain, as
+            boost-histogram's.
 
         Examples
         --------
         >>> import numpy as np, tally
         >>> h = tally.Histogram(tally.axis.regular(2, 0, 1))
-        >>> h.fill(np.array([0.2, 0.7])).reset()
-        >>> h.values(), h.samples
+        >>> h.fill(np.array([0.2, 0.7])).reset().values(), h.samples
         (array([0, 0]), 0)
         """
         with self._lock:
             for h in self._parts():
                 h.reset()
+        return self
 
     def _parts(self):
         """Every C++ histogram this one keeps: one per channel, or the sums and the storage's
@@ -1076,7 +1147,8 @@ class Histogram:
         """UHI indexing, as boost-histogram's: one entry per axis (a tuple, a dict of axis
         numbers, ``...``). An integer (negative from the end) or a locator such as
         ``bh.loc(x)`` selects a bin and removes the axis; a slice ``a:b`` keeps bins a..b-1,
-        with step ``bh.rebin(k)`` or ``kj`` merging k bins and ``sum`` summing them away.
+        with step ``bh.rebin(k)`` or ``kj`` merging k bins and ``sum`` summing them away; ``sum``
+        alone sums its axis away (``tally.sum`` stands for ``sum`` here, as ``bh.sum`` does).
         Removing every axis gives the cell's value (a ``WeightedSum`` for Weight storage).
 
         tally keeps flow counters, not flow bins: ``::sum`` sums the bins only, a locator of a
@@ -1103,6 +1175,8 @@ class Histogram:
 
         for ax, entry in zip(axes, entries):
             n = ax.bins
+            if _is_sum(entry):  # h[sum, :], as boost-histogram's: the axis summed away
+                entry = slice(None, None, sum)
             if not isinstance(entry, slice):
                 i = _bin_of(entry, ax)
                 leave_out(i, i + 1, n)
@@ -1110,7 +1184,7 @@ class Histogram:
                 continue
             a, b = _slice_end(entry.start, ax, 0), _slice_end(entry.stop, ax, n)
             b = max(a, b)
-            if entry.step is sum:
+            if _is_sum(entry.step):
                 leave_out(a, b, n)
                 parts = [np.take(p, range(a, b), axis=d).sum(axis=d) for p in parts]
                 continue
@@ -1248,13 +1322,35 @@ class Histogram:
         if not isinstance(other, Histogram):
             return NotImplemented
         self._same_kind(other)
-        for d, (a, b) in enumerate(zip(self._axes, other._axes)):  # the cores' differences: the engine's message
-            if a._core == b._core and a != b:
-                raise ValueError(f"merge: axis {d} differs: {a!r} against {b!r}")
         first, second = sorted((self, other), key=id)  # locks in one order: a += b beside b += a
         with first._lock, second._lock:
+            other = self._grown_alike(other)
+            for d, (a, b) in enumerate(zip(self._axes, other._axes)):  # the cores' differences: the engine's message
+                if a._core == b._core and a != b:
+                    raise ValueError(f"merge: axis {d} differs: {a!r} against {b!r}")
             _tally.merge(self._parts(), other._parts())
         return self
+
+    def _grown_alike(self, other):
+        """Where growing axes of this histogram and `other` grew apart (other categories, another
+        integer range) and every other axis is the same: this histogram grown to their unions (its
+        bins first, then other's new ones, as boost-histogram merges them) and `other`, or a copy of
+        it laid out on the unions. Otherwise `other` as given (the merge then says what differs).
+        A merge the engine then refuses (other options) leaves this histogram grown, its cells as
+        they were."""
+        if len(self._axes) != len(other._axes):
+            return other
+        unions = {d: _union(a, b) for d, (a, b) in enumerate(zip(self._axes, other._axes)) if a != b}
+        if not unions or None in unions.values():
+            return other
+        out = other
+        for d, union in unions.items():
+            if union != self._axes[d]:
+                self._grow(d, union)
+            if union != out._axes[d]:
+                out = out.copy() if out is other else out
+                out._grow(d, union)
+        return out
 
     def __add__(self, other):
         if not isinstance(other, Histogram):
@@ -1629,6 +1725,10 @@ _FIELDS = {"weight": ("value", "variance"),
            "weighted_mean": ("sum_of_weights", "sum_of_weights_squared", "value", "variance")}
 
 
+_STORAGE_TYPES = {"int64": tally_storage.Int64, "double": tally_storage.Double, "weight": tally_storage.Weight,
+                  "mean": tally_storage.Mean, "weighted_mean": tally_storage.WeightedMean}
+
+
 def _moments_of(storage, cells):
     """The structured view (boost-histogram's fields) of a storage's raw sums."""
     if storage == "weight":
@@ -1640,6 +1740,11 @@ def _moments_of(storage, cells):
     value = np.divide(s1, w, out=np.zeros_like(s1), where=w != 0)
     # The sum of squared deviations from the mean, sum(w s^2) - (sum w s)^2 / sum(w); never below 0.
     deltas = np.maximum(s2 - np.divide(s1 * s1, w, out=np.zeros_like(s1), where=w != 0), 0.0)
+    if w2 is not None:
+        # A cell of one sample has no spread: no squared deviations, a variance of 0/0 (NaN), where
+        # the sums leave a rounding error of either sign (so do boost-histogram's updates: its
+        # variance there is NaN, inf or -inf). sum(w)^2 == sum(w^2) holds for one sample only.
+        deltas = np.where(w * w == w2, 0.0, deltas)
     if storage == "mean":
         out = np.empty(w.shape, [("count", np.float64), ("value", np.float64), ("_sum_of_deltas_squared", np.float64)])
         out["count"], out["value"], out["_sum_of_deltas_squared"] = w, value, deltas
@@ -1657,8 +1762,8 @@ def _variance(storage, m):
     with np.errstate(divide="ignore", invalid="ignore"):
         if storage == "mean":
             return m["_sum_of_deltas_squared"] / (m["count"] - 1)
-        w = m["sum_of_weights"]
-        return m["_sum_of_weighted_deltas_squared"] / (w - m["sum_of_weights_squared"] / w)
+        return accumulators._weighted_variance(m["sum_of_weights"], m["sum_of_weights_squared"],
+                                               m["_sum_of_weighted_deltas_squared"])
 
 
 def _raw_of(storage, value):
@@ -1686,6 +1791,34 @@ def _accumulated(storage, sums):
                                      float(m["value"][0]), var)
 
 
+def _union(a, b):
+    """The axis holding the bins of two growing axes that differ only in what they grew to
+    (categories: a's, then b's others in b's order; Integer: both ranges), else None."""
+    if type(a) is not type(b) or not (a.traits.growth and b.traits.growth):
+        return None
+
+    def rest(ax):  # all but what growth changes (the flow-bin flags are not compared by ==)
+        return {k: v for k, v in ax._extras().items() if k not in ("_categories", "_underflow", "_overflow")}
+    if rest(a) != rest(b):
+        return None
+    if isinstance(a, tally_axis._Category):
+        known = set(a.categories)
+        return a._with_categories(a.categories + [c for c in b.categories if c not in known])
+    if a.kind == "integer":
+        return a._rebuilt(_tally.Axis.integer(min(int(a.lo), int(b.lo)), max(int(a.hi), int(b.hi))))
+    return None
+
+
+def _places(old, grown):
+    """Where the bins of axis `old` are among those of `grown`, which holds them all: a slice
+    (an Integer axis grown at either end, categories appended), or each category's bin."""
+    if isinstance(old, tally_axis._Category) and grown.categories[:old.bins] != old.categories:
+        index = {c: k for k, c in enumerate(grown.categories)}
+        return np.array([index[c] for c in old.categories], np.intp)
+    at = int(old.lo) - int(grown.lo) if old.kind == "integer" else 0
+    return slice(at, at + old.bins)
+
+
 def _decorated_axis(decoration, core):
     """A pickle's axis: its (class name, extras) over the core its histogram restored."""
     if not isinstance(decoration, (list, tuple)) or len(decoration) != 2:
@@ -1708,11 +1841,12 @@ def _check_channels(hists):
 
 
 def _broadcast(columns, strings):
-    """The mapped columns of an N-D fill in one shape, on one device: scalars (0-d) broadcast to
-    the first array column's shape without a copy per sample (boost-histogram's
-    ``fill("ttbar", pt, eta)``), and a StrCategory's codes (mapped on the host) moved to that
-    column's device."""
-    ref = next((c for c in columns if c.ndim), None)
+    """The mapped columns of an N-D fill in one shape, on one device: scalars (0-d) broadcast,
+    without a copy per sample, to the shape of the first array column not of strings
+    (boost-histogram's ``fill("ttbar", pt, eta)``), and a StrCategory's codes (mapped on the
+    host) moved to that column's device."""
+    arrays = [c for c, s in zip(columns, strings) if c.ndim]
+    ref = next((c for c, s in zip(columns, strings) if c.ndim and not s), arrays[0] if arrays else None)
     if ref is None:
         return columns
     return [c if c is ref else _broadcast_scalar(c, ref) if c.ndim == 0 else _placed_like(c, ref) if s else c
@@ -1747,6 +1881,12 @@ def _placed_like(s, ref):
 def _host_bytes(columns, weights):
     return sum(c.size * c.np_dtype.itemsize for c in columns + ([weights] if weights is not None else [])
                if c.np_dtype is not None)
+
+
+def _is_sum(entry):
+    """Whether an index entry or slice step is UHI's sum: Python's, or tally.sum (boost-histogram
+    users write bh.sum, which is Python's)."""
+    return entry is sum or entry is _patterns.sum
 
 
 def _index_entries(key, n):

@@ -221,6 +221,55 @@ class Axis:
         """The lower edge of bin i (i may be `bins`: the upper edge of the last bin)."""
         return float(self.edges[operator.index(i)])
 
+    def bin(self, i):
+        """Bin i as boost-histogram's ``bin``: its (lower, upper) edges on a Regular or Variable
+        axis, its integer on an Integer axis, its category on a category axis.
+
+        Parameters
+        ----------
+        i : int
+            The bin, 0 to ``bins - 1``; -1 and `bins` stand for the flow bins boost-histogram's
+            axis would keep (the range below the first edge, above the last).
+
+        Returns
+        -------
+        tuple of float or int or str or None
+            (lower, upper), the bin's integer or category (None for a category axis' overflow).
+
+        Raises
+        ------
+        IndexError
+            A bin outside the axis and its flow bins.
+
+        Examples
+        --------
+        >>> import tally
+        >>> tally.axis.Variable([0, 1, 3]).bin(1), tally.axis.Regular(2, 0, 1).bin(2)
+        ((1.0, 3.0), (1.0, inf))
+        >>> tally.axis.Integer(-2, 3).bin(0), tally.axis.StrCategory(["a", "b"]).bin(1)
+        (-2, 'b')
+        """
+        i = self._flow_index(i)
+        e = self.edges
+        below = -math.inf if self._transform is None else self._outside(-math.inf)
+        above = math.inf if self._transform is None else self._outside(math.inf)
+        return (float(e[i]) if i >= 0 else below), (float(e[i + 1]) if i < self.bins else above)
+
+    def _outside(self, y):
+        """The end of a transformed axis' flow bin: the inverse of an infinite transformed value."""
+        with np.errstate(all="ignore"):
+            return float(self._transform.inverse(np.float64(y)))
+
+    def _flow_index(self, i):
+        """Bin i checked against the bins and the flow bins boost-histogram's axis keeps."""
+        i = operator.index(i)
+        low = -1 if self._underflow else 0
+        high = self.bins + 1 if self._overflow else self.bins
+        if not low <= i < high:
+            raise IndexError(f"bin {i} of an axis of {self.bins} bins (flow bins: underflow {self._underflow}, "
+                             f"overflow {self._overflow})")
+        return i
+
     def __len__(self):
         return self._core.bins
 
@@ -587,6 +636,13 @@ class Integer(Axis):
     def index(self, value):
         return self._core.index(float(value))
 
+    def value(self, i):
+        """The integer of bin i (i may be -1 or `bins`), as boost-histogram's."""
+        return int(self.lo) + operator.index(i)
+
+    def bin(self, i):
+        return int(self.lo) + self._flow_index(i)
+
     def _sliced(self, a, end, k):
         if k == 1 and (a, end) != (0, self.bins):
             return self._rebuilt(_tally.Axis.integer(int(self.lo) + a, int(self.lo) + end))
@@ -662,6 +718,14 @@ class _Category(Axis):
 
     def value(self, i):
         return self._categories[operator.index(i)]
+
+    def bin(self, i):
+        i = operator.index(i)
+        if i == self.bins and self._overflow:
+            return None  # boost-histogram's overflow bin holds no category
+        if not 0 <= i < self.bins:
+            raise IndexError(f"bin {i} of a category axis of {self.bins} categories")
+        return self._categories[i]
 
     def __getitem__(self, i):
         return self._categories[i]
@@ -741,8 +805,7 @@ class IntCategory(_Category):
             if missing.size:
                 grown = self._with_categories(self._categories + tuple(int(v) for v in _first_seen(missing)))
                 return grown._grown(src)[0], grown
-        codes = positions[pos]
-        codes[~found] = n
+        codes = xp.where(found, positions[pos], n)  # an array for 0-D samples too (a scalar category)
         return Source(codes), None
 
 
@@ -833,6 +896,19 @@ class Boolean(Axis):
     def index(self, value):
         return int(bool(value))
 
+    def value(self, i):
+        """0 or 1, bin i's value (2: the upper edge), as boost-histogram's."""
+        i = operator.index(i)
+        if i not in (0, 1, 2):
+            raise IndexError(f"value {i} of a Boolean axis (bins 0 and 1)")
+        return i
+
+    def bin(self, i):
+        i = operator.index(i)
+        if i not in (0, 1):
+            raise IndexError(f"bin {i} of a Boolean axis (bins 0 and 1)")
+        return i
+
     def __getitem__(self, i):
         return bool(self._core[i])
 
@@ -849,6 +925,203 @@ class Boolean(Axis):
 
     def _encode(self, src):
         return (src if src.type == "bool" else Source(src.obj != 0, "sample")).bool_as_u8()
+
+
+class ArrayTuple(tuple):
+    """A tuple of arrays, one per axis (boost-histogram's): an attribute or a call applies to each.
+
+    Examples
+    --------
+    >>> import numpy as np, tally
+    >>> t = tally.axis.ArrayTuple([np.array([1.0, 2.0]), np.array([[3.0], [4.0]])])
+    >>> t.shape, float(t.sum())  # the sum over both broadcast to (2, 2)
+    (((2,), (2, 1)), 20.0)
+    """
+
+    __slots__ = ()
+    _REDUCTIONS = frozenset(("sum", "any", "all", "min", "max", "prod"))
+
+    def __getattr__(self, name):
+        if name.startswith("__"):  # numpy's and copy's protocol probes are not per-array attributes
+            raise AttributeError(name)
+        if name in self._REDUCTIONS:  # over the arrays broadcast together, as numpy's reductions
+            return lambda *args, **kwargs: getattr(np, name)(np.broadcast_arrays(*self), *args, **kwargs)
+        return type(self)(getattr(a, name) for a in self)
+
+    def __call__(self, *args, **kwargs):
+        return type(self)(a(*args, **kwargs) for a in self)
+
+    def broadcast(self):
+        """The arrays broadcast to the histogram's full shape.
+
+        Returns
+        -------
+        ArrayTuple
+            One full array per axis (the sparse grids expanded).
+
+        Examples
+        --------
+        >>> import tally
+        >>> axes = tally.axis.AxesTuple([tally.axis.Regular(2, 0, 1), tally.axis.Integer(0, 3)])
+        >>> [c.shape for c in axes.centers.broadcast()]
+        [(2, 3), (2, 3)]
+        """
+        return type(self)(np.broadcast_arrays(*self))
+
+
+class AxesTuple(tuple):
+    """A histogram's axes (``Histogram.axes``), as boost-histogram's AxesTuple: a tuple of axes
+    whose `edges`, `centers` and `widths` are sparse grids (``numpy.meshgrid(..., sparse=True,
+    indexing="ij")``) that broadcast against the cells, and whose other attributes are tuples
+    of each axis' (``h.axes.size``, ``h.axes.label``; setting one sets each axis').
+
+    Parameters
+    ----------
+    axes : iterable of Axis
+        The axes.
+
+    Raises
+    ------
+    TypeError
+        An item that is not a ``tally.axis`` axis.
+
+    Examples
+    --------
+    >>> import tally
+    >>> axes = tally.axis.AxesTuple([tally.axis.Regular(2, 0, 1, label="x"), tally.axis.Integer(0, 3)])
+    >>> axes.size, axes.label
+    ((2, 3), ('x', ''))
+    >>> x, y = axes.centers
+    >>> x.shape, y.shape, (x * y).shape
+    ((2, 1), (1, 3), (2, 3))
+    >>> axes.index(0.7, 2), axes.bin(0, 1)
+    ((1, 2), ((0.0, 0.5), 1))
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, axes=()):
+        out = super().__new__(cls, axes)
+        for a in out:
+            if not isinstance(a, Axis):
+                raise TypeError(f"AxesTuple: tally.axis axes expected, got {type(a).__name__}")
+        return out
+
+    def __getnewargs__(self):
+        return (tuple(self),)
+
+    @property
+    def size(self):
+        """The bins of each axis."""
+        return tuple(a.size for a in self)
+
+    @property
+    def extent(self):
+        """The bins of each axis, with the flow bins boost-histogram's would keep."""
+        return tuple(a.extent for a in self)
+
+    def _grid(self, what):
+        return ArrayTuple(np.meshgrid(*(getattr(a, what) for a in self), sparse=True, indexing="ij"))
+
+    @property
+    def edges(self):
+        """Each axis' edges, as a sparse grid."""
+        return self._grid("edges")
+
+    @property
+    def centers(self):
+        """Each axis' bin centers, as a sparse grid."""
+        return self._grid("centers")
+
+    @property
+    def widths(self):
+        """Each axis' bin widths, as a sparse grid."""
+        return self._grid("widths")
+
+    def _each(self, what, args):
+        if len(args) != len(self):
+            raise IndexError(f"AxesTuple.{what}: one argument per axis ({len(self)}), got {len(args)}")
+        return tuple(getattr(a, what)(x) for a, x in zip(self, args))
+
+    def index(self, *values):
+        """The bin of each value on its axis.
+
+        Parameters
+        ----------
+        *values : object
+            One value per axis.
+
+        Returns
+        -------
+        tuple of int
+            As each axis' `index`.
+
+        Examples
+        --------
+        >>> import tally
+        >>> axes = tally.axis.AxesTuple([tally.axis.Regular(4, 0, 1), tally.axis.StrCategory(["a", "b"])])
+        >>> axes.index(0.3, "b")
+        (1, 1)
+        """
+        return self._each("index", values)
+
+    def value(self, *indexes):
+        """Each axis' `value` of its bin.
+
+        Parameters
+        ----------
+        *indexes : int
+            One bin per axis.
+
+        Returns
+        -------
+        tuple
+            As each axis' `value`.
+
+        Examples
+        --------
+        >>> import tally
+        >>> tally.axis.AxesTuple([tally.axis.Regular(4, 0, 1), tally.axis.Integer(5, 9)]).value(1, 2)
+        (0.25, 7)
+        """
+        return self._each("value", indexes)
+
+    def bin(self, *indexes):
+        """Each axis' `bin`.
+
+        Parameters
+        ----------
+        *indexes : int
+            One bin per axis.
+
+        Returns
+        -------
+        tuple
+            As each axis' `bin`.
+
+        Examples
+        --------
+        >>> import tally
+        >>> tally.axis.AxesTuple([tally.axis.Regular(4, 0, 1), tally.axis.Integer(5, 9)]).bin(1, 2)
+        ((0.25, 0.5), 7)
+        """
+        return self._each("bin", indexes)
+
+    def __getitem__(self, item):
+        out = super().__getitem__(item)
+        return type(self)(out) if isinstance(out, tuple) else out
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return tuple(getattr(a, name) for a in self)
+
+    def __setattr__(self, name, values):
+        values = list(values)
+        if len(values) != len(self):
+            raise ValueError(f"AxesTuple.{name}: one value per axis ({len(self)}), got {len(values)}")
+        for a, v in zip(self, values):
+            setattr(a, name, v)
 
 
 def _of(axis):
