@@ -176,7 +176,7 @@ def test_dataframe_columns(client, rng):
 
 def test_fill_gives_mergeable_histograms(client, rng):
     a = samples(rng, "i32", 20000, "uniform", -10, 110)
-    h = td.fill([("integer", 0, 100)], [chunked(a, rng, 5)], flow=True, split_every=2).compute()
+    h = td.fill(tally.Histogram(tally.axis.integer(0, 100), flow=True), chunked(a, rng, 5), split_every=2).compute()
     assert_same_array(h.values(), np.bincount(a[(a >= 0) & (a < 100)], minlength=100))
     assert h.flow == {"underflow": int((a < 0).sum()), "overflow": int((a >= 100).sum()), "nan": 0}
 

@@ -36,6 +36,11 @@ PUBLIC = {
 }
 PUBLIC.update({f"Histogram.{name}": member for name, member in vars(tally.Histogram).items()
                if not name.startswith("_")})
+if importlib.util.find_spec("dask") is not None:  # tally.dask needs dask, a test extra
+    import tally.dask
+
+    MODULES.append(tally.dask)
+    PUBLIC["dask.fill"] = tally.dask.fill
 
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
 # Examples that need a package that is a test extra: run where it is installed.

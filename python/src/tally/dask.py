@@ -1,7 +1,11 @@
-"""numpy's histogram functions over Dask arrays (and Dask DataFrame columns), counted by tally on
-the workers: each chunk fills a tally.Histogram where it lives (numpy chunks on the worker's CPU,
-cupy chunks on their GPU), the partial histograms are added in a tree, and the result stays lazy
-until ``.compute()``.
+"""tally.Histogram fills and numpy's histogram functions over Dask arrays (and Dask DataFrame
+columns), counted by tally on the workers: each chunk fills a tally.Histogram where it lives (numpy
+chunks on the worker's CPU, cupy chunks on their GPU), the partial histograms are added in a tree,
+and the result stays lazy until ``.compute()``.
+
+``fill(h, *data, weight=..., sample=...)`` fills a copy of any tally.Histogram (every axis kind,
+growing ones included, and every storage), as dask-histogram's ``factory(*data, histref=h)``
+fills a boost-histogram; the rest of this docstring is about the numpy functions.
 
 The results equal numpy's on the concatenated data: the edges bit for bit, the counts exactly
 (any chunking, any order of the tree). Sums of weights are kept exactly (``exact_sums``) in every
@@ -20,13 +24,13 @@ these answer as numpy does: docs/scale.md lists the differences.
 """
 
 import builtins
-import functools
 import operator
 
 import dask
 import dask.array as da
 import numpy as np
 from dask.delayed import Delayed
+from dask.utils import is_dataframe_like
 
 from . import _edges, _tally
 from ._arrays import Source, int64_arg, operator_index, to_host
@@ -38,14 +42,14 @@ __all__ = ["bincount", "fill", "histogram", "histogram2d", "histogramdd"]
 _range = builtins.range
 
 
-def _as_dask_array(x, what):
+def _as_dask_array(x, what, instead="tally.histogram"):
     """A Dask array from a Dask array or a Dask DataFrame column (its values, chunk sizes
     unknown until computed, which no fill needs); anything else is an error."""
     if hasattr(x, "to_dask_array"):
         x = x.to_dask_array()
     if not isinstance(x, da.Array):
         raise TypeError(f"tally.dask: {what} must be a dask array or a dask dataframe column, got "
-                        f"{type(x).__name__} (use tally.histogram for in-memory arrays)")
+                        f"{type(x).__name__} (use {instead} for in-memory arrays)")
     return x
 
 
@@ -55,15 +59,27 @@ def _meta_source(dtype, what):
     return Source(np.empty(0, dtype), what)
 
 
+def _unknown_chunks(a):
+    return any(np.isnan(c) for sizes in a.chunks for c in sizes)
+
+
 def _aligned(arrays):
-    """The 1-D arrays with the first one's chunks (computing unknown chunk sizes first)."""
-    if any(np.isnan(a.shape[0]) or any(np.isnan(c) for c in a.chunks[0]) for a in arrays):
-        arrays = [a.compute_chunk_sizes() for a in arrays]
-    n = arrays[0].shape[0]
+    """The arrays, of one shape, with the first one's chunks. Arrays whose chunk sizes are all
+    unknown (Dask DataFrame columns) in as many blocks are paired block by block as they are (one
+    frame's partitions; blocks of different lengths fail their fill); otherwise unknown chunk
+    sizes are computed first."""
+    unknown = [_unknown_chunks(a) for a in arrays]
+    if any(unknown):
+        if all(unknown) and all(a.numblocks == arrays[0].numblocks for a in arrays):
+            return arrays
+        arrays = [a.compute_chunk_sizes() if u else a for a, u in zip(arrays, unknown)]
+    first = arrays[0]
     for a in arrays[1:]:
-        if a.shape[0] != n:
-            raise ValueError(f"tally.dask: arrays of {n} and {a.shape[0]} samples")
-    return [arrays[0]] + [a.rechunk(arrays[0].chunks) for a in arrays[1:]]
+        if a.shape != first.shape:
+            both_1d = a.ndim == first.ndim == 1
+            raise ValueError(f"tally.dask: arrays of {first.shape[0]} and {a.shape[0]} samples" if both_1d
+                             else f"tally.dask: arrays of shapes {first.shape} and {a.shape}")
+    return [first] + [a.rechunk(first.chunks) for a in arrays[1:]]
 
 
 def _min_max(arrays):
@@ -98,23 +114,79 @@ def _axes_of(recipe):
     return axes
 
 
-def _fill_chunk(recipe, weighted, flow, *blocks):
-    """One chunk's histogram: blocks are the columns, then the weights where weighted. One CPU
-    thread: Dask runs a task on each of a worker's threads."""
-    h = Histogram(_axes_of(recipe), weighted=weighted, flow=flow, threads=1, exact_sums=weighted)
-    columns, weights = (blocks[:-1], blocks[-1]) if weighted else (blocks, None)
-    h.fill(*columns, weight=weights)
+# ---- the layouts of the chunks' histograms, and the tree that fills and adds them ----
+
+class _Recipe:
+    """The numpy functions' histograms: axes rebuilt from a recipe on each worker, sums of weights
+    kept exactly."""
+
+    def __init__(self, recipe, weighted, flow):
+        self.recipe, self.weighted, self.flow = recipe, weighted, flow
+
+    def empty(self):
+        return Histogram(_axes_of(self.recipe), weighted=self.weighted, flow=self.flow, threads=1,
+                         exact_sums=self.weighted)
+
+
+class _Layout:
+    """A template's axes and options without its cells: what travels to the workers, where each
+    chunk fills an empty histogram of them."""
+
+    def __init__(self, h):
+        # Histogram keeps these options to itself; the tests check empty() against h.copy() reset.
+        weighted, strategy, counts32, _, exact_sums = h._options
+        self.axes = h.axes
+        self.options = dict(storage=None if h._storage == "int64" else h._storage, channels=h._channels,
+                            flow=h._flow, count_bits=32 if counts32 else 64, strategy=strategy,
+                            device=h._backend, exact_sums=exact_sums)
+
+    def empty(self, **changes):
+        """An empty histogram of these axes and options, filling with one CPU thread (Dask runs a
+        task on each of a worker's threads)."""
+        return Histogram(self.axes, **{**self.options, "threads": 1, **changes})
+
+
+def _fill_chunk(layout, weighted, sampled, *blocks):
+    """One chunk's histogram: an empty one of `layout` filled with the blocks, which are the
+    columns, then the weights where weighted, then the samples where sampled. (test_dask_gpu.py
+    wraps this function: three arguments before the blocks.)"""
+    h = layout.empty()
+    n = len(blocks) - weighted - sampled
+    h.fill(*blocks[:n], weight=blocks[n] if weighted else None, sample=blocks[-1] if sampled else None)
     return h
 
 
 def _sum(*hists):
-    return functools.reduce(operator.add, hists)
+    """The histograms added, in order (growing axes to their union, the first one's bins first);
+    the first one is copied, not changed."""
+    out = hists[0].copy()
+    for h in hists[1:]:
+        out += h
+    return out
 
 
-def fill(recipe, columns, weights=None, *, flow=False, split_every=8):
-    """The delayed tally.Histogram of 1-D Dask columns of one length (and weights): one fill a
-    chunk, on the chunk's worker and device, added in a tree of `split_every` histograms a node
-    (8 where None). Columns and weights chunked differently are rechunked to the first column's
+def _split_every(value):
+    value = 8 if value is None else operator_index(value, "split_every must be an integer")
+    if value < 2:
+        raise ValueError("split_every must be at least 2")
+    return value
+
+
+def _tree(layout, arrays, weighted, sampled, split_every):
+    """The delayed sum of the chunks' histograms: one fill a block of the arrays (of one chunking),
+    on the block's worker and device, added `split_every` a node. `layout` is a Delayed."""
+    split_every = _split_every(split_every)
+    blocks = [a.to_delayed().ravel() for a in arrays]
+    level = [dask.delayed(_fill_chunk, pure=True)(layout, weighted, sampled, *b) for b in zip(*blocks)]
+    while len(level) > 1:
+        level = [dask.delayed(_sum, pure=True)(*level[i:i + split_every])
+                 for i in _range(0, len(level), split_every)]
+    return level[0]
+
+
+def _fill_recipe(recipe, columns, weights=None, *, flow=False, split_every=8):
+    """The delayed tally.Histogram of 1-D Dask columns of one length (and weights), for the numpy
+    functions. Columns and weights chunked differently are rechunked to the first column's
     chunks. `recipe` lists the axes, each ``("regular", dtype, bins, (first, last))``
     (numpy.histogram's edges for samples of dtype; `first`, `last` as numpy's range),
     ``("edges", edges, sample_type)`` (a tally sample type such as 'i64', or None) or
@@ -123,15 +195,132 @@ def fill(recipe, columns, weights=None, *, flow=False, split_every=8):
     parts = [_as_dask_array(c, "column") for c in columns]
     if weights is not None:
         parts.append(_as_dask_array(weights, "weights"))
-    blocks = [a.to_delayed().ravel() for a in _aligned(parts)]
-    level = [dask.delayed(_fill_chunk, pure=True)(recipe, weights is not None, flow, *b) for b in zip(*blocks)]
-    split_every = 8 if split_every is None else operator_index(split_every, "split_every must be an integer")
-    if split_every < 2:
-        raise ValueError("split_every must be at least 2")
-    while len(level) > 1:
-        level = [dask.delayed(_sum, pure=True)(*level[i:i + split_every])
-                 for i in _range(0, len(level), split_every)]
-    return level[0]
+    layout = dask.delayed(_Recipe, pure=True)(recipe, weights is not None, flow)
+    return _tree(layout, _aligned(parts), weights is not None, False, split_every)
+
+
+def _data_columns(h, data):
+    """fill's data as Dask arrays: DataFrames as their columns, an (N, D) array of an N-D
+    histogram as its D columns, a channel histogram's pixels with their channels in one chunk."""
+    arrays = []
+    for x in data:
+        if dask.is_dask_collection(x) and is_dataframe_like(x):  # a Dask DataFrame
+            arrays.extend(_as_dask_array(x[c], "data", "Histogram.fill") for c in x.columns)
+        else:
+            arrays.append(_as_dask_array(x, "data", "Histogram.fill"))
+    if h._channels is not None:
+        if len(arrays) != 1:
+            raise ValueError("tally.dask.fill: a channel histogram takes one dask array of interleaved pixels")
+        x = arrays[0]
+        return [x.rechunk({x.ndim - 1: -1}) if x.ndim > 1 else x]
+    if len(arrays) == 1 and h.ndim > 1 and arrays[0].ndim == 2:
+        x = arrays[0]
+        return [x[:, i] for i in _range(x.shape[1])]
+    return arrays
+
+
+def _empty_like(x):
+    """A host array of no samples like a block of `x` (its dtype, its channels)."""
+    shape = (0, x.shape[-1]) if x.ndim > 1 else (0,)
+    return np.empty(shape, x.dtype)
+
+
+def _finish(template, total):
+    """The template's contents plus the data's histogram, in a new histogram."""
+    out = template.copy()
+    out += total
+    return out
+
+
+def fill(h, *data, weight=None, sample=None, split_every=8):
+    """Fill a copy of a tally.Histogram from Dask arrays, lazily, chunk by chunk on the workers.
+
+    Any histogram: every axis kind (Regular, with transforms, Variable, Integer, IntCategory,
+    StrCategory, Boolean; growing ones included) and storage (Int64, Double, Weight, Mean,
+    WeightedMean), N-D or channels. Each chunk fills an empty histogram of `h`'s axes and
+    options (one CPU thread a task) where the chunk lives: numpy chunks on the worker's CPU,
+    cupy chunks on its GPU. The chunks' histograms are added in a tree, growing axes to the
+    union of what each chunk grew, in the data's order, so the categories come out as one fill
+    of all the data puts them. As dask-histogram's ``factory(*data, histref=h)``, but the result
+    keeps `h`'s contents too and `h` stays as it is.
+
+    Counts and the flow counters equal one fill of all the data exactly, whatever the chunking.
+    Sums of weights (Double, Weight, and the Mean storages' sums) are float64 sums of the
+    chunks' sums, added in the tree's order: equal to one fill's where every partial sum is
+    exact (whole-number weights), else within float64 rounding of it; a template made with
+    ``exact_sums=True`` keeps them exact, equal to one fill bit for bit.
+
+    Parameters
+    ----------
+    h : Histogram
+        The template: its axes, storage and options, and the contents the data add to.
+    *data : dask.array.Array or dask.dataframe.Series or dask.dataframe.DataFrame
+        One array per axis, all of one shape (a 1-D histogram: one array of any shape); or one
+        (N, D) array for D axes; or DataFrames, each standing for its columns. A channel
+        histogram takes one (..., C) array of interleaved pixels. Arrays chunked differently
+        are rechunked to the first one's chunks.
+    weight : dask.array.Array or dask.dataframe.Series, optional
+        Keyword only. One weight per sample, for a weighted storage.
+    sample : dask.array.Array or dask.dataframe.Series, optional
+        Keyword only. The values whose mean each cell keeps, for the Mean storages.
+    split_every : int, optional
+        Keyword only. The histograms added at each node of the tree (default 8; None: 8).
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to a new Histogram: `h`'s contents plus the data's.
+
+    Raises
+    ------
+    TypeError
+        `h` not a tally.Histogram; data, weights or samples that are not Dask collections;
+        what :meth:`Histogram.fill` refuses of their types.
+    ValueError
+        Arrays of different shapes; `split_every` below 2; what :meth:`Histogram.fill` refuses
+        (the number of arrays, weights or samples its storage does not take), checked before
+        anything is computed.
+
+    See Also
+    --------
+    Histogram.fill : The same fill of in-memory arrays.
+
+    Examples
+    --------
+    >>> import dask.array as da, numpy as np, tally, tally.dask
+    >>> x = da.from_array(np.array([0.5, 1.5, 1.5, 2.5, 9.0]), chunks=2)
+    >>> h = tally.Histogram(tally.axis.Regular(4, 0, 4))
+    >>> lazy = tally.dask.fill(h, x)
+    >>> lazy.compute(scheduler="synchronous").values(), h.samples  # h unchanged
+    (array([1, 2, 1, 0]), 0)
+
+    Categories that the chunks grow apart, weighted:
+
+    >>> names = da.from_array(np.array(["mc", "data", "mc", "sim"]), chunks=2)
+    >>> w = da.from_array(np.array([1.0, 2.0, 0.5, 4.0]), chunks=2)
+    >>> t = tally.Histogram(tally.axis.StrCategory(["mc"], growth=True), storage="weight")
+    >>> out = tally.dask.fill(t, names, weight=w).compute(scheduler="synchronous")
+    >>> out.axes[0].categories, out.view()["value"]
+    (['mc', 'data', 'sim'], array([1.5, 2. , 4. ]))
+    """
+    if not isinstance(h, Histogram):
+        raise TypeError(f"tally.dask.fill: the template must be a tally.Histogram, got {type(h).__name__}")
+    if not data:
+        raise TypeError("tally.dask.fill() needs data: dask arrays or dask dataframe columns")
+    columns = _data_columns(h, data)
+    extras = [_as_dask_array(v, what, "Histogram.fill") for v, what in ((weight, "weight"), (sample, "sample"))
+              if v is not None]
+    split_every = _split_every(split_every)
+    template = h.copy()  # as it is now: the graph keeps its own
+    layout = _Layout(template)
+    # Histogram.fill's checks (arrays per axis, dtypes, weights and samples for the storage) on
+    # no samples, before anything is computed; on the CPU, whatever the template's device.
+    layout.empty(device=None).fill(*[_empty_like(c) for c in columns],
+                                   weight=None if weight is None else _empty_like(extras[0]),
+                                   sample=None if sample is None else _empty_like(extras[-1]))
+    total = _tree(dask.delayed(layout, pure=True), _aligned(columns + extras), weight is not None,
+                  sample is not None, split_every)
+    return dask.delayed(_finish, pure=True)(template, total)
 
 
 def _values(h, dtype, density_edges=None):
@@ -300,7 +489,7 @@ def histogram(a, bins=10, range=None, density=None, weights=None, *, normed=None
         shape = (edges.shape[0] - 1,)
     else:
         raise ValueError("`bins` must be 1d, when an array")
-    h = fill(recipe, [x], w, split_every=split_every)
+    h = _fill_recipe(recipe, [x], w, split_every=split_every)
     return _lazy_values(h, shape, dtype, [edges_value] if density else None), edges
 
 
@@ -373,7 +562,7 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None, *, norm
     recipe = [("edges", e, sample_type) for e in edges]
     if w is not None and w.shape[0] != columns[0].shape[0]:
         raise ValueError("The weights and list don't have the same length.")
-    h = fill(recipe, columns, w, split_every=split_every)
+    h = _fill_recipe(recipe, columns, w, split_every=split_every)
     return _lazy_values(h, shape, np.float64, edges if density else None), edges
 
 
@@ -412,5 +601,5 @@ def bincount(x, /, weights=None, minlength=0, *, split_every=8):
     if length == 0:
         return da.zeros(0, dtype)
     length = int64_arg(length, "minlength")
-    h = fill([("integer", 0, length)], [x], w, split_every=split_every)
+    h = _fill_recipe([("integer", 0, length)], [x], w, split_every=split_every)
     return _lazy_values(h, (length,), dtype)
