@@ -341,10 +341,22 @@ TEST(CudaPlan, WeightedSumsUseAGridFixedByTheSampleCount) {
   EXPECT_EQ(tally::plan(r).grid_blocks, 4096);
   r.n = 100;
   EXPECT_EQ(tally::plan(r).grid_blocks, 1);
-  // Many cells: windows of cells, one pass each.
+  // Many cells: windows of cells, one pass each, up to four passes (shared insists on them)...
   r.cells = 1 << 20;
-  EXPECT_LT(tally::plan(r).window_cells, r.cells);
+  r.wanted = tally::strategy::shared;
+  const std::int64_t window = tally::plan(r).window_cells;
+  EXPECT_LT(window, r.cells);
   EXPECT_NE(tally::describe(tally::plan(r)).find("passes"), std::string::npos);
+  r.wanted = tally::strategy::automatic;
+  r.cells = 4 * window;
+  EXPECT_EQ(tally::plan(r).window_cells, window);
+  EXPECT_FALSE(tally::plan(r).exact_wide);
+  // ... beyond them, one pass of exact wide words, rounded into the f64 sums.
+  r.cells = 4 * window + 1;
+  const auto wide = tally::plan(r);
+  EXPECT_TRUE(wide.exact_wide);
+  EXPECT_EQ(wide.window_cells, 0);
+  EXPECT_NE(tally::describe(wide).find("5 passes"), std::string::npos);
 }
 
 TEST(CudaPlan, F32WeightsSumExactlyInSharedOrDeviceMemory) {

@@ -213,7 +213,7 @@ void cuda_fill(const fill_job& job) {
   const std::size_t flow_at = layout.add<unsigned long long>(3);
   const std::size_t tables_at = layout.add<std::uint64_t>(static_cast<std::int64_t>(words.size()));
   const std::size_t temp_at =
-      layout.add<char>(static_cast<std::int64_t>(sums ? cuda::sums_temp_bytes(job.plan, job.cells) : cuda::counts_temp_bytes(job.plan)));
+      layout.add<char>(static_cast<std::int64_t>(sums ? cuda::sums_temp_bytes(job.plan, job.cells, exact) : cuda::counts_temp_bytes(job.plan)));
   // Pinned host memory laid out as the scratch up to its temporary memory: the tables go up from
   // it and the results come back into it, with one wait for the device, at the end.
   char* base = s.device.reserve(layout.size());

@@ -341,9 +341,9 @@ void device_histogram::fill_impl(const std::vector<view>& columns, const view* w
 
   auto* flow = reinterpret_cast<unsigned long long*>(state_->memory + state_->flow_at);
   if (opts_.weighted) {
-    stream_memory temp(state_->allocator, detail::cuda::sums_temp_bytes(in.plan, cells_), stream);
-    auto* sums = reinterpret_cast<double*>(state_->memory);
     std::uint64_t* wide = detail::device_cells::wide(*this);
+    stream_memory temp(state_->allocator, detail::cuda::sums_temp_bytes(in.plan, cells_, wide != nullptr), stream);
+    auto* sums = reinterpret_cast<double*>(state_->memory);
     detail::cuda::enqueue_sums(in, sums, flow, temp.get(), as_stream(stream), wide);
     if (wide) detail::cuda::round_wide(wide, cells_, sums, as_stream(stream));
   } else {

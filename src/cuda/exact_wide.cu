@@ -25,13 +25,15 @@ struct widen_op {
   }
 };
 
-/// A cell's wide words and flags correctly rounded into its f64 sum.
+/// A cell's wide words and flags correctly rounded into its f64 sum (with `add`, added to it).
 struct round_op {
   const std::uint64_t* wide;
   double* sums;
+  bool add;
   __device__ void operator()(std::int64_t c) const {
     const std::uint64_t* cell = wide + c * kWideCellWords;
-    sums[c] = exact_value<wide_exact>(cell, static_cast<unsigned>(cell[kWideWords]));
+    const double v = exact_value<wide_exact>(cell, static_cast<unsigned>(cell[kWideWords]));
+    sums[c] = add ? sums[c] + v : v;
   }
 };
 
@@ -103,7 +105,11 @@ template <class W> __global__ void exact_wide_kernel(exact_wide_args a) {
 }  // namespace
 
 void round_wide(const std::uint64_t* wide, std::int64_t cells, double* sums, cudaStream_t stream) {
-  for_each_cell(cells, round_op{wide, sums}, stream);
+  for_each_cell(cells, round_op{wide, sums, false}, stream);
+}
+
+void add_rounded_wide(const std::uint64_t* wide, std::int64_t cells, double* sums, cudaStream_t stream) {
+  for_each_cell(cells, round_op{wide, sums, true}, stream);
 }
 
 void split_wide(const std::uint64_t* wide, std::int64_t cells, std::uint64_t* digits, cudaStream_t stream) {

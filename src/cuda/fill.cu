@@ -238,7 +238,9 @@ channels_input plan_channels(const axis& first, const view& samples, int channel
 
 std::size_t channels_temp_bytes(int channels) { return static_cast<std::size_t>(256 * channels) * sizeof(unsigned long long); }
 
-std::size_t sums_temp_bytes(const policy& plan, std::int64_t cells) {
+std::size_t sums_temp_bytes(const policy& plan, std::int64_t cells, bool wide) {
+  if (plan.exact_wide)  // the fill's own wide words where the histogram keeps f64 sums
+    return wide ? 0 : static_cast<std::size_t>(cells * kWideCellWords) * sizeof(std::uint64_t);
   if (plan.exact_sums)
     return plan.partition_bits ? partition_layout(plan, round16(exact_words_temp(cells))).end : exact_words_temp(cells);
   return static_cast<std::size_t>(plan.grid_blocks * plan.window_cells) * sizeof(double);
@@ -429,13 +431,19 @@ void enqueue_channels(const channels_input& in, void* temp, cudaStream_t stream)
 }
 
 /// Exact sums (f32 weights, or none): the words of every cell, then their values added (or, with
-/// `wide`, the words widened into it). options::exact_sums with f64 weights: the wide atomics. Else
+/// `wide`, the words widened into it). plan.exact_wide (f64 weights, exact or over many cells):
+/// the wide atomics. Else
 /// window by window: the block partials of a window, then their fixed-order sum added to it.
 void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, void* temp, cudaStream_t stream,
                   std::uint64_t* wide) {
   const policy& plan = in.plan;
   if (plan.exact_wide) {
-    enqueue_exact_wide(in, wide, flow, stream);
+    // Without options::exact_sums, the fill's words in `temp`, rounded once and added to `sums`:
+    // one pass where the windows below would take many (plan_cuda_weighted).
+    std::uint64_t* words = wide ? wide : static_cast<std::uint64_t*>(temp);
+    if (!wide) TALLY_CUDA_CHECK(cudaMemsetAsync(words, 0, sums_temp_bytes(plan, in.cells, false), stream));
+    enqueue_exact_wide(in, words, flow, stream);
+    if (!wide) add_rounded_wide(words, in.cells, sums, stream);
     return;
   }
   if (plan.exact_sums) {

@@ -108,7 +108,8 @@ channels_input plan_channels(const axis& first, const view& samples, int channel
 /// caller for channels).
 std::size_t counts_temp_bytes(const policy& plan);
 std::size_t channels_temp_bytes(int channels);
-std::size_t sums_temp_bytes(const policy& plan, std::int64_t cells);
+/// `wide`: the fill's exact sums go to the caller's wide words (options::exact_sums).
+std::size_t sums_temp_bytes(const policy& plan, std::int64_t cells, bool wide);
 
 /// Adds the fill's counts to slots[0, cells + 3) (cells, then underflow, overflow, nan).
 void enqueue_counts(const fill_input& in, unsigned long long* slots, void* temp, cudaStream_t stream);
@@ -127,6 +128,9 @@ void enqueue_sums(const fill_input& in, double* sums, unsigned long long* flow, 
 /// Each cell's wide words (and flags) correctly rounded into sums[0, cells), as
 /// tally::histogram's exact sums are after every fill (core/exact_sum.hpp's exact_value).
 void round_wide(const std::uint64_t* wide, std::int64_t cells, double* sums, cudaStream_t stream);
+/// Each cell's wide words correctly rounded and added to sums[0, cells): a fill's exact partial
+/// sums joining sums kept in f64 (plan.exact_wide without options::exact_sums).
+void add_rounded_wide(const std::uint64_t* wide, std::int64_t cells, double* sums, cudaStream_t stream);
 /// The wide cells as digits that an integer all-reduce adds without carries, and back (the
 /// digit sums carried into words): core/exact_sum.hpp's split_wide_digits and join_wide_digits.
 void split_wide(const std::uint64_t* wide, std::int64_t cells, std::uint64_t* digits, cudaStream_t stream);
