@@ -161,12 +161,19 @@ template <class T, class Binner>
 void index_tile(const void* binner, const view& column, std::int64_t bins, bool first_axis,
                 std::int64_t begin, std::int64_t count, std::int64_t* flat) {
   const auto& b = *static_cast<const Binner*>(binner);
-  for_each_sample<T>(column, begin, begin + count, [&](T v, std::int64_t i) {
-    const std::int64_t k = b(v);
-    std::int64_t& f = flat[i - begin];
+  const auto fold = [&](std::int64_t k, std::int64_t j) {
+    std::int64_t& f = flat[j];
     if (first_axis) f = k;
     else if (f >= 0) f = k < 0 ? k : f * bins + k;
-  });
+  };
+  if (column.stride == 0) {  // one value repeated (a broadcast scalar): binned once
+    T v;
+    std::memcpy(&v, column.data, sizeof v);
+    const std::int64_t k = b(v);
+    for (std::int64_t j = 0; j < count; ++j) fold(k, j);
+    return;
+  }
+  for_each_sample<T>(column, begin, begin + count, [&](T v, std::int64_t i) { fold(b(v), i - begin); });
 }
 
 template <class Sink>
