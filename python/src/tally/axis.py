@@ -1007,6 +1007,9 @@ class AxesTuple(tuple):
                 raise TypeError(f"AxesTuple: tally.axis axes expected, got {type(a).__name__}")
         return out
 
+    def __init__(self, axes=()):  # tuple's __new__ took the axes; this gives the class its signature
+        super().__init__()
+
     def __getnewargs__(self):
         return (tuple(self),)
 
