@@ -809,6 +809,9 @@ class IntCategory(_Category):
         return Source(codes), None
 
 
+_COMPARED_CATEGORIES = 32  # up to this many, StrCategory maps strings by comparisons, not a sort
+
+
 def _first_seen(values):
     """The distinct values, in the order they first appear."""
     uniq, first = np.unique(values, return_index=True)
@@ -853,16 +856,29 @@ class StrCategory(_Category):
         values = given.ravel()
         if values.size and values.dtype.kind not in "UO":
             raise TypeError(f"tally.axis.StrCategory: samples must be strings, got {values.dtype}")
-        uniq, inverse = np.unique(values.astype(str), return_inverse=True)
+        values = values.astype(str, copy=False)
         lookup = {c: k for k, c in enumerate(self._categories)}
+        n = len(lookup)
+        codes = unknown = None
+        if n <= _COMPARED_CATEGORIES:  # a comparison pass a category: cheaper than sorting the strings
+            codes = np.full(values.shape, n, np.int32)
+            for c, k in lookup.items():
+                codes[values == c] = k
+            unknown = np.flatnonzero(codes == n)
+        rest = values if unknown is None else values[unknown]
+        # One sort of the rest: its distinct strings, where each first appears (growth's order).
+        uniq, first, inverse = np.unique(rest, return_index=True, return_inverse=True)
         grown = None
         if self._growth:
-            new = [v for v in _first_seen(values.astype(str)) if v not in lookup]
+            new = [v for v in uniq[np.argsort(first, kind="stable")].tolist() if v not in lookup]
             if new:
                 grown = self._with_categories(self._categories + tuple(new))
                 lookup = {c: k for k, c in enumerate(grown._categories)}
-        n = len(lookup)
-        codes = np.array([lookup.get(u, n) for u in uniq.tolist()], np.int32)[inverse.ravel()]
+        rest_codes = np.array([lookup.get(u, len(lookup)) for u in uniq.tolist()], np.int32)[inverse.ravel()]
+        if codes is None:
+            codes = rest_codes
+        else:
+            codes[unknown] = rest_codes
         return Source(codes.reshape(given.shape), "sample"), grown
 
 
