@@ -194,6 +194,64 @@ void expect_stride_zero_repeats(tally::options o, Place&& place) {
   }
 }
 
+/// Fills with options::flow_bins (1-D to 3-D, regular, variable and integer axes, samples in and
+/// beyond the axes and NaN, in two fills) keep every sample in boost-histogram's cells: each
+/// axis' underflow, bins, overflow and NaN, as the reference places them; flow() totals them as
+/// the flow counters of the same fills without flow bins; merged, saved and read back, they
+/// stay. `place` as expect_stride_zero_repeats'.
+template <class Place>
+void expect_flow_bins_match(tally::options o, Place&& place) {
+  o.flow_bins = true;
+  const std::vector<std::vector<axis_spec>> cases = {
+      {regular_spec(20, -1.3, 2.7)},
+      {regular_spec(7, -1.0, 1.0), variable_spec(5, -2.0, 2.0, 31)},
+      {integer_spec(-2, 4), regular_spec(3, 0.0, 1.0, dtype::f32), variable_spec(4, -1.0, 3.0, 32)}};
+  std::uint64_t seed = 700;
+  for (const auto& specs : cases) {
+    for (dist d : {dist::uniform, dist::one_bin, dist::normal}) {
+      SCOPED_TRACE(std::to_string(specs.size()) + "-D, " + name_of(d));
+      std::vector<tally::axis> axes;
+      std::vector<ref::axis_model> models;
+      for (const auto& s : specs) {
+        axes.push_back(s.make());
+        models.push_back(s.model());
+      }
+      std::vector<column> host;
+      std::vector<tally::view> columns;
+      const std::int64_t n = 20011;
+      for (const auto& s : specs) {  // a wider range than the axis', and NaN every 37th sample
+        std::vector<double> v = random_values(d, {s.body().lo - 2, s.body().hi + 2}, n, ++seed, true);
+        for (std::size_t i = 0; i < v.size(); i += 37) v[i] = std::numeric_limits<double>::quiet_NaN();
+        host.push_back(make_column(dtype::f64, v));
+        columns.push_back(place(host.back()));
+      }
+      tally::histogram h(axes, o), counters(axes, cpu_options());
+      std::vector<tally::view> first, second;
+      for (const auto& c : columns) {
+        first.push_back(slice(c, 0, n / 3));
+        second.push_back(slice(c, n / 3, n));
+      }
+      h.fill(first);
+      h.fill(second);
+      std::vector<tally::view> host_views;
+      for (const auto& c : host) host_views.push_back(c.view());
+      counters.fill(host_views);
+      const std::vector<std::uint64_t> want = ref::flow_bin_counts(models, host_views);
+      EXPECT_TRUE(same_elements(h.counts(), want));
+      EXPECT_EQ(h.samples(), static_cast<std::uint64_t>(n));
+      EXPECT_TRUE(same_flow(h.flow(), counters.flow()));
+      std::vector<std::int64_t> shape;
+      for (const auto& s : specs) shape.push_back(s.make().bins() + 3);
+      EXPECT_EQ(h.shape(), shape);
+      tally::histogram merged(axes, o);
+      merged += h;
+      EXPECT_TRUE(merged == h);
+      EXPECT_TRUE(tally::deserialize(tally::serialize(h).data(), tally::serialize(h).size()) == h);
+      EXPECT_THROW(merged += counters, tally::error);  // flow bins against none
+    }
+  }
+}
+
 /// The reference of `fills` fills of channel k of `interleaved` (`channels` a pixel) on `spec`'s axis.
 inline ref::result channel_reference(const axis_spec& spec, const tally::view& interleaved, int k, int channels,
                                      int fills) {

@@ -359,6 +359,24 @@ TEST(CudaPlan, WeightedSumsUseAGridFixedByTheSampleCount) {
   EXPECT_NE(tally::describe(wide).find("5 passes"), std::string::npos);
 }
 
+TEST(CudaPlan, FlowBinsTakeTheGenericKernels) {
+  auto r = h100_request(6 * 9);  // two axes of 3 and 6 bins, each with its 3 flow bins
+  r.contiguous = false;           // as make_request sets it for flow bins
+  r.dims = 2;
+  r.flow_bins = true;
+  auto p = tally::plan(r);
+  EXPECT_TRUE(p.flow_bins);
+  EXPECT_EQ(p.vector_bytes, 0);
+  EXPECT_EQ(p.partition_bits, 0);
+  EXPECT_NE(tally::describe(p).find("flow bins"), std::string::npos);
+  r.wanted = tally::strategy::cluster;
+  EXPECT_THROW(tally::plan(r), tally::error);
+  r.wanted = tally::strategy::shared_replicated;
+  EXPECT_EQ(tally::plan(r).chosen, tally::strategy::shared_replicated);
+  r.weighted = true;
+  EXPECT_THROW(tally::plan(r), tally::error);
+}
+
 TEST(CudaPlan, F32WeightsSumExactlyInSharedOrDeviceMemory) {
   auto r = h100_request(256);
   r.weighted = true;

@@ -101,6 +101,11 @@ TEST_F(Device, StrideZeroColumnsAndWeightsRepeatOneValue) {
   });
 }
 
+TEST_F(Device, FlowBinsKeepEverySampleInItsAxesFlowBins) {
+  std::deque<device_column> copies;
+  expect_flow_bins_match(sync_options(), [&](const column& c) { return copies.emplace_back(c.view()).view(); });
+}
+
 TEST_F(Device, FillReturnsWhileItsStreamIsBlocked) {
   // A host function holds the stream until `open`. A fill that waited for the stream (a hidden
   // synchronisation) would return only after the opener thread sets it, 2 s later.

@@ -806,11 +806,13 @@ TEST(Serialize, CorruptHeadersAreClearErrors) {
     return b;
   };
   expect_rejected(patched(0, {'X'}), "wrong magic");
-  expect_rejected(patched(8, {3}), "format version 3 is not supported");
+  expect_rejected(patched(8, {4}), "format version 4 is not supported");
   expect_rejected(patched(8, {0}), "format version 0 is not supported");
   expect_rejected(patched(12, {3}), "unknown storage code 3 in format version 1");
   expect_rejected(patched(8, {2, 0, 0, 0, 4}), "unknown storage code 4 in format version 2");
-  expect_rejected(patched(13, {2}), "flow flag must be 0 or 1");
+  expect_rejected(patched(13, {2}), "flow flag must be 0 or 1");  // flow bins need version 3
+  expect_rejected(patched(8, {3, 0, 0, 0, 0, 4}), "flow flag must be 0 or 1 (plus 2 for flow bins), got 4");
+  expect_rejected(patched(8, {3, 0, 0, 0, 2, 2}), "flow bins given for a histogram of sums");
   expect_rejected(patched(15, {'x'}), "backend");
   // Names are printable ASCII: other bytes quoted would make the message other than text.
   expect_rejected(patched(16, {0xC3}), "the backend name holds byte 195 at 1, not printable ASCII");

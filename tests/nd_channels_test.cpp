@@ -128,6 +128,23 @@ TEST(FillND, StrideZeroColumnsAndWeightsRepeatOneValue) {
   });
 }
 
+TEST(FillND, FlowBinsKeepEverySampleInItsAxesFlowBins) {
+  expect_flow_bins_match(cpu_options(), [&](const column& c) { return c.view(); });
+}
+
+TEST(FillND, FlowBinsCountOnlyAndNoDensityOrChannels) {
+  tally::options o = cpu_options();
+  o.flow_bins = true;
+  o.weighted = true;
+  EXPECT_THROW(tally::histogram(regular_spec(4, 0, 1).make(), o), tally::error);
+  o.weighted = false;
+  tally::histogram h(regular_spec(4, 0, 1).make(), o);
+  EXPECT_THROW(h.density(), tally::error);
+  std::vector<tally::histogram> channels{h};
+  const column pixels = typed_column<std::uint8_t>({1, 2, 3, 4});
+  EXPECT_THROW(tally::fill_channels(channels, pixels.view(), 2), tally::error);
+}
+
 TEST(ColumnsOf, SplitsARowMajorMatrixIntoStridedColumns) {
   const std::vector<axis_spec> specs = {regular_spec(20, -1.3, 2.7), variable_spec(7, -1.3, 2.7, 6),
                                         integer_spec(-2, 3)};

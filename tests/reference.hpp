@@ -311,6 +311,26 @@ inline std::int64_t cell_of(result& r, const std::vector<axis_model>& axes,
   return cell;
 }
 
+/// The counts of options::flow_bins' layout: each axis underflow, its bins, overflow, NaN
+/// (bins + 3 cells), row-major, every sample in one cell.
+inline std::vector<std::uint64_t> flow_bin_counts(const std::vector<axis_model>& axes,
+                                                  const std::vector<tally::view>& columns) {
+  std::int64_t cells = 1;
+  for (const auto& a : axes) cells *= a.bins + 3;
+  std::vector<std::uint64_t> counts(static_cast<std::size_t>(cells), 0);
+  for (std::int64_t i = 0; i < columns.at(0).size; ++i) {
+    std::int64_t cell = 0;
+    for (std::size_t d = 0; d < axes.size(); ++d) {
+      const placed p = place(axes[d], read(columns[d], i));
+      const std::int64_t k = p.f == fate::in_bin ? p.bin + 1 : p.f == fate::underflow ? 0
+                             : p.f == fate::overflow ? axes[d].bins + 1 : axes[d].bins + 2;
+      cell = cell * (axes[d].bins + 3) + k;
+    }
+    ++counts[static_cast<std::size_t>(cell)];
+  }
+  return counts;
+}
+
 /// One fill call: N-D columns (one per axis), optional weights (weighted storage only; an
 /// unweighted fill of weighted storage adds 1.0 per sample). `block_size`: options::sum_block's
 /// blocks (n for sum_block 0, input order), also to show that a test tells orders apart.

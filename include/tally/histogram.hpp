@@ -68,6 +68,12 @@ struct options {
   bool exact_sums = false;
   /// Count underflow, overflow and NaN samples (dropped from the bins either way).
   bool flow = false;
+  /// Keep flow bins on every axis, as boost-histogram places them: each axis has bins + 3 cells,
+  /// its underflow first, then its bins, its overflow and its NaN bin (shape() says so), and no
+  /// sample is dropped: a sample of an N-D histogram lands in the flow bins of every axis it
+  /// falls outside. flow() then totals the cells on flow bins by the first such axis, as the
+  /// counters would. Counts only (not weighted), not with channels or density().
+  bool flow_bins = false;
   /// CPU threads; 0 means as many as OpenMP would start (OMP_NUM_THREADS, omp_set_num_threads),
   /// at most the hardware threads.
   int threads = 0;
@@ -162,7 +168,7 @@ class histogram {
 
   const std::vector<axis>& axes() const { return axes_; }
   const options& opts() const { return opts_; }
-  /// Bins per axis.
+  /// Bins per axis (plus 3 each with options::flow_bins).
   std::vector<std::int64_t> shape() const;
   /// Number of cells (product of the shape).
   std::int64_t size() const { return cells_; }

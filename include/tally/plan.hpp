@@ -67,6 +67,9 @@ struct plan_request {
   /// output's type.
   bool write_once = false;
   dtype write_type = dtype::u64;
+  /// options::flow_bins: every axis keeps bins + 3 cells (cells counts them); the generic
+  /// per-sample kernels and loops place the flow bins.
+  bool flow_bins = false;
 };
 
 /// The largest fill the planner's write_once plan (tally::count_into's one launch) takes: a
@@ -103,6 +106,7 @@ struct policy {
   int partition_blocks = 0;         // CUDA partitioned: counting blocks shared out among the buckets
   bool write_once = false;          // CUDA count_into: one cluster counts all samples, writes each cell once
   bool add_once = false;            // CUDA count_into: blocks count in shared memory, add into the zeroed output
+  bool flow_bins = false;           // options::flow_bins: underflow, overflow and NaN cells on every axis
   std::vector<std::string> reasons; // the measured reason behind each choice
 };
 

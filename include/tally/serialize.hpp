@@ -1,15 +1,18 @@
 // A histogram as bytes and back: a versioned, little-endian binary format for saving histograms
 // and for sending partial histograms between processes to merge them (+=).
 //
-// Format version 2; version 1 is the same without storage code 3. Both are read; a histogram is
-// written as version 1 unless it keeps exact sums, so that older readers still read it. Integers are little-endian, of the width named; f64 is an IEEE-754 double's
+// Format version 3; version 2 is the same without flow bins (flow bit 2), version 1 also without
+// storage code 3. All are read; a histogram is written as version 1 unless it keeps exact sums
+// (2) or flow bins (3), so that older readers still read it. Integers are little-endian, of the
+// width named; f64 is an IEEE-754 double's
 // bits as a u64; str is a u8 length and that many ASCII bytes.
 //
 //   magic        8 bytes "TALLYHST"
-//   version      u32, 1 or 2
+//   version      u32, 1, 2 or 3
 //   storage      u8: 0 u64 counts, 1 u32 counts, 2 f64 sums of weights (options::weighted),
 //                3 exact sums of weights (options::weighted and options::exact_sums)
-//   flow         u8: 0 or 1 (options::flow)
+//   flow         u8: bit 0 options::flow; version 3, bit 1 options::flow_bins (the cells then
+//                hold bins + 3 an axis, and the flow counts below are 0)
 //   backend      str, name_of(options::backend)
 //   strategy     str, name_of(options::strategy)
 //   threads      i32 (options::threads)
@@ -22,7 +25,7 @@
 //                  3 variable_integers  u64 n, n x i64 edges
 //                  4 variable_integers  u64 n, n x u64 edges (unsigned)
 //                  5 integer            i64 lo, i64 hi
-//   cells        u64 count (the product of the bins), then that many cells of the storage
+//   cells        u64 count (the product of the bins, each plus 3 with flow bins), then that many cells of the storage
 //                type, row-major (the last axis fastest). An exact-sum cell is 35 x u64: 34 limbs,
 //                least significant first, of the sum in units of 2^-1074 as a 2176-bit two's
 //                complement integer, then the flags (bit 0 +inf, 1 -inf, 2 NaN weights seen)

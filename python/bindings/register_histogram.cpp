@@ -34,10 +34,16 @@ class py_histogram {
  public:
   py_histogram(std::vector<tally::axis> axes, bool weighted, const std::string& strategy,
                const std::string& backend, bool flow, bool counts32, int threads, bool exact_sums,
-               std::int64_t sum_block)
-      : h_(std::move(axes),
-           make_options(weighted, strategy, backend_named(backend), flow, counts32, threads, exact_sums, sum_block)) {}
+               std::int64_t sum_block, bool flow_bins)
+      : h_(std::move(axes), with_flow_bins(make_options(weighted, strategy, backend_named(backend), flow, counts32,
+                                                        threads, exact_sums, sum_block),
+                                           flow_bins)) {}
   explicit py_histogram(tally::histogram h) : h_(std::move(h)) {}
+
+  static tally::options with_flow_bins(tally::options o, bool flow_bins) {
+    o.flow_bins = flow_bins;
+    return o;
+  }
 
   /// f(histogram) under the lock, without the GIL.
   template <class F> decltype(auto) locked(F&& f) const {
@@ -392,9 +398,10 @@ nb::object extremes(const any_array& a) {
 void register_histogram(nb::module_& m) {
   nb::class_<py_histogram>(m, "Hist")
       .def(nb::init<std::vector<tally::axis>, bool, const std::string&, const std::string&, bool, bool, int, bool,
-                    std::int64_t>(),
+                    std::int64_t, bool>(),
            "axes"_a, "weighted"_a = false, "strategy"_a = "automatic", "backend"_a = "auto",
-           "flow"_a = false, "counts32"_a = false, "threads"_a = 0, "exact_sums"_a = false, "sum_block"_a = 65536)
+           "flow"_a = false, "counts32"_a = false, "threads"_a = 0, "exact_sums"_a = false, "sum_block"_a = 65536,
+           "flow_bins"_a = false)
       .def("fill", &py_histogram::fill, "columns"_a, "weights"_a = nb::none())
       .def("fill_streamed", &py_histogram::fill_streamed, "columns"_a, "weights"_a.none(), "buffer_bytes"_a, "buffers"_a)
       .def("reset", &py_histogram::reset)
@@ -407,6 +414,7 @@ void register_histogram(nb::module_& m) {
       .def_prop_ro("exact_sums", [](const py_histogram& h) { return h.get().opts().exact_sums; })
       // Options a pickle's state is checked against.
       .def_prop_ro("flow_counters", [](const py_histogram& h) { return h.get().opts().flow; })
+      .def_prop_ro("flow_bins", [](const py_histogram& h) { return h.get().opts().flow_bins; })
       .def_prop_ro("counts32", [](const py_histogram& h) { return h.get().opts().counts == tally::count_type::u32; })
       .def_prop_ro("shape", [](const py_histogram& h) { return h.get().shape(); })
       .def_prop_ro("axes", [](const py_histogram& h) { return h.get().axes(); })

@@ -53,7 +53,7 @@ void merge_counts(std::uint32_t* destination, const std::uint32_t* add, std::siz
 void merge_counts(std::uint64_t* destination, const std::uint64_t* add, std::size_t n);
 
 /// The number of cells of `axes` (at least one axis; the product must fit 64 bits).
-std::int64_t cell_count(const std::vector<axis>& axes);
+std::int64_t cell_count(const std::vector<axis>& axes, bool flow_bins = false);
 /// Throws tally::error for a bad view (unknown type, negative size, null data, stride < 1).
 void check_view(const view& v, const std::string& what);
 /// Checks a fill of `channels` interleaved channels into `histograms` histograms (at most one per

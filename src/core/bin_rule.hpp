@@ -19,6 +19,12 @@ namespace tally::detail {
 /// Negative indices say why a sample is dropped.
 enum : std::int64_t { bin_underflow = -1, bin_overflow = -2, bin_nan = -3 };
 
+/// The cell of index k on an axis of `bins` bins with flow bins (options::flow_bins): underflow
+/// 0, the bins 1..bins, overflow bins + 1, NaN bins + 2.
+TALLY_HD constexpr std::int64_t flow_bin_of(std::int64_t k, std::int64_t bins) {
+  return k >= 0 ? k + 1 : k == bin_underflow ? 0 : k == bin_overflow ? bins + 1 : bins + 2;
+}
+
 enum class edge_rounding : std::uint8_t { f64, f32, f16, bf16 };
 
 TALLY_HD double round_edge(double e, edge_rounding r) {

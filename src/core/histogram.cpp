@@ -24,14 +24,15 @@ struct pending_slot {
   std::uint64_t most = 0;  // while holds, u32 counts: the largest host cell plus the samples gathered
 };
 
-std::int64_t cell_count(const std::vector<axis>& axes) {
+std::int64_t cell_count(const std::vector<axis>& axes, bool flow_bins) {
   if (axes.empty()) throw error("histogram: needs at least one axis");
   std::int64_t cells = 1;
   for (const auto& a : axes) {
-    if (a.bins() > std::numeric_limits<std::int64_t>::max() / cells)
+    const std::int64_t extent = a.bins() + (flow_bins ? 3 : 0);
+    if (extent > std::numeric_limits<std::int64_t>::max() / cells)
       throw error("histogram: the number of cells (product of the bins of " +
                   std::to_string(axes.size()) + " axes) overflows 64 bits");
-    cells *= a.bins();
+    cells *= extent;
   }
   return cells;
 }
@@ -71,14 +72,15 @@ plan_request make_request(const std::vector<axis>& axes, const options& opts, ba
                           std::int64_t n, const view* first, const view* weights) {
   plan_request r;
   // One aligned, unit-stride column (what plan_for assumes): vector loads apply.
-  r.contiguous = axes.size() == 1 &&
+  r.contiguous = axes.size() == 1 && !opts.flow_bins &&
                  (!first || (first->stride == 1 &&
                              reinterpret_cast<std::uintptr_t>(first->data) % size_of(first->type) == 0));
   r.table_bytes = table_bytes(axes.front(), t);
   r.where = where;
   r.wanted = opts.strategy;
   r.kind = rule_kind(axes.front(), t);
-  r.cells = cell_count(axes);
+  r.cells = cell_count(axes, opts.flow_bins);
+  r.flow_bins = opts.flow_bins;
   r.dims = static_cast<int>(axes.size());
   r.sample = t;
   r.weighted = opts.weighted;
@@ -157,7 +159,9 @@ histogram::histogram(std::vector<axis> axes, options opts)
     throw error("histogram: sum_block must be >= 0 (0: one block), got " + std::to_string(opts_.sum_block));
   if (opts_.exact_sums && !opts_.weighted)
     throw error("histogram: exact_sums keeps sums of weights; construct with options.weighted = true");
-  cells_ = detail::cell_count(axes_);
+  if (opts_.flow_bins && opts_.weighted)
+    throw error("histogram: flow_bins counts samples; a weighted histogram keeps no flow bins");
+  cells_ = detail::cell_count(axes_, opts_.flow_bins);
   allocate();
 }
 
@@ -358,6 +362,8 @@ std::string histogram::layout_difference(const histogram& other) const {
     return std::string(storage_name(opts_)) + " against " + storage_name(other.opts_);
   if (opts_.flow != other.opts_.flow)
     return std::string("flow counters ") + (opts_.flow ? "on against off" : "off against on");
+  if (opts_.flow_bins != other.opts_.flow_bins)
+    return std::string("flow bins ") + (opts_.flow_bins ? "on against off" : "off against on");
   return {};
 }
 
@@ -484,7 +490,7 @@ void histogram::assign_exact_digits(const std::vector<std::uint64_t>& digits, fl
 
 std::vector<std::int64_t> histogram::shape() const {
   std::vector<std::int64_t> s;
-  for (const auto& a : axes_) s.push_back(a.bins());
+  for (const auto& a : axes_) s.push_back(a.bins() + (opts_.flow_bins ? 3 : 0));
   return s;
 }
 
@@ -525,6 +531,7 @@ std::vector<double> histogram::values() const {
 }
 
 std::vector<double> histogram::density() const {
+  if (opts_.flow_bins) throw error("density: the flow bins have no widths; a histogram with flow_bins has no density");
   auto v = values();
   double total = 0;
   for (double x : v) total += x;
@@ -541,15 +548,37 @@ std::vector<double> histogram::density() const {
 }
 
 flow_counts histogram::flow() const {
-  if (!opts_.flow) throw error("flow: flow counters are off; construct with options.flow = true");
+  if (!opts_.flow && !opts_.flow_bins)
+    throw error("flow: flow counters are off; construct with options.flow = true");
   settle();
-  return flow_;
+  if (!opts_.flow_bins) return flow_;
+  // Each cell on a flow bin of some axis counts under the reason of the first such axis.
+  flow_counts out;
+  std::vector<std::int64_t> extent;
+  for (const auto& a : axes_) extent.push_back(a.bins() + 3);
+  for (std::int64_t c = 0; c < cells_; ++c) {
+    const std::uint64_t n = counts64_.empty() ? counts32_[static_cast<std::size_t>(c)] : counts64_[static_cast<std::size_t>(c)];
+    if (n == 0) continue;
+    std::int64_t rest = c, reason = 0, stride = cells_;
+    for (std::size_t d = 0; d < axes_.size() && reason == 0; ++d) {
+      stride /= extent[d];
+      const std::int64_t k = rest / stride;
+      rest %= stride;
+      reason = k == 0 ? detail::bin_underflow : k == extent[d] - 2 ? detail::bin_overflow : k == extent[d] - 1 ? detail::bin_nan : 0;
+    }
+    if (reason == detail::bin_underflow) out.underflow += n;
+    if (reason == detail::bin_overflow) out.overflow += n;
+    if (reason == detail::bin_nan) out.nan += n;
+  }
+  return out;
 }
 
 void fill_channels(std::vector<histogram>& per_channel, const view& samples, int channels) {
   detail::check_channels(samples, channels, per_channel.size(), "fill_channels");
-  for (const auto& h : per_channel)
+  for (const auto& h : per_channel) {
     if (h.axes().size() != 1) throw error("fill_channels: every channel histogram must be 1-D");
+    if (h.opts().flow_bins) throw error("fill_channels: channel histograms keep no flow bins");
+  }
   for (auto& h : per_channel) h.before_host_change();
   detail::channels_job all;
   all.samples = samples;

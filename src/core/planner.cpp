@@ -1,5 +1,6 @@
 // The planner: one pure function from the job's parameters to a policy, with its reasons.
 #include <algorithm>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -627,17 +628,33 @@ backend backend_from_name(std::string_view name) { return from_name(name, kBacke
 policy plan(const plan_request& r) {
   if (r.cells < 1) throw error("plan: cells must be >= 1, got " + std::to_string(r.cells));
   if (r.n < 0) throw error("plan: n must be >= 0, got " + std::to_string(r.n));
+  if (r.flow_bins && r.weighted) throw error("plan: flow bins hold counts; a weighted fill keeps none");
+  policy p;
   switch (r.where) {
     case backend::cpu: {
       if (r.wanted != strategy::automatic && r.wanted != strategy::cpu_private)
         throw error("strategy " + std::string(name_of(r.wanted)) + " does not run on the CPU");
-      return plan_cpu(r);
+      p = plan_cpu(r);
+      break;
     }
-    case backend::cuda:
-      return plan_cuda(r);
+    case backend::cuda: {
+      // Flow bins are placed by the generic per-sample kernels (cuda/common.cuh's slot_of).
+      constexpr strategy generic[] = {strategy::automatic, strategy::global_atomic, strategy::warp_aggregated,
+                                      strategy::shared, strategy::shared_replicated};
+      if (r.flow_bins && std::find(std::begin(generic), std::end(generic), r.wanted) == std::end(generic))
+        throw error("strategy " + std::string(name_of(r.wanted)) + " keeps no flow bins; use automatic, "
+                    "global_atomic, warp_aggregated, shared or shared_replicated");
+      p = plan_cuda(r);
+      if (r.flow_bins && (p.vector_bytes || p.partition_bits || p.value_table))
+        throw error("plan: flow bins need the generic kernels, the plan took " + std::string(name_of(p.chosen)));
+      break;
+    }
     default:
       throw error("plan: resolve backend::automatic to cpu or cuda before planning");
   }
+  p.flow_bins = r.flow_bins;
+  if (r.flow_bins) p.reasons.push_back("flow bins: each axis keeps bins + 3 cells, placed sample by sample");
+  return p;
 }
 
 std::string describe(const policy& p) {

@@ -15,8 +15,9 @@ namespace {
 
 constexpr char kMagic[8] = {'T', 'A', 'L', 'L', 'Y', 'H', 'S', 'T'};
 /// The newest version, read along with every older one. A histogram is written in the oldest
-/// version that holds it (1, unless it keeps exact sums), so older readers still read it.
-constexpr std::uint32_t kVersion = 2;
+/// version that holds it (1, unless it keeps exact sums (2) or flow bins (3)), so older readers
+/// still read it.
+constexpr std::uint32_t kVersion = 3;
 
 enum storage_code : std::uint8_t { store_u64 = 0, store_u32 = 1, store_sums = 2, store_exact = 3 };
 enum axis_tag : std::uint8_t {
@@ -265,12 +266,17 @@ header read_header(reader& r) {
   if (h.storage > last)
     throw error("unknown storage code " + std::to_string(h.storage) + " in format version " + std::to_string(version) +
                 " (0 to " + std::to_string(last) + " are defined)");
+  // Bit 0: flow counters; from version 3, bit 1: flow bins.
   const std::uint8_t flow = r.u8("the flow flag");
-  if (flow > 1) throw error("the flow flag must be 0 or 1, got " + std::to_string(flow));
+  if (flow > (version >= 3 ? 3 : 1))
+    throw error("the flow flag must be 0 or 1" + std::string(version >= 3 ? " (plus 2 for flow bins)" : "") +
+                ", got " + std::to_string(flow));
   h.opts.weighted = h.storage == store_sums || h.storage == store_exact;
   h.opts.exact_sums = h.storage == store_exact;
   h.opts.counts = h.storage == store_u32 ? count_type::u32 : count_type::u64;
-  h.opts.flow = flow == 1;
+  h.opts.flow = (flow & 1) != 0;
+  h.opts.flow_bins = (flow & 2) != 0;
+  if (h.opts.flow_bins && h.opts.weighted) throw error("flow bins given for a histogram of sums");
   h.opts.backend = backend_from_name(r.str("the backend name"));
   h.opts.strategy = strategy_from_name(r.str("the strategy name"));
   const std::uint32_t threads = r.u32("threads");
@@ -366,14 +372,15 @@ std::vector<std::byte> serialize(const histogram& h) {
   const auto cells = static_cast<std::size_t>(h.size());
   writer w(128 + cells * cell_bytes(storage));
   w.bytes(kMagic, sizeof kMagic);
-  w.u32(storage == store_exact ? 2 : 1);
+  w.u32(o.flow_bins ? 3 : storage == store_exact ? 2 : 1);
   w.u8(storage);
-  w.u8(o.flow ? 1 : 0);
+  w.u8(static_cast<std::uint8_t>((o.flow ? 1 : 0) | (o.flow_bins ? 2 : 0)));
   w.str(name_of(o.backend));
   w.str(name_of(o.strategy));
   w.u32(static_cast<std::uint32_t>(o.threads));
   w.u64(h.samples());
-  const flow_counts dropped = o.flow ? h.flow() : flow_counts{};
+  // Flow bins are cells: their histogram drops nothing.
+  const flow_counts dropped = o.flow && !o.flow_bins ? h.flow() : flow_counts{};
   w.u64(dropped.underflow);
   w.u64(dropped.overflow);
   w.u64(dropped.nan);
@@ -395,7 +402,7 @@ histogram deserialize(const void* data, std::size_t size) {
   try {
     reader r(data, size);
     header head = read_header(r);
-    const std::int64_t cells = detail::cell_count(head.axes);  // throws for no axis
+    const std::int64_t cells = detail::cell_count(head.axes, head.opts.flow_bins);  // throws for no axis
     const std::size_t item = cell_bytes(head.storage);
     const std::size_t stored = r.count(item, "cells");
     if (static_cast<std::uint64_t>(stored) != static_cast<std::uint64_t>(cells))

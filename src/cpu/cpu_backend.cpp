@@ -156,15 +156,18 @@ void run_1d(const void* binner, const view& column, std::int64_t begin, std::int
 }
 
 /// N-D: folds this axis' index of samples [begin, begin + count) into flat row-major cells.
-/// A negative entry is a dropped sample and keeps the reason of the first axis that dropped it.
+/// A negative entry is a dropped sample and keeps the reason of the first axis that dropped it;
+/// with flow_bins (options::flow_bins) none is: each index goes to its cell of bins + 3.
 template <class T, class Binner>
-void index_tile(const void* binner, const view& column, std::int64_t bins, bool first_axis,
+void index_tile(const void* binner, const view& column, std::int64_t bins, bool flow_bins, bool first_axis,
                 std::int64_t begin, std::int64_t count, std::int64_t* flat) {
   const auto& b = *static_cast<const Binner*>(binner);
+  const std::int64_t extent = flow_bins ? bins + 3 : bins;
   const auto fold = [&](std::int64_t k, std::int64_t j) {
+    if (flow_bins) k = flow_bin_of(k, bins);
     std::int64_t& f = flat[j];
     if (first_axis) f = k;
-    else if (f >= 0) f = k < 0 ? k : f * bins + k;
+    else if (f >= 0) f = k < 0 ? k : f * extent + k;
   };
   if (column.stride == 0) {  // one value repeated (a broadcast scalar): binned once
     T v;
@@ -180,7 +183,7 @@ template <class Sink>
 using run_fn = void (*)(const void* binner, const view& column, std::int64_t begin,
                         std::int64_t end, Sink& sink);
 using index_tile_fn = void (*)(const void* binner, const view& column, std::int64_t bins,
-                               bool first_axis, std::int64_t begin, std::int64_t count,
+                               bool flow_bins, bool first_axis, std::int64_t begin, std::int64_t count,
                                std::int64_t* flat);
 
 /// One axis, ready to bin its column: the rule, its edge table and the typed loops.
@@ -270,13 +273,13 @@ constexpr std::int64_t kDirectSamples = 4096;
 /// All axes of a job: bins samples [begin, end) and feeds their cells to a sink.
 class job_binner {
  public:
-  explicit job_binner(const fill_job& job) : columns_(job.columns) {
+  explicit job_binner(const fill_job& job) : columns_(job.columns), flow_bins_(job.plan.flow_bins) {
     for (std::size_t d = 0; d < job.axes->size(); ++d)
       axes_.emplace_back(new axis_indexer((*job.axes)[d], job.columns[d].type, job.plan.edge_table));
   }
 
   template <class Sink> void run(std::int64_t begin, std::int64_t end, Sink& sink) const {
-    if (axes_.size() == 1) {
+    if (axes_.size() == 1 && !flow_bins_) {
       const auto& a = *axes_.front();
       if constexpr (std::is_same_v<Sink, count_sink>) a.count_fn(a.binner, columns_[0], begin, end, sink);
       else if constexpr (std::is_same_v<Sink, direct_sink>) a.direct_fn(a.binner, columns_[0], begin, end, sink);
@@ -288,7 +291,7 @@ class job_binner {
     for (std::int64_t i = begin; i < end; i += kTile) {
       const std::int64_t count = std::min(kTile, end - i);
       for (std::size_t d = 0; d < axes_.size(); ++d)
-        axes_[d]->index_fn(axes_[d]->binner, columns_[d], axes_[d]->bins, d == 0, i, count, flat);
+        axes_[d]->index_fn(axes_[d]->binner, columns_[d], axes_[d]->bins, flow_bins_, d == 0, i, count, flat);
       for (std::int64_t j = 0; j < count; ++j) sink(flat[j], i + j);
     }
   }
@@ -296,6 +299,7 @@ class job_binner {
  private:
   std::vector<std::unique_ptr<axis_indexer>> axes_;
   const std::vector<view>& columns_;
+  bool flow_bins_;
 };
 
 int thread_count(const policy& p, std::int64_t work_items) {

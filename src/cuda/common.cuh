@@ -53,6 +53,7 @@ constexpr int kMaxAxes = 8;
 struct device_axes {
   device_axis axis[kMaxAxes];
   int count;
+  bool flow_bins = false;  // options::flow_bins: every axis bins + 3 cells, nothing dropped
 };
 
 #if defined(__CUDACC__)
@@ -81,14 +82,19 @@ __device__ __forceinline__ std::int64_t axis_index(const device_axis& a, std::in
 }
 
 /// The slot of sample i: its flat row-major cell, or the flow counter of the first axis that
-/// drops it.
+/// drops it; with flow bins, its cell on every axis (flow_bin_of), none dropped.
 __device__ __forceinline__ std::int64_t slot_of(const device_axes& axes, std::int64_t i,
                                                 std::int64_t cells) {
   std::int64_t flat = 0;
   for (int d = 0; d < axes.count; ++d) {
-    const std::int64_t k = axis_index(axes.axis[d], i);
+    const std::int64_t bins = axes.axis[d].bins;
+    std::int64_t k = axis_index(axes.axis[d], i);
+    if (axes.flow_bins) {
+      flat = flat * (bins + 3) + flow_bin_of(k, bins);
+      continue;
+    }
     if (k < 0) return slot_of_index(k, cells);
-    flat = flat * axes.axis[d].bins + k;
+    flat = flat * bins + k;
   }
   return flat;
 }

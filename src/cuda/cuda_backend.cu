@@ -224,6 +224,7 @@ void cuda_fill(const fill_job& job) {
   r.point_at(tables);
 
   cuda::fill_input in = r.input(job.columns, data, job.weights, weights.data, tables);
+  in.axes.flow_bins = job.plan.flow_bins;
   in.cells = job.cells;
   in.plan = job.plan;
 
@@ -358,7 +359,7 @@ class device_pending final : public pending_cells {
 /// before, and reports any error of the device itself.
 std::unique_ptr<pending_cells> cuda_pending(const fill_job& job, const options& opts) {
   const int device = device_of_job(job);
-  if (device < 0) return nullptr;
+  if (device < 0 || opts.flow_bins) return nullptr;  // device_histogram keeps no flow bins
   const device_guard guard(device);
   options o = opts;
   o.backend = backend::cuda;

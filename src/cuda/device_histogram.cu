@@ -239,6 +239,7 @@ device_histogram::device_histogram(axis a, options opts, void* stream, device_al
 device_histogram::device_histogram(std::vector<axis> axes, options opts, void* stream, device_allocator allocator)
     : axes_(std::move(axes)), opts_(opts) {
   cells_ = detail::cell_count(axes_);
+  if (opts_.flow_bins) throw error("device_histogram: keeps no flow bins (options.flow_bins is for tally::histogram)");
   if (opts_.backend == backend::cpu)
     throw error("device_histogram: computes on the GPU; options.backend must be automatic or cuda");
   if (opts_.counts != count_type::u64)
