@@ -807,6 +807,8 @@ TEST(Serialize, CorruptHeadersAreClearErrors) {
   };
   expect_rejected(patched(0, {'X'}), "wrong magic");
   expect_rejected(patched(8, {4}), "format version 4 is not supported");
+  expect_rejected(patched(8, {2}), "format version 2 for a histogram that version 1 holds");
+  expect_rejected(patched(8, {3}), "format version 3 for a histogram that version 1 holds");
   expect_rejected(patched(8, {0}), "format version 0 is not supported");
   expect_rejected(patched(12, {3}), "unknown storage code 3 in format version 1");
   expect_rejected(patched(8, {2, 0, 0, 0, 4}), "unknown storage code 4 in format version 2");

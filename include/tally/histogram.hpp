@@ -127,7 +127,8 @@ class histogram {
   /// Zero all cells and flow counters.
   void reset();
   /// Sets every cell (size() of them, row-major: counts of a count histogram, sums of a
-  /// weighted one), the flow counters (all 0 unless options::flow) and samples(): a histogram
+  /// weighted one), the flow counters (all 0 unless options::flow; ignored with flow bins, which
+  /// the cells hold) and samples(): a histogram
   /// counted elsewhere, such as another library's. Throws tally::error, changing nothing, for
   /// the wrong number of cells, the wrong kind, or a count beyond a u32 histogram's storage.
   void assign(const std::vector<std::uint64_t>& counts, flow_counts dropped, std::uint64_t samples);

@@ -3,7 +3,8 @@
 //
 // Format version 3; version 2 is the same without flow bins (flow bit 2), version 1 also without
 // storage code 3. All are read; a histogram is written as version 1 unless it keeps exact sums
-// (2) or flow bins (3), so that older readers still read it. Integers are little-endian, of the
+// (2) or flow bins (3), so that older readers still read it, and read only in that version (one
+// histogram, one byte sequence). Integers are little-endian, of the
 // width named; f64 is an IEEE-754 double's
 // bits as a u64; str is a u8 length and that many ASCII bytes.
 //

@@ -2,6 +2,8 @@
 and its conversions to and from boost-histogram, compared with boost-histogram filled with the
 same data."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -168,8 +170,8 @@ def test_conversions_that_do_not_map_raise():
         tally.Histogram.from_boost(big, count_bits=32)
     with pytest.raises(ValueError, match="repeat|ascending"):
         tally.Histogram(tally.axis.variable([0, 1, 1, 2])).to_boost()
-    nd = tally.Histogram([tally.axis.integer(0, 2), tally.axis.integer(0, 2)], flow=True)
-    with pytest.raises(ValueError, match="pass flow=False"):
+    nd = tally.Histogram([tally.axis.integer(0, 2), tally.axis.integer(0, 2)], weighted=True, flow=True)
+    with pytest.raises(ValueError, match="pass flow=False"):  # flow counters of samples, not sums
         nd.to_boost()
     assert nd.to_boost(flow=False).values().shape == (2, 2)
     with pytest.raises(ValueError, match="channel"):
@@ -224,7 +226,66 @@ def test_one_dimensional_flow_bins_are_boost_histograms(rng, distribution):
     for got in (h.values(flow=True), h.view(flow=True), h.counts(flow=True), h.variances(flow=True)):
         assert_same_array(got, want)
     for refused in (tally.Histogram(tally.axis.Regular(10, 0, 10)),
-                    tally.Histogram([tally.axis.Integer(0, 2)] * 2, flow=True),
+                    tally.Histogram([tally.axis.Integer(0, 2)] * 2, weighted=True, flow=True),
                     tally.Histogram(tally.axis.Regular(10, 0, 10), weighted=True, flow=True)):
         with pytest.raises(ValueError, match="flow bins"):
             refused.values(flow=True)
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_n_dimensional_flow_bins_are_boost_histograms(rng, distribution):
+    n = 5000
+    x = samples(rng, "f64", n, distribution, -2.0, 12.0)
+    x[::97] = np.nan
+    k = rng.integers(-3, 6, n)
+    names = np.array(["data", "mc", "other"])[rng.integers(0, 3, n)]
+    flag = rng.random(n) < 0.3
+    h = tally.Histogram([tally.axis.Regular(10, 0, 10), tally.axis.Integer(0, 3), tally.axis.StrCategory(["data", "mc"]),
+                         tally.axis.Boolean()], flow=True)
+    b = bh.Histogram(bh.axis.Regular(10, 0, 10), bh.axis.Integer(0, 3), bh.axis.StrCategory(["data", "mc"]),
+                     bh.axis.Boolean(), storage=bh.storage.Int64())
+    half = n // 2
+    for part in (slice(0, half), slice(half, n)):
+        h.fill(x[part], k[part], names[part], flag[part])
+        b.fill(x[part], k[part], names[part], flag[part])
+    assert not (x == 10.0).any()  # tally's last bin holds its right edge, boost's overflow does
+    want = b.values(flow=True).astype(np.int64)
+    assert_same_array(h.values(flow=True), want)
+    assert_same_array(h.values(), b.values().astype(np.int64))
+    assert_same_array(h.project(0, 2).values(flow=True), b.project(0, 2).values(flow=True).astype(np.int64))
+    assert_same_array(h.to_boost().values(flow=True), want)
+    assert_same_array(tally.Histogram.from_boost(b).values(flow=True), want)
+    assert h.samples == n and h.sum(flow=True) == n
+    # The totals count a sample under the first axis it falls outside, as the counters do.
+    reasons = np.select([np.isnan(x), x < 0, x > 10, k < 0, k >= 3, ~np.isin(names, ["data", "mc"])],
+                        ["nan", "underflow", "overflow", "underflow", "overflow", "overflow"], "")
+    assert h.flow == {r: int(np.count_nonzero(reasons == r)) for r in ("underflow", "overflow", "nan")}
+    assert pickle.loads(pickle.dumps(h)) == h and h.copy() == h
+    assert_same_array((h + h).values(flow=True), 2 * h.values(flow=True))
+
+
+def test_flow_bins_of_growing_axes_move_with_their_bins(rng):
+    names = np.array(["b", "a", "c"])[rng.integers(0, 3, 400)]
+    y = rng.normal(1.5, 1.5, 400)
+    h = tally.Histogram([tally.axis.StrCategory(["a"], growth=True), tally.axis.Regular(6, 0, 3)], flow=True)
+    b = bh.Histogram(bh.axis.StrCategory(["a"], growth=True), bh.axis.Regular(6, 0, 3), storage=bh.storage.Int64())
+    for hist in (h, b):
+        hist.fill(names[:200], y[:200]).fill(names[200:], y[200:]).fill(["z"], [9.0])
+    assert h.axes[0].categories == list(b.axes[0])
+    assert_same_array(h.values(flow=True), b.values(flow=True).astype(np.int64))
+
+
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_cuda_flow_bins_equal_the_cpus(rng, torch, distribution):
+    n = 30000
+    x = samples(rng, "f32", n, distribution, -2.0, 12.0)
+    x[::97] = np.nan
+    y = samples(rng, "f64", n, distribution, -1.0, 4.0)
+    made = {}
+    for device in ("cpu", "cuda"):
+        h = tally.Histogram([tally.axis.Regular(10, 0, 10), tally.axis.Variable([0, 1, 2.5, 3])], flow=True,
+                            device=device)
+        cols = (x, y) if device == "cpu" else (torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda())
+        made[device] = h.fill(*cols)
+    assert_same_array(made["cuda"].values(flow=True), made["cpu"].values(flow=True))
+    assert made["cuda"].flow == made["cpu"].flow and made["cuda"].samples == n

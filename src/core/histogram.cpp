@@ -441,7 +441,7 @@ void histogram::assign(const std::vector<std::uint64_t>& counts, flow_counts dro
     drop_pending(pending_.get(), false);
     std::copy(counts.begin(), counts.end(), counts64_.begin());
   }
-  flow_ = dropped;
+  flow_ = opts_.flow_bins ? flow_counts{} : dropped;  // flow bins: the cells hold the flow
   samples_ = samples;
 }
 

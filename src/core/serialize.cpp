@@ -277,6 +277,11 @@ header read_header(reader& r) {
   h.opts.flow = (flow & 1) != 0;
   h.opts.flow_bins = (flow & 2) != 0;
   if (h.opts.flow_bins && h.opts.weighted) throw error("flow bins given for a histogram of sums");
+  // One histogram, one byte sequence: the version is the oldest that holds the histogram.
+  const std::uint32_t oldest = h.opts.flow_bins ? 3 : h.storage == store_exact ? 2 : 1;
+  if (version != oldest)
+    throw error("format version " + std::to_string(version) + " for a histogram that version " +
+                std::to_string(oldest) + " holds (tally writes the oldest version that holds it)");
   h.opts.backend = backend_from_name(r.str("the backend name"));
   h.opts.strategy = strategy_from_name(r.str("the strategy name"));
   const std::uint32_t threads = r.u32("threads");

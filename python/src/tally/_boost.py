@@ -78,7 +78,7 @@ def to_boost(h, flow):
                          "no such kind")
     weighted, storage = h._hists[0].weighted, h._storage
     axes = h.axes
-    if flow and h._flow and (weighted or len(axes) > 1):
+    if flow and h._flow and (weighted or (len(axes) > 1 and not h._flow_bins)):
         raise ValueError("to_boost: tally's flow counters are totals of dropped samples, which boost-histogram's "
                          "per-axis flow bins of " + ("sums of weights" if weighted else "an N-D histogram") +
                          " cannot hold; pass flow=False to convert without them")
@@ -92,17 +92,11 @@ def to_boost(h, flow):
         for field in view.dtype.names:
             inner[field] = view[field]
     elif flow_bins:
-        view = out.view(flow=True)
-        dropped, traits = h.flow, out.axes[0].traits
-        under, over = dropped["underflow"], dropped["overflow"] + dropped["nan"]
-        if (under and not traits.underflow) or (over and not traits.overflow):
+        kept = h.values(flow=True)  # the flow bins the axes keep
+        if kept.sum() != h._extended(visible=False).sum():
             raise ValueError("to_boost: the flow counters hold samples for a flow bin the boost-histogram axis "
                              "lacks; pass flow=False to convert without them")
-        view[int(traits.underflow):len(view) - int(traits.overflow)] = h.values()
-        if traits.underflow:
-            view[0] = under
-        if traits.overflow:
-            view[-1] = over
+        out.view(flow=True)[...] = kept
     else:
         inner[...] = h.values()
     if h.metadata is not None:
@@ -206,6 +200,17 @@ def from_boost(cls, bh_hist, flow, **options):
         return h
     if (cells < 0).any() or under < 0 or over < 0:
         raise ValueError("from_boost: negative counts")
+    if h._flow_bins:  # N-D: boost's flow bins where tally's are, a flow bin its axis lacks empty
+        ext = np.asarray(bh_hist.values(flow=True)).astype(np.int64)
+        for d, ax in enumerate(bh_hist.axes):
+            e = np.moveaxis(ext, d, 0)
+            none = np.zeros((1,) + e.shape[1:], np.int64)
+            under_bin, over_bin = int(ax.traits.underflow), int(ax.traits.overflow)
+            e = np.concatenate([e[:1] if under_bin else none, e[under_bin:len(e) - over_bin],
+                                e[-1:] if over_bin else none, none])
+            ext = np.moveaxis(e, 0, d)
+        h._assign_extended(ext, int(ext.sum()))
+        return h
     dropped = (int(under), int(over), 0) if keep_flow else (0, 0, 0)
     samples = int(cells.sum(dtype=np.uint64)) + dropped[0] + dropped[1]
     h._hists[0].assign(np.ascontiguousarray(cells, np.uint64).ravel(), dropped, samples)

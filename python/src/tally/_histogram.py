@@ -20,6 +20,7 @@ from ._functions import Plan, _in_layout, fill_into
 
 _STREAM_ABOVE = 64 << 20  # host bytes above which a CUDA histogram's fill streams (fill_streamed)
 _ONE_CELL = _tally.Axis.integer(0, 1)  # the core axis of a 0-D histogram's one cell
+_INNER = (slice(1, -2),)  # an axis' bins among its flow bins (underflow, bins, overflow, NaN)
 _NO_LOCK = contextlib.nullcontext()
 
 
@@ -168,6 +169,9 @@ class Histogram:
         # The sums beside the first histogram's (no flow counters): Weight's sum of squared weights,
         # the Mean storages' sums of the samples and of their squares (see _MOMENTS).
         self._storage = storage
+        # N-D counts with flow=True keep boost-histogram's per-axis flow bins in the engine
+        # (options::flow_bins); 1-D ones keep the counters, which are its flow bins.
+        self._flow_bins = bool(flow) and channels is None and storage == "int64" and len(axes) >= 2
         self._moments = [self._made(axes, False) for _ in _MOMENTS[storage]] if channels is None else []
         if channels is None:
             self._hists = [self._made(axes)]
@@ -194,8 +198,9 @@ class Histogram:
     def _made(self, axes, flow=None):
         """A C++ histogram of this one's options over `axes` (flow counters as this one's)."""
         weighted, strategy, counts32, threads, exact_sums = self._options
-        return _tally.Hist([a._core for a in axes] or [_ONE_CELL], weighted, strategy, self._backend,
-                           self._flow if flow is None else flow, counts32, threads, exact_sums)
+        flow = self._flow if flow is None else flow
+        return _tally.Hist([a._core for a in axes] or [_ONE_CELL], weighted, strategy, self._backend, flow, counts32,
+                           threads, exact_sums, flow_bins=flow and self._flow_bins)
 
     @property
     def axes(self):
@@ -259,7 +264,7 @@ class Histogram:
         Returns
         -------
         tuple of int
-            One entry per axis, as boost-histogram's ``shape`` (tally keeps no flow bins).
+            One entry per axis, as boost-histogram's ``shape`` (the bins alone, without flow bins).
 
         Examples
         --------
@@ -370,7 +375,7 @@ class Histogram:
         # the codes of the axes it counts into.
         with self._lock if self._grows() else _NO_LOCK:
             src, columns, w = self._fill_args(samples, weight)
-            stream = (self._backend == "cuda" and not src.on_cuda and not self.exact_sums
+            stream = (self._backend == "cuda" and not src.on_cuda and not self.exact_sums and not self._flow_bins
                       and _host_bytes(columns, w) > _STREAM_ABOVE)
             targets = self._targets(w, self._sample_arg(sample, src, columns[0].size))
             with self._lock:
@@ -529,6 +534,15 @@ class Histogram:
         old = self._axes[d]
         places = _places(old, grown)
         flow, samples = self._hists[0].flow() if self._flow else (0, 0, 0), self.samples
+        if self._flow_bins:  # the counts with their flow bins, the grown axis' bins moved to their places
+            e = np.moveaxis(self._extended(visible=False), d, 0)
+            ext = np.zeros((grown.bins + 3,) + e.shape[1:], np.int64)
+            ext[0], ext[-2:] = e[0], e[-2:]
+            ext[1:-2][places] = e[1:-2]
+            self._axes = self._axes[:d] + [grown] + self._axes[d + 1:]
+            self._hists = [self._made(self._axes)]
+            self._assign_extended(np.moveaxis(ext, 0, d), samples)
+            return
         parts = []
         for cells in self._cells():
             shape = list(cells.shape)
@@ -561,10 +575,10 @@ class Histogram:
         Parameters
         ----------
         flow : bool, optional
-            With the flow bins boost-histogram keeps (default False): a 1-D histogram of
-            counts made with ``flow=True`` gets its underflow counter before the cells and its
-            overflow and NaN counters after them, where boost-histogram puts them. Others keep
-            no per-axis flow bins (tally counts what each fill drops, see `flow`).
+            With the flow bins boost-histogram keeps (default False), for a histogram of counts
+            made with ``flow=True``: each axis' underflow bin before its bins and its overflow
+            bin (NaN included) after them, where the axis keeps them (its ``underflow=`` and
+            ``overflow=``). Histograms of sums keep no per-axis flow bins (see `flow`).
 
         Returns
         -------
@@ -587,20 +601,45 @@ class Histogram:
         array([1, 2, 0, 0, 1])
         """
         if flow:
-            return self._flow_bins("values")
+            return self._with_flow_bins("values")
         if self._storage in ("mean", "weighted_mean"):
             return _moments_of(self._storage, self._cells())["value"]
+        if self._flow_bins:
+            return self._cells()[0]
         return self._per_channel([h.values() for h in self._hists])
 
-    def _flow_bins(self, what):
-        """The counts of a 1-D histogram of counts with its flow counters as boost-histogram's flow
-        bins: [underflow, cells..., overflow + NaN]."""
-        if self._channels is not None or self.ndim != 1 or self._storage != "int64" or not self._flow:
-            raise ValueError(f"{what}(flow=True): tally keeps flow counters, not per-axis flow bins; they stand "
-                             "for flow bins only in a 1-D histogram of counts made with flow=True")
+    def _extended(self, visible=True):
+        """The counts with every axis' flow bins: (underflow, bins..., overflow, NaN) an axis,
+        from the engine's flow bins (N-D) or the flow counters (1-D). `visible`: the flow bins an
+        axis does not keep (its traits, as boost-histogram's axis would drop those samples) zero."""
         with self._lock:
-            cells, (under, over, nan) = self._hists[0].values(), self._hists[0].flow()
-        return np.concatenate([[under], cells, [over + nan]]).astype(np.int64)
+            if self._flow_bins:
+                out = self._hists[0].values()
+            else:
+                cells, (under, over, nan) = self._hists[0].values(), self._hists[0].flow()
+                out = np.concatenate([[under], cells, [over, nan]]).astype(np.int64)
+        for d, ax in enumerate(self._axes if visible else ()):
+            e = np.moveaxis(out, d, 0)
+            if not ax.traits.underflow:
+                e[0] = 0
+            if not ax.traits.overflow:
+                e[-2:] = 0
+        return out
+
+    def _with_flow_bins(self, what):
+        """The counts with boost-histogram's flow bins: each axis' underflow and overflow (NaN
+        added to it) where the axis keeps them (its traits)."""
+        if self._channels is not None or self._storage != "int64" or not self._flow or not (
+                self.ndim == 1 or self._flow_bins):
+            raise ValueError(f"{what}(flow=True): flow bins are kept for histograms of counts made with flow=True "
+                             "(not of sums, channels, or N-D ones saved by an older tally)")
+        out = self._extended()
+        for d, ax in enumerate(self._axes):
+            out = np.moveaxis(out, d, 0)
+            out = np.concatenate([out[:1] if ax.traits.underflow else out[:0], out[1:-2],
+                                  out[-2:-1] + out[-1:] if ax.traits.overflow else out[:0]])
+            out = np.moveaxis(out, 0, d)
+        return np.ascontiguousarray(out, np.int64)
 
     def view(self, flow=False):
         """The cells as an array, as boost-histogram's ``view`` of its Int64 and Double storages.
@@ -634,7 +673,7 @@ class Histogram:
         (array([1, 0, 2]), array([1, 0, 2]), array([0, 1, 0, 2, 1]))
         """
         if flow:
-            return self._flow_bins("view")
+            return self._with_flow_bins("view")
         if not self._moments:
             return self.values()
         return accumulators._view_of(_moments_of(self._storage, self._cells()))
@@ -679,6 +718,9 @@ class Histogram:
         """
         if self._moments and not flow:
             return _accumulated(self._storage, [c.sum() for c in self._cells()])
+        if self._flow_bins:  # the engine's cells hold the flow bins too
+            total = self._hists[0].values() if flow else self._cells()[0]
+            return int(total.sum())
         totals = [h.values().sum() for h in self._hists]
         if flow:
             if not self._flow:
@@ -709,6 +751,12 @@ class Histogram:
         >>> np.array_equal(h.density(), np.histogram(x, 4, range=(0, 4), density=True)[0])
         True
         """
+        if self._flow_bins:  # numpy.histogramdd's density of the bins (the engine's has flow bins)
+            cells = self._cells()[0].astype(np.float64)
+            volume = np.ones(cells.shape)
+            for d, ax in enumerate(self._axes):
+                volume = volume * np.diff(ax.edges).reshape([-1 if k == d else 1 for k in range(cells.ndim)])
+            return cells / volume / cells.sum()
         return self._per_channel([h.density() for h in self._hists])
 
     def _per_channel(self, arrays):
@@ -934,7 +982,7 @@ class Histogram:
         None
         """
         if flow:
-            return self._flow_bins("counts")
+            return self._with_flow_bins("counts")
         if self._storage == "mean":
             return self._cells()[0]
         if self._storage in ("weight", "weighted_mean"):
@@ -968,7 +1016,7 @@ class Histogram:
         array([1, 2, 0])
         """
         if flow:
-            return self._flow_bins("variances")
+            return self._with_flow_bins("variances")
         if self._storage == "weight":
             return self._cells()[1]
         if self._storage in ("mean", "weighted_mean"):
@@ -987,8 +1035,8 @@ class Histogram:
 
         Int64 storage for counts, Double for sums of weights, Weight for Weight storage (sums
         of weights and of their squares); regular axes (float64 edges) as
-        Regular, other edges as Variable, integer axes as Integer. A 1-D histogram of counts
-        made with ``flow=True`` fills the underflow and overflow bins (NaN into overflow, where
+        Regular, other edges as Variable, integer axes as Integer. A histogram of counts made
+        with ``flow=True`` fills the underflow and overflow bins (NaN into overflow, where
         boost-histogram puts it); a histogram without flow counters, or ``to_boost(flow=False)``,
         makes axes without flow bins.
 
@@ -1006,8 +1054,9 @@ class Histogram:
         Raises
         ------
         ValueError
-            Flow counters that per-axis flow bins cannot hold (N-D, weighted) with
-            ``flow=True``; a channel histogram; edges boost-histogram's Variable axis refuses.
+            Flow counters of a histogram of sums (they count samples) with ``flow=True``; flow
+            bins an axis does not keep (``underflow=False``) holding samples; a channel
+            histogram; edges boost-histogram's Variable axis refuses.
         ImportError
             boost-histogram is not installed.
 
@@ -1151,9 +1200,10 @@ class Histogram:
         alone sums its axis away (``tally.sum`` stands for ``sum`` here, as ``bh.sum`` does).
         Removing every axis gives the cell's value (a ``WeightedSum`` for Weight storage).
 
-        tally keeps flow counters, not flow bins: ``::sum`` sums the bins only, a locator of a
-        flow bin raises IndexError, and what a slice leaves out of a histogram of counts with
-        ``flow=True`` joins its underflow or overflow counter. A slice or rebin of a regular axis
+        A histogram of counts with ``flow=True`` has boost-histogram's flow bins: ``::sum`` adds
+        them, ``bh.underflow`` and ``bh.overflow`` select them, and what a slice leaves out joins
+        the axis' underflow or overflow. Histograms of sums keep flow counters: ``::sum`` sums the
+        bins only and a locator of a flow bin raises IndexError. A slice or rebin of a regular axis
         gives a variable axis over the same edges; sums come back as float64 (exact sums as
         their rounded values).
         """
@@ -1161,6 +1211,8 @@ class Histogram:
             raise TypeError("a channel histogram is one histogram per channel; index its values() instead")
         axes = self.axes
         entries = _index_entries(key, len(axes))
+        if self._flow_bins:
+            return self._getitem_extended(entries)
         parts = self._cells()
         counting = not self._hists[0].weighted
         moved = [0, 0]  # counts a selection or slice leaves out: below, above
@@ -1248,10 +1300,70 @@ class Histogram:
     def _assign(self, parts, dropped, samples):
         """The cells of a plain histogram set to `parts` (values, and Weight storage's squares):
         counts as uint64, sums as float64; `dropped` is the values' flow counters."""
+        if self._flow_bins:  # the bins set among the flow bins the histogram holds
+            ext = self._extended(visible=False)
+            ext[_INNER * len(self._axes)] = parts[0]
+            return self._assign_extended(ext, samples)
         for part, cells in zip(self._parts(), parts):
             cells = (np.ascontiguousarray(cells, np.float64) if part.weighted
                      else np.ascontiguousarray(cells, np.int64).view(np.uint64))
             part.assign(cells.ravel(), dropped if part is self._hists[0] else (0, 0, 0), samples)
+
+    def _assign_extended(self, ext, samples):
+        """The counts of a histogram with flow bins set to `ext`, every axis' flow bins included."""
+        self._hists[0].assign(np.ascontiguousarray(ext, np.int64).view(np.uint64).ravel(), (0, 0, 0), samples)
+
+    def _from_extended(self, axes, ext):
+        """A histogram of counts of this one's options over `axes` holding `ext` (the counts with
+        every axis' underflow, overflow and NaN bins): flow bins for N-D, counters for 1-D."""
+        out = Histogram(axes, flow=True, count_bits=32 if self._hists[0].counts32 else 64, device=self._backend,
+                        label=self.label, name=self.name, metadata=self.metadata)
+        samples = int(ext.sum())
+        if out._flow_bins:
+            out._assign_extended(ext, samples)
+        elif not axes:  # 0-D: the total
+            out._hists[0].assign(np.array([samples], np.uint64), (0, 0, 0), samples)
+        else:
+            out._hists[0].assign(np.ascontiguousarray(ext[1:-2], np.int64).view(np.uint64),
+                                 (int(ext[0]), int(ext[-2]), int(ext[-1])), samples)
+        return out
+
+    def _getitem_extended(self, entries):
+        """__getitem__ of a histogram with flow bins, as boost-histogram's: a selected bin (or flow
+        bin, by tally.underflow / overflow), slices whose cut-off bins join the axis' underflow
+        and overflow, ``::sum`` over the flow bins too (``a:b:sum`` over bins a..b-1 only)."""
+        ext = self._extended()
+        kept, d = [], 0
+        for ax, entry in zip(self._axes, entries):
+            n = ax.bins
+            if _is_sum(entry):
+                entry = slice(None, None, sum)
+            if not isinstance(entry, slice):
+                i = operator.index(entry(ax)) if callable(entry) and not isinstance(entry, type) else _bin_of(entry, ax)
+                if (i < 0 and not ax.traits.underflow) or (i >= n and not ax.traits.overflow):
+                    raise IndexError(f"the axis keeps no {'underflow' if i < 0 else 'overflow'} bin (flow bins as "
+                                     "its underflow= and overflow= say)")
+                ext = (np.take(ext, 0, axis=d) if i < 0 else np.take(ext, i + 1, axis=d) if i < n
+                       else np.take(ext, n + 1, axis=d) + np.take(ext, n + 2, axis=d))
+                continue
+            a, b = _slice_end(entry.start, ax, 0), _slice_end(entry.stop, ax, n)
+            b = max(a, b)
+            if _is_sum(entry.step):
+                whole = entry.start is None and entry.stop is None
+                ext = ext.sum(axis=d) if whole else np.take(ext, range(1 + a, 1 + b), axis=d).sum(axis=d)
+                continue
+            k = _rebin_factor(entry.step)
+            groups = (b - a) // k
+            end = a + groups * k
+            e = np.moveaxis(ext, d, 0)
+            inner = e[1 + a:1 + end]
+            inner = inner.reshape((groups, k) + inner.shape[1:]).sum(axis=1)
+            e = np.concatenate([e[:1] + e[1:1 + a].sum(axis=0, keepdims=True), inner,
+                                e[n + 1:n + 2] + e[1 + end:1 + n].sum(axis=0, keepdims=True), e[n + 2:]])
+            ext = np.moveaxis(e, 0, d)
+            kept.append(ax._sliced(a, end, k))
+            d += 1
+        return int(ext) if not kept else self._from_extended(kept, ext)
 
     def _with_cells(self, axes, parts, moved=(0, 0)):
         """A histogram of this one's storage and device over `axes`, holding `parts` (values,
@@ -1290,6 +1402,12 @@ class Histogram:
         keep = [operator.index(a) for a in axes]
         if len(set(keep)) != len(keep) or any(not 0 <= a < n for a in keep):
             raise ValueError(f"project: distinct axes of 0..{n - 1} expected, got {axes}")
+        if self._flow_bins:  # the other axes summed with their flow bins, as boost-histogram's
+            ext = self._extended().sum(axis=tuple(a for a in range(n) if a not in keep))
+            if not keep:
+                return self._from_extended([], ext)
+            ext = np.transpose(ext, [sorted(keep).index(a) for a in keep])
+            return self._from_extended([self._axes[a] for a in keep], ext)
         if not keep:  # everything summed: a 0-D histogram, as boost-histogram's
             return self._with_cells([], [np.asarray(p.sum()) for p in self._cells()])
         summed = self[{a: slice(None, None, sum) for a in range(n) if a not in keep}]
@@ -1303,6 +1421,8 @@ class Histogram:
     def _cells(self):
         """The sums (counts) and the storage's moments, read together (a plain histogram's)."""
         with self._lock:
+            if self._flow_bins:
+                return [self._hists[0].values()[_INNER * len(self._axes)]]
             return [h.values().reshape(self._shape) for h in self._hists[:1] + self._moments]
 
     @property
@@ -1472,7 +1592,7 @@ class Histogram:
         out._lock = threading.RLock()
         with self._lock:
             out._axes = [_copy.copy(a) for a in self._axes]
-            out._plain_axes = self._plain_axes
+            out._plain_axes, out._flow_bins = self._plain_axes, self._flow_bins
             parts = _tally.copy(self._parts())
         out._hists, out._moments = parts[:len(self._hists)], parts[len(self._hists):]
         return out
@@ -1566,6 +1686,7 @@ class Histogram:
         self._lock = threading.RLock()
         self._hists, self._moments, self._axes, self._storage = hists, moments, axes, storage
         self._plain_axes = all(a._plain for a in axes)
+        self._flow_bins = hists[0].flow_bins
         self.label, self.name, self.metadata = meta.get("label", ""), meta.get("name", ""), meta.get("metadata")
 
     # ---- looking at it: repr, text bars, a notebook's SVG, matplotlib ----
