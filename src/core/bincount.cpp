@@ -9,7 +9,7 @@ namespace {
 
 constexpr std::int64_t kGuessMin = std::int64_t{1} << 12, kGuessMax = std::int64_t{1} << 20;
 // From this many samples in CUDA memory the pass saved (64 MiB of i32: ~22 us) outweighs the cut
-// (bench/PERFORMANCE.md, "Python call path", entry 42 and after).
+// (bench/PERFORMANCE.md, "Python call path").
 constexpr std::int64_t kOnePassCuda = std::int64_t{1} << 24;
 
 std::atomic<std::int64_t> guess{kGuessMin};
