@@ -20,31 +20,7 @@ def client():
         yield c
 
 
-# The array types of the chunks tally.dask filled. The tasks are pickled even on an in-process
-# cluster; a module-level function pickles by reference, so the one the worker calls is this one
-# and appends to this list.
-_SEEN = []
-_fill_chunk = td._fill_chunk
-
-
-def _recording_fill_chunk(recipe, weighted, flow, *blocks):
-    _SEEN.extend(type(b).__module__.split(".")[0] for b in blocks)
-    return _fill_chunk(recipe, weighted, flow, *blocks)
-
-
-@pytest.fixture
-def on_gpu(monkeypatch):
-    """The module names of the array types of every chunk that tally.dask fills during the test."""
-    _SEEN.clear()
-    monkeypatch.setattr(td, "_fill_chunk", _recording_fill_chunk)
-    return _SEEN
-
-
-def gpu_chunks(cupy, a, rng, pieces):
-    """A dask array of cupy chunks of random, uneven sizes holding `a`."""
-    cuts = np.sort(rng.integers(0, a.size + 1, pieces - 1))
-    sizes = tuple(int(s) for s in np.diff(np.concatenate([[0], cuts, [a.size]])))
-    return da.from_array(cupy.asarray(a), chunks=(sizes,), asarray=False)
+from dask_gpu_chunks import gpu_chunks, on_gpu  # noqa: E402,F401  (on_gpu: a fixture)
 
 
 @pytest.mark.parametrize("kind", DISTRIBUTIONS)

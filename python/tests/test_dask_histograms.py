@@ -19,6 +19,7 @@ da = pytest.importorskip("dask.array")
 bh = pytest.importorskip("boost_histogram")
 import tally  # noqa: E402
 import tally.dask as td  # noqa: E402  (after the skips: needs dask)
+from dask_gpu_chunks import gpu_chunks, on_gpu  # noqa: E402,F401  (on_gpu: a fixture)
 
 A = tally.axis
 N = 3001
@@ -343,30 +344,6 @@ def test_docstring_example_runs():
 
 
 # ---- cupy chunks on a GPU, as a dask-cuda worker holds them (skipped where no GPU is) ----
-
-# As in test_dask_gpu.py: the array types of the chunks that tally.dask fills during a test.
-_SEEN = []
-_fill_chunk = td._fill_chunk
-
-
-def _recording_fill_chunk(layout, weighted, sampled, *blocks):
-    _SEEN.extend(type(b).__module__.split(".")[0] for b in blocks)
-    return _fill_chunk(layout, weighted, sampled, *blocks)
-
-
-@pytest.fixture
-def on_gpu(monkeypatch):
-    _SEEN.clear()
-    monkeypatch.setattr(td, "_fill_chunk", _recording_fill_chunk)
-    return _SEEN
-
-
-def gpu_chunks(cupy, a, rng, pieces):
-    """A dask array of cupy chunks of random, uneven sizes holding `a`."""
-    cuts = np.sort(rng.integers(0, a.size + 1, pieces - 1))
-    sizes = tuple(int(s) for s in np.diff(np.concatenate([[0], cuts, [a.size]])))
-    return da.from_array(cupy.asarray(a), chunks=(sizes,), asarray=False)
-
 
 @pytest.mark.parametrize("storage", STORAGES)
 @pytest.mark.parametrize("kinds", [("regular",), ("regular_log", "int_category_growth"), ("integer_growth", "boolean"),

@@ -15,7 +15,7 @@ from . import axis as tally_axis
 from . import patterns as _patterns
 from . import storage as tally_storage
 from ._arrays import Source, backend_for, same_device, strategy_arg, to_host
-from ._devices import _cupy, _torch, device_of
+from ._devices import _cupy, device_of
 from ._functions import Plan, _in_layout, fill_into
 
 _STREAM_ABOVE = 64 << 20  # host bytes above which a CUDA histogram's fill streams (fill_streamed)
@@ -1880,11 +1880,10 @@ def _moments_of(storage, cells):
 def _variance(storage, m):
     """The samples' variance in each cell of a Mean storage's view (NaN where undefined), as
     boost-histogram's: deltas / (n - 1), or deltas / (sum w - sum w^2 / sum w) weighted."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if storage == "mean":
-            return m["_sum_of_deltas_squared"] / (m["count"] - 1)
-        return accumulators._weighted_variance(m["sum_of_weights"], m["sum_of_weights_squared"],
-                                               m["_sum_of_weighted_deltas_squared"])
+    if storage == "mean":
+        return accumulators._mean_variance(m["count"], m["_sum_of_deltas_squared"])
+    return accumulators._weighted_variance(m["sum_of_weights"], m["sum_of_weights_squared"],
+                                           m["_sum_of_weighted_deltas_squared"])
 
 
 def _raw_of(storage, value):
@@ -1983,20 +1982,15 @@ def _placed_like(s, ref):
     """Source s (a 0-d scalar, or a host array of ref's shape) in ref's library and on ref's
     device, a scalar as a view of stride 0 in ref's shape; unchanged where ref's library is not
     numpy, torch or cupy, or s is on a device and ref on the host (the fill then names both)."""
-    if s.ndim and (s.device, s.index) == (ref.device, ref.index):
+    here = (s.lib, s.device, s.index) == (ref.lib, ref.device, ref.index)
+    if (s.ndim and here) or ref.lib not in ("numpy", "torch", "cupy") or (s.on_cuda and not ref.on_cuda):
         return s
-    if ref.lib == "torch":
-        t = s.obj.to(ref.obj.device) if s.lib == "torch" else _torch().as_tensor(to_host(s.obj)).to(ref.obj.device)
-        return Source(t.expand(ref.shape) if t.dim() == 0 else t, "sample")
-    if ref.lib == "cupy":
-        cupy = _cupy()
-        with cupy.cuda.Device(ref.index):
-            c = cupy.asarray(s.obj if s.on_cuda else to_host(s.obj))
-            return Source(cupy.broadcast_to(c, ref.shape) if c.ndim == 0 else c, "sample")
-    if ref.lib == "numpy" and not s.on_cuda:
-        x = to_host(s.obj)
-        return Source(np.broadcast_to(x, ref.shape) if x.ndim == 0 else x, "sample")
-    return s
+    x = s.obj if here else ref.result(to_host(s.obj))
+    if s.ndim:
+        return Source(x, "sample")
+    broadcast = {"torch": lambda: x.expand(ref.shape), "cupy": lambda: _cupy().broadcast_to(x, ref.shape),
+                 "numpy": lambda: np.broadcast_to(x, ref.shape)}[ref.lib]
+    return Source(broadcast(), "sample")
 
 
 def _host_bytes(columns, weights):

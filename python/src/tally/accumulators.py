@@ -113,13 +113,11 @@ class MeanView(_View):
 
     @property
     def variance(self):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.asarray(self["_sum_of_deltas_squared"] / (self["count"] - 1))
+        return np.asarray(_mean_variance(self["count"], self["_sum_of_deltas_squared"]))
 
     @staticmethod
     def _cell(count, value, deltas):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return Mean(count, value, float(np.float64(deltas) / (np.float64(count) - 1)))
+        return Mean(count, value, float(_mean_variance(np.float64(count), np.float64(deltas))))
 
 
 class WeightedMeanView(_View):
@@ -147,6 +145,12 @@ class WeightedMeanView(_View):
     @staticmethod
     def _cell(w, w2, value, deltas):
         return WeightedMean(w, w2, value, float(_weighted_variance(np.float64(w), np.float64(w2), np.float64(deltas))))
+
+
+def _mean_variance(count, deltas):
+    """deltas / (count - 1), as boost-histogram's (NaN or inf where count <= 1)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return deltas / (count - 1)
 
 
 def _weighted_variance(w, w2, deltas):
