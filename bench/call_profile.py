@@ -67,7 +67,7 @@ def primitives(x):
     stream = torch._C._cuda_getCurrentRawStream(x.device.index)
     address = f32.data_ptr()
     axis = tally.axis.regular(16, 0, 1)
-    capsule_fill = lambda: _tally.fill_address([axis], x.data_ptr(), 16, "f64", "automatic", stream, device.index)
+    capsule_fill = lambda: _tally.fill_on_stream([axis], [x], None, "automatic", stream, device.index, False)
     return [
         ("torch.empty(16, dtype=, device='cuda:0')", lambda: torch.empty(16, dtype=torch.float32, device=f"cuda:{device.index}")),
         ("torch.empty(16, dtype=, device=torch.device)", lambda: torch.empty(16, **kind)),
@@ -95,6 +95,11 @@ def main():
     xi = torch.from_numpy(np.arange(16, dtype=np.int64) % 5).cuda()
     axis = tally.axis.regular(16, 0, 1)
     stream = torch.cuda.current_stream().cuda_stream
+
+    def allocate(n, type_name):  # the package's allocator: a torch array and its address
+        out = torch.empty(n, dtype=torch.int64, device=x.device)
+        return out, out.data_ptr()
+
     calls = [("tally.histogram(x, 16, (0, 1))", lambda: tally.histogram(x, 16, (0, 1))),
              ("tally.histc(x, 16, 0, 1)", lambda: tally.histc(x, 16, 0, 1)),
              ("tally.bincount(xi)", lambda: tally.bincount(xi)),
@@ -103,8 +108,9 @@ def main():
              ("torch.bincount(xi)", lambda: torch.bincount(xi)),
              ("_tally.fill_on_stream alone (C++ floor, DLPack input)",
               lambda: _tally.fill_on_stream([axis], [x], None, "automatic", stream, x.device.index, False)),
-             ("_tally.fill_address alone (C++ floor, address input)",
-              lambda: _tally.fill_address([axis], x.data_ptr(), 16, "f64", "automatic", stream, x.device.index))]
+             ("_tally.fill_once alone (C++ floor, address input)",
+              lambda: _tally.fill_once([axis], x.data_ptr(), 16, "f64", "automatic", stream, x.device.index, False, 0,
+                                       "", "i64", allocate, torch.from_dlpack))]
     others = other_calls(x)
     calls += others
     for name, fn in calls:

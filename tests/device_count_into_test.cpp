@@ -173,6 +173,22 @@ TEST_F(Device, CountIntoSmallFillsAreOneLaunchOrAMemsetAndOne) {
         captured_nodes([&](void* on) { tally::count_into({c.a.make()}, {dev.view()}, out, dtype::u64, on); });
     if (c.nodes) EXPECT_EQ(nodes, c.nodes);
     else EXPECT_GT(nodes, 2u);
+    // count_into_if_one_launch: counts and asks for its output exactly where the captured graph
+    // has one launch (or a memset and one); never for a named strategy.
+    check(cudaMemset(out, 0xff, got.size() * 8));
+    int asked = 0;
+    const auto ask = [&] { ++asked; return out; };
+    EXPECT_EQ(tally::count_into_if_one_launch({c.a.make()}, {dev.view()}, ask, dtype::u64, s.get()), c.nodes != 0);
+    EXPECT_EQ(asked, c.nodes != 0 ? 1 : 0);
+    if (c.nodes) {
+      check(cudaMemcpyAsync(got.data(), out, got.size() * 8, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(s.get())));
+      check(cudaStreamSynchronize(static_cast<cudaStream_t>(s.get())));
+      EXPECT_EQ(got, want.counts);
+    }
+    tally::options named;
+    named.strategy = tally::strategy::shared;
+    EXPECT_FALSE(tally::count_into_if_one_launch({c.a.make()}, {dev.view()}, ask, dtype::u64, s.get(), named));
+    EXPECT_EQ(asked, c.nodes != 0 ? 1 : 0);
     cudaFree(out);
   }
 }

@@ -215,4 +215,13 @@ void fill_channels_stream(std::vector<device_histogram>& per_channel, dtype type
 void count_into(std::vector<axis> axes, const std::vector<view>& columns, void* out, dtype out_type,
                 void* stream = nullptr, options opts = {});
 
+/// count_into where its plan is one launch (write_once, or add_once's memset and one launch) and
+/// the axes' tables allow it: asks `out` for the output (device memory of the current device, as
+/// count_into's) only then, counts into it and returns true; else returns false having asked and
+/// written nothing. For a caller that would otherwise take a device_histogram's cells (counts
+/// that count_into would have to convert), deciding no rule of its own. Checks as count_into.
+bool count_into_if_one_launch(const std::vector<axis>& axes, const std::vector<view>& columns,
+                              const std::function<void*()>& out, dtype out_type, void* stream = nullptr,
+                              const options& opts = {});
+
 }  // namespace tally

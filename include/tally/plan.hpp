@@ -79,6 +79,15 @@ inline constexpr std::int64_t write_once_max_cells = 16384;
 /// The largest fill the planner's add_once plan (count_into's zeroing and one launch) takes.
 inline constexpr std::int64_t add_once_max_samples = std::int64_t{1} << 20;
 
+/// The Python package's small host calls (a 1-D numpy call answered by one extension call that
+/// writes into a new numpy array, its argument-derived parts kept): at most this many cells, so
+/// the copy into the caller's array costs no more than handing a histogram's own cells over.
+inline constexpr std::int64_t host_call_max_cells = 4096;
+/// Fewer samples than this: bincount's maximum and histogram's data range come from one scalar
+/// pass over the samples (numpy's vectorised reductions are faster beyond), and bincount is the
+/// small call (plan_bincount's least learned length; below it the maximum comes first anyway).
+inline constexpr std::int64_t host_call_max_samples = 4096;
+
 /// The planner's answer.
 struct policy {
   backend where = backend::cpu;

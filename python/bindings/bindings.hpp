@@ -26,7 +26,7 @@ void register_plan(nb::module_& m);             // version, backends, strategy n
 void register_arrays(nb::module_& m);           // sample_type
 void register_axes(nb::module_& m);             // Axis, AxisTraits (UHI)
 void register_histogram(nb::module_& m);        // Hist, merge, equal, copy, fill_channels
-void register_device_fills(nb::module_& m);     // fill_on_stream, fill_address, count_address
+void register_device_fills(nb::module_& m);     // fill_on_stream, fill_once
 void register_patterns(nb::module_& m);         // unary, binary, reduce, matmul
 void register_runtime_kernels(nb::module_& m);  // NVRTC kernels of tally.ElementwiseKernel & co
 

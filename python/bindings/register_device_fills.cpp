@@ -67,32 +67,49 @@ nb::object fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_a
   return fill_views_on_stream(std::move(axes), fill_views(columns, weights), strategy, stream_handle, device, flow);
 }
 
-/// fill_on_stream of one contiguous column given by its CUDA address, element count and sample
-/// type (what a torch tensor's data_ptr() and numel() give), with contiguous weights of
-/// `weight_type` at `weights` where that is not 0: the package's repeated calls, for which a
-/// DLPack export of each input costs a third of a small fill. The fill checks that the addresses
-/// are memory of `device`.
-nb::object fill_address(std::vector<tally::axis> axes, std::uintptr_t data, std::int64_t size,
-                        const std::string& type, const std::string& strategy, std::uintptr_t stream_handle,
-                        int device, bool flow, std::uintptr_t weights, const std::string& weight_type) {
+/// One fill of one contiguous column given by its CUDA address, element count and sample type
+/// (what a torch tensor's data_ptr() and numel() give; a DLPack export costs a third of a small
+/// fill), with contiguous weights of `weight_type` at `weights` where that is not 0, on the
+/// caller's stream: the package's one entry for such calls, whose result the caller takes whole.
+/// The planner decides where the values go: unweighted counts without flow that
+/// tally::count_into writes in one launch, or that are wanted as another type than int64
+/// (histc's floats), are written by count_into into allocate(bins, out_type)'s array (the
+/// caller's library's memory pool; allocate returns it and its address); other fills fill a
+/// device_histogram whose cells are handed over in place as wrap(cells) (no second buffer, no
+/// conversion). With flow: (values, a FlowReader). The fill checks that the addresses are memory
+/// of `device`.
+nb::object fill_once(std::vector<tally::axis> axes, std::uintptr_t data, std::int64_t size, const std::string& type,
+                     const std::string& strategy, std::uintptr_t stream, int device, bool flow, std::uintptr_t weights,
+                     const std::string& weight_type, const std::string& out_type, const nb::callable& allocate,
+                     const nb::callable& wrap) {
+  const tally::view column{reinterpret_cast<const void*>(data), size, 1, tally::dtype_from_name(type)};
+  if (!weights && !flow) {
+    const auto counted = tally::dtype_from_name(out_type);
+    const auto options = make_options(false, strategy, tally::backend::cuda, false);
+    nb::object made;
+    const auto out = [&]() -> void* {
+      made = allocate(axes.front().bins(), out_type);
+      return reinterpret_cast<void*>(nb::cast<std::uintptr_t>(nb::cast<nb::tuple>(made)[1]));
+    };
+    // The one launch enqueues in microseconds: the GIL stays held for allocate's call.
+    if (tally::count_into_if_one_launch(axes, {column}, out, counted, reinterpret_cast<void*>(stream), options))
+      return nb::cast<nb::tuple>(made)[0];
+    if (counted != tally::dtype::i64) {  // another type than the histogram's cells: converted
+      void* to = out();
+      {
+        nb::gil_scoped_release release;
+        tally::count_into(std::move(axes), {column}, to, counted, reinterpret_cast<void*>(stream), options);
+      }
+      return nb::cast<nb::tuple>(made)[0];
+    }
+  }
   fill_views v;
-  v.columns.push_back({reinterpret_cast<const void*>(data), size, 1, tally::dtype_from_name(type)});
+  v.columns.push_back(column);
   if (weights) v.weights = tally::view{reinterpret_cast<const void*>(weights), size, 1, tally::dtype_from_name(weight_type)};
-  return fill_views_on_stream(std::move(axes), v, strategy, stream_handle, device, flow);
-}
-
-/// tally::count_into of one contiguous column given by address, element count and sample type:
-/// the counts written as `out_type` into `out`, an array the package allocated in the caller's
-/// library (its memory pool, its dtype). The small calls' path: a small fill is one launch.
-void count_address(std::vector<tally::axis> axes, std::uintptr_t data, std::int64_t size, const std::string& type,
-                   const std::string& strategy, std::uintptr_t stream, std::uintptr_t out,
-                   const std::string& out_type) {
-  const std::vector<tally::view> columns = {{reinterpret_cast<const void*>(data), size, 1, tally::dtype_from_name(type)}};
-  const auto options = make_options(false, strategy, tally::backend::cuda, false);
-  const auto counted = tally::dtype_from_name(out_type);
-  nb::gil_scoped_release release;
-  tally::count_into(std::move(axes), columns, reinterpret_cast<void*>(out), counted, reinterpret_cast<void*>(stream),
-                    options);
+  nb::object out = fill_views_on_stream(std::move(axes), v, strategy, stream, device, flow);
+  if (!flow) return wrap(out);
+  const nb::tuple values_and_reader = nb::cast<nb::tuple>(out);
+  return nb::make_tuple(wrap(values_and_reader[0]), values_and_reader[1]);
 }
 
 }  // namespace
@@ -101,12 +118,8 @@ void register_device_fills(nb::module_& m) {
   nb::class_<flow_reader>(m, "FlowReader").def("read", &flow_reader::read);
   m.def("fill_on_stream", &fill_on_stream, "axes"_a, "columns"_a, "weights"_a.none(), "strategy"_a,
         "stream"_a, "device"_a, "flow"_a = false);
-  m.attr("write_once_max_samples") = tally::write_once_max_samples;
-  m.attr("write_once_max_cells") = tally::write_once_max_cells;
-  m.def("count_address", &count_address, "axes"_a, "data"_a, "size"_a, "type"_a, "strategy"_a, "stream"_a, "out"_a,
-        "out_type"_a);
-  m.def("fill_address", &fill_address, "axes"_a, "data"_a, "size"_a, "type"_a, "strategy"_a, "stream"_a,
-        "device"_a, "flow"_a = false, "weights"_a = 0, "weight_type"_a = "");
+  m.def("fill_once", &fill_once, "axes"_a, "data"_a, "size"_a, "type"_a, "strategy"_a, "stream"_a, "device"_a,
+        "flow"_a, "weights"_a, "weight_type"_a, "out_type"_a, "allocate"_a, "wrap"_a);
 }
 
 }  // namespace tally_bindings

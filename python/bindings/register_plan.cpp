@@ -83,6 +83,9 @@ void register_plan(nb::module_& m) {
   m.def("remember_bincount_length", &tally::remember_bincount_length, nb::arg("length"));
   m.def("bincount_guess", &tally::bincount_guess);
   m.def("reset_bincount_guess", &tally::reset_bincount_guess);
+  // The small host calls' limits (tally/plan.hpp), which the package's numpy calls follow.
+  m.attr("host_call_max_cells") = tally::host_call_max_cells;
+  m.attr("host_call_max_samples") = tally::host_call_max_samples;
 }
 
 }  // namespace tally_bindings

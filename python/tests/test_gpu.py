@@ -265,6 +265,34 @@ def test_torch_plan_says_how_the_weights_sum(torch):
 
 
 @pytest.mark.parametrize("lib", ["torch", "cupy"])
+@pytest.mark.parametrize("n", [1000, 200_000, 3_000_000])
+def test_first_and_repeated_calls_are_one_extension_fill(request, rng, monkeypatch, lib, n):
+    """A 1-D call on a contiguous CUDA array is one call of the extension's fill_once, the first
+    (full path) and the repeated (kept) alike; the planner, not Python, decides where the counts
+    go (small fills: count_into's one launch; larger: the histogram's cells), so sizes on either
+    side of count_into's limits count as numpy, as int64 counts or histc's float type."""
+    mod = request.getfixturevalue(lib)
+    a = samples(rng, "f32", n, "hot", 0.0, 1.0)
+    x = mod.from_numpy(a).cuda() if lib == "torch" else mod.asarray(a)
+    fills = []
+    real = tally._tally.fill_once
+    monkeypatch.setattr(tally._tally, "fill_once", lambda *args: fills.append(args[2]) or real(*args))
+    where = (0.0, float(rng.random()) + 1.0)  # a new range: the first call takes the full path
+    for call in range(2):
+        fills.clear()
+        h, e = tally.histogram(x, 16, where)
+        assert fills == [n], (call, fills)
+        want_h, want_e = np.histogram(a, 16, where)
+        assert_same_array(host(e), want_e)
+        assert_same_array(host(h), want_h)
+    for call in range(2):
+        fills.clear()
+        c = tally.histc(x, 9, -1, 1)
+        assert len(fills) == 1, (call, fills)
+        assert_same_array(host(c), counts_by_edges(a, np.linspace(-1, 1, 10).astype(np.float32)).astype(np.float32))
+
+
+@pytest.mark.parametrize("lib", ["torch", "cupy"])
 def test_repeated_calls_reuse_their_arguments_parts(request, rng, lib):
     """Calls with equal arguments on contiguous CUDA arrays reuse what they derive from the
     arguments (tally._call_cache): every call on fresh data still equals numpy's, the edges come back

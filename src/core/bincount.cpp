@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 
+#include "tally/plan.hpp"
+
 namespace tally {
 namespace {
 
@@ -11,6 +13,9 @@ constexpr std::int64_t kGuessMin = std::int64_t{1} << 12, kGuessMax = std::int64
 // From this many samples in CUDA memory the pass saved (64 MiB of i32: ~22 us) outweighs the cut
 // (bench/PERFORMANCE.md, "Python call path").
 constexpr std::int64_t kOnePassCuda = std::int64_t{1} << 24;
+
+// Small host calls (fewer samples than host_call_max_samples) count without this plan.
+static_assert(kGuessMin == host_call_max_samples, "the learned length starts where small host calls end");
 
 std::atomic<std::int64_t> guess{kGuessMin};
 

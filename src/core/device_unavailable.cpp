@@ -49,6 +49,10 @@ flow_counts device_histogram::flow(void*) const { unavailable(); }
 policy device_histogram::plan_for(dtype, std::int64_t, dtype) const { unavailable(); }
 void fill_channels(std::vector<device_histogram>&, const view&, int, void*) { unavailable(); }
 void count_into(std::vector<axis>, const std::vector<view>&, void*, dtype, void*, options) { unavailable(); }
+bool count_into_if_one_launch(const std::vector<axis>&, const std::vector<view>&, const std::function<void*()>&, dtype,
+                              void*, const options&) {
+  unavailable();
+}
 void fill_channels_stream(std::vector<device_histogram>&, dtype, int, const stream_reader&, const stream_reader*, dtype,
                           void*, stream_options) {
   unavailable();

@@ -634,9 +634,19 @@ void device_cells::deallocate(const device_histogram& h, void* p, std::size_t by
 
 }  // namespace detail
 
-void count_into(std::vector<axis> axes, const std::vector<view>& columns, void* out, dtype out_type, void* stream,
-                options opts) {
-  const char* call = "tally::count_into";
+namespace {
+
+/// count_into's request to the planner, for the current device.
+plan_request count_into_request(const std::vector<axis>& axes, const view& first, dtype out_type, const options& opts) {
+  plan_request r = detail::make_request(axes, opts, backend::cuda, first.type, first.size, &first, nullptr);
+  r.write_once = true;
+  r.write_type = out_type;
+  return r;
+}
+
+/// count_into's checks of its arguments (`call` names the caller); returns the current device.
+int check_count_into(const std::vector<axis>& axes, const std::vector<view>& columns, dtype out_type,
+                     const options& opts, const char* call) {
   const dtype counted[] = {dtype::u64, dtype::i64, dtype::f64, dtype::f32, dtype::f16, dtype::bf16};
   if (std::find(std::begin(counted), std::end(counted), out_type) == std::end(counted))
     throw error(std::string(call) + ": counts are written as u64, i64, f64, f32, f16 or bf16, not " +
@@ -650,37 +660,63 @@ void count_into(std::vector<axis> axes, const std::vector<view>& columns, void* 
   int device = 0;
   TALLY_CUDA_CHECK(cudaGetDevice(&device));
   for (std::size_t d = 0; d < columns.size(); ++d) require_on(device, columns[d], static_cast<int>(d), call);
-  const std::int64_t cells = detail::cell_count(axes);
+  return device;
+}
+
+void require_out_on(int device, const void* out, const char* call) {
   if (device_of(out) != device)
     throw error(std::string(call) + ": out must be memory of the current device " + std::to_string(device));
-  const std::int64_t n = columns[0].size;
-  plan_request r = detail::make_request(axes, opts, backend::cuda, columns[0].type, n, &columns[0], nullptr);
-  r.write_once = true;
-  r.write_type = out_type;
-  const policy p = plan(r);
-  if (p.write_once || p.add_once) {
-    // Integer samples on axes that bin them without tables need none; others read the kept
-    // tables (tables_for: uploaded once, with a host wait, then shared with histograms over the
-    // same axes). Where the device's share of kept tables is full, a histogram fills instead.
-    std::vector<const char*> data;
-    for (const auto& c : columns) data.push_back(static_cast<const char*>(c.data));
-    const bool floats = std::any_of(columns.begin(), columns.end(), [](const view& c) { return is_floating(c.type); });
-    std::optional<detail::cuda::device_rules> bare;
-    if (!floats) bare.emplace(axes, false);
-    const bool untabled = bare && bare->integers_need_no_tables();
-    const kept_tables* k = untabled ? nullptr : tables_for(device, axes);
-    if (untabled || k) {
-      // Unweighted counts never read the 1.0 after the tables, so bare rules need no device words.
-      const detail::cuda::fill_input in = untabled ? bare->input(columns, data, nullptr, nullptr, nullptr)
-                                                   : k->rules.input(columns, data, nullptr, nullptr, k->words);
-      detail::cuda::count_once(in.axes, n, cells, p, out, out_type, as_stream(stream));
-      return;
-    }
-  }
+}
+
+/// count_into's one launch (write_once, or add_once's memset and launch) where its plan is one
+/// and the axes' tables allow it: counts into out() (asked only then) and returns true; else
+/// returns false, having asked and written nothing. `check_out`: out() is checked to be memory of
+/// the device (count_into checks its out before).
+bool count_in_one_launch(const std::vector<axis>& axes, const std::vector<view>& columns,
+                         const std::function<void*()>& out, dtype out_type, void* stream, const options& opts,
+                         int device, bool check_out, const char* call) {
+  const policy p = plan(count_into_request(axes, columns[0], out_type, opts));
+  if (!p.write_once && !p.add_once) return false;
+  // Integer samples on axes that bin them without tables need none; others read the kept tables
+  // (tables_for: uploaded once, with a host wait, then shared with histograms over the same
+  // axes). Where the device's share of kept tables is full, a histogram fills instead.
+  std::vector<const char*> data;
+  for (const auto& c : columns) data.push_back(static_cast<const char*>(c.data));
+  const bool floats = std::any_of(columns.begin(), columns.end(), [](const view& c) { return is_floating(c.type); });
+  std::optional<detail::cuda::device_rules> bare;
+  if (!floats) bare.emplace(axes, false);
+  const bool untabled = bare && bare->integers_need_no_tables();
+  const kept_tables* k = untabled ? nullptr : tables_for(device, axes);
+  if (!untabled && !k) return false;
+  void* to = out();
+  if (check_out) require_out_on(device, to, call);
+  // Unweighted counts never read the 1.0 after the tables, so bare rules need no device words.
+  const detail::cuda::fill_input in = untabled ? bare->input(columns, data, nullptr, nullptr, nullptr)
+                                               : k->rules.input(columns, data, nullptr, nullptr, k->words);
+  detail::cuda::count_once(in.axes, columns[0].size, detail::cell_count(axes), p, to, out_type, as_stream(stream));
+  return true;
+}
+
+}  // namespace
+
+void count_into(std::vector<axis> axes, const std::vector<view>& columns, void* out, dtype out_type, void* stream,
+                options opts) {
+  const char* call = "tally::count_into";
+  const int device = check_count_into(axes, columns, out_type, opts, call);
+  require_out_on(device, out, call);
+  if (count_in_one_launch(axes, columns, [out] { return out; }, out_type, stream, opts, device, false, call)) return;
+  const std::int64_t cells = detail::cell_count(axes);
   device_histogram h(std::move(axes), opts, stream);
   h.fill(columns, stream);
   detail::cuda::convert_counts(reinterpret_cast<const unsigned long long*>(h.counts_data()), cells, out, out_type,
                                as_stream(stream));
+}
+
+bool count_into_if_one_launch(const std::vector<axis>& axes, const std::vector<view>& columns,
+                              const std::function<void*()>& out, dtype out_type, void* stream, const options& opts) {
+  const char* call = "tally::count_into_if_one_launch";
+  const int device = check_count_into(axes, columns, out_type, opts, call);
+  return count_in_one_launch(axes, columns, out, out_type, stream, opts, device, true, call);
 }
 
 policy device_histogram::plan_for(dtype t, std::int64_t n, dtype weight_type) const {

@@ -8,10 +8,11 @@ array's dtype and device: the sample type, numpy's edges, the axis, the edges' d
 full path makes them once and keeps them here by (function, arguments, dtype, device); a later
 equal call checks the array's layout and fills (CachedCall.fill). One contiguous column is handed
 to the extension by its data pointer, not by a DLPack export, which costs a third of a small
-fill; its counts are written by tally::count_into (count_address) into an array of the caller's
-library, one launch for a small fill, or come back as the histogram's own cells (fill_address)
-where they are int64 counts of a larger one or flow counts are wanted. The current stream, new
-arrays and addresses come from _devices.
+fill. Either call (the first through _functions, a kept one through CachedCall.fill) is one
+extension call, fill_once, whose plan decides where the counts go: into a new array of the
+caller's library written by tally::count_into (a small fill's one launch, histc's float types),
+or the histogram's own cells in place (larger fills, weights, flow counts). The current stream,
+new arrays and addresses come from _devices.
 
 Small calls on numpy arrays keep their argument-derived parts too (HostCall): the axis and
 numpy's edges by (function, bins, range or edges, dtype), so that a later equal call checks the
@@ -19,13 +20,11 @@ array's type and fills (_tally.fill_into: the counts written into a new numpy ar
 """
 
 from . import _caches, _edges, _tally
-from ._devices import _cupy, _torch, address, current_stream, new_array, size, tensor_key
-from ._types import NUMPY_NAMES, type_of_dtype
+from ._devices import address, allocator, current_stream, dlpack_reader, size, tensor_key
+from ._types import type_of_dtype
 
 _calls = {}
 _CALLS_MAX = 1024  # distinct kept calls; beyond, the table starts again
-# The planner's write_once limits: count_into's one launch.
-_WRITE_ONCE_SAMPLES, _WRITE_ONCE_CELLS = _tally.write_once_max_samples, _tally.write_once_max_cells
 
 
 def weights_key(array, a, w):
@@ -79,43 +78,35 @@ _caches.register("calls", "what a 1-D call on a contiguous CUDA array derives fr
                  lambda: len(_calls), _clear_calls)
 
 
-def fill_address(lib, a, axes, sample_type, index, stream, strategy, flow, weights=None, weight_type=""):
-    """The extension's one-shot fill of contiguous `a` (and contiguous `weights` of `weight_type`,
-    float64 sums) on `stream` of device `index` (current), the result as an array of `lib` in
-    place (with flow: and the flow counts, read back once the result is wrapped)."""
-    out = _tally.fill_address(axes, address(lib, a), size(lib, a), sample_type, strategy, stream, index, flow,
-                              0 if weights is None else address(lib, weights), weight_type)
-    return wrapped(lib, out, flow)
+def fill_once(lib, a, axes, sample_type, index, stream, strategy, flow, out_type="i64", weights=None,
+              weight_type="", allocate=None, wrap=None):
+    """The extension's one-shot fill of contiguous `a` (and contiguous `weights` of `weight_type`:
+    float64 sums) on `stream` of device `index` (current): the counts as `out_type` (tally's
+    name: 'i64', or histc's float types), an array of `lib` on that device (with flow: and the
+    flow counts, read back once the values are wrapped). Where they go is the planner's choice.
+    `allocate` and `wrap`: allocator(lib, index) and dlpack_reader(lib), where the caller keeps them."""
+    out = _tally.fill_once(axes, address(lib, a), size(lib, a), sample_type, strategy, stream, index, flow,
+                           0 if weights is None else address(lib, weights), weight_type, out_type,
+                           allocate or allocator(lib, index), wrap or dlpack_reader(lib))
+    return (out[0], out[1].read()) if flow else out
 
 
 def wrapped(lib, out, flow):
-    """The extension's one-shot fill result `out` as an array of `lib` (torch or cupy) in place;
+    """The extension's fill_on_stream result `out` as an array of `lib` (torch or cupy) in place;
     with flow, (values, flow counts): the values are wrapped while the fill runs, then its one
     wait reads the counts."""
-    from_dlpack = _torch().from_dlpack if lib == "torch" else _cupy().from_dlpack
+    wrap = dlpack_reader(lib)
     if not flow:
-        return from_dlpack(out)
-    values = from_dlpack(out[0])
+        return wrap(out)
+    values = wrap(out[0])
     return values, out[1].read()
-
-
-def count_address(lib, a, n, axes, bins, sample_type, index, stream, strategy, out_type):
-    """The counts of contiguous `a` (n samples) over the 1-D `axes` of `bins` bins on `stream` of
-    device `index` (current), written by the extension's count_into as `out_type` (tally's name:
-    'i64' for counts, or histc's float types) into a new array of `lib` from its library's
-    memory pool: a small fill is one launch (or a memset and one), nothing allocated by tally."""
-    out = new_array(lib, index, (bins,), NUMPY_NAMES[out_type])
-    _tally.count_address(axes, address(lib, a), n, sample_type, strategy, stream, address(lib, out), out_type)
-    return out
 
 
 _host_calls = {}
 # Distinct kept host calls (their edges at most HOST_CELLS_MAX + 1); beyond, the table starts again.
 _HOST_CALLS_MAX = 256
-# The most cells a kept host call copies out of the extension's histogram into a new array
-# (fill_into) in place of taking its storage (fill_and_take): a copy of 32 KiB costs about what
-# the hand-over of a new array to numpy does.
-HOST_CELLS_MAX = 1 << 12
+# The most cells a kept host call writes into a new array (the planner's limit, tally/plan.hpp).
+HOST_CELLS_MAX = _tally.host_call_max_cells
 
 
 def host_get(key):
@@ -149,32 +140,23 @@ class CachedCall:
     call returns edges (never written: returned as a copy), and the weights' type name where the
     call is weighted."""
 
-    __slots__ = ("lib", "index", "type", "axes", "bins", "edges", "weight_type")
+    __slots__ = ("lib", "index", "type", "axes", "edges", "weight_type", "allocate", "wrap")
 
     def __init__(self, lib, index, sample_type, axes, edges=None, weight_type=None):
         self.lib, self.index, self.type, self.axes, self.edges = lib, index, sample_type, axes, edges
-        self.bins = None if axes is None else axes[0].bins
-        self.weight_type = weight_type
+        self.weight_type = weight_type or ""
+        self.allocate, self.wrap = allocator(lib, index), dlpack_reader(lib)
 
     def fill(self, a, strategy, flow=False, axes=None, out_type="i64", weights=None):
         """The counts of `a` on the current stream (over `axes` instead of the kept ones where
-        given), as `out_type` (count_address; with flow: int64 counts and the flow counts), or
-        the float64 sums of `weights` (of the kept weight type, checked by weights_key), or
-        None where its device is not the current one (the full path switches devices)."""
+        given) as `out_type` (with flow: int64 counts and the flow counts), or the float64 sums
+        of `weights` (of the kept weight type, checked by weights_key): fill_once. None where its
+        device is not the current one (the full path switches devices)."""
         stream = current_stream(self.lib, self.index)
         if stream is None:
             return None
-        axes, bins = (self.axes, self.bins) if axes is None else (axes, axes[0].bins)
-        if weights is not None:
-            return fill_address(self.lib, a, axes, self.type, self.index, stream, strategy, flow, weights,
-                                self.weight_type)
-        n = size(self.lib, a)
-        if flow or (out_type == "i64" and not (strategy == "automatic" and n <= _WRITE_ONCE_SAMPLES and
-                                               bins <= _WRITE_ONCE_CELLS)):
-            # int64 counts that count_into would not write in one launch are the histogram's own
-            # cells, handed over with no second buffer and no conversion.
-            return fill_address(self.lib, a, axes, self.type, self.index, stream, strategy, flow)
-        return count_address(self.lib, a, n, axes, bins, self.type, self.index, stream, strategy, out_type)
+        return fill_once(self.lib, a, self.axes if axes is None else axes, self.type, self.index, stream, strategy,
+                         flow, out_type, weights, self.weight_type, self.allocate, self.wrap)
 
     def edges_copy(self):
         return self.edges.clone() if self.lib == "torch" else self.edges.copy()

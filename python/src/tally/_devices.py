@@ -169,6 +169,27 @@ def address(lib, a):
     return a.data_ptr() if lib == "torch" else a.data.ptr
 
 
+_allocators = {}  # (library, device index) -> allocate, made once
+
+
+def allocator(lib, index):
+    """allocate(n, type_name) -> (array, address): a new 1-D array of n elements of tally type
+    `type_name` of `lib` on device `index` (new_array), and its data address; what the extension's
+    fill_once writes counts into."""
+    allocate = _allocators.get((lib, index))
+    if allocate is None:
+        def allocate(n, type_name):
+            out = new_array(lib, index, (n,), NUMPY_NAMES[type_name])
+            return out, address(lib, out)
+        _allocators[lib, index] = allocate
+    return allocate
+
+
+def dlpack_reader(lib):
+    """`lib`'s from_dlpack (torch or cupy): device cells the extension hands over, in place."""
+    return _torch().from_dlpack if lib == "torch" else _cupy().from_dlpack
+
+
 _TORCH_WITHOUT_AMINMAX = ("u16", "u32", "u64")
 
 

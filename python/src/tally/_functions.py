@@ -86,7 +86,7 @@ def _fill_on_stream(axes, columns, weights, src, strategy, flow):
     with device_of(src, wait=False) as stream:
         c = columns[0]
         if len(columns) == 1 and weights is None and _devices.tensor_key(c.obj):
-            return _call_cache.fill_address(c.lib, c.obj, axes, c.type, c.index, stream, strategy, flow)
+            return _call_cache.fill_once(c.lib, c.obj, axes, c.type, c.index, stream, strategy, flow)
         out = _in_layout(
             lambda c, w: _tally.fill_on_stream(axes, c, w, strategy, stream, src.index, flow), columns, weights)
         return _call_cache.wrapped(src.lib, out, flow)
@@ -434,9 +434,9 @@ def _host_histogram_key(a, bins, range):
     return None
 
 
-# The most samples whose extremes the extension finds (_tally.extremes, one scalar pass): for
-# more, numpy's vectorised min and max are faster, and the call's fixed cost is not what counts.
-_EXTREMES_MAX = 1 << 12
+# The most samples whose extremes the extension finds in one scalar pass (tally/plan.hpp); numpy's
+# reductions answer larger arrays.
+_EXTREMES_MAX = _tally.host_call_max_samples
 
 
 def _data_ends(a):
@@ -1051,9 +1051,9 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=No
 # numpy's integer dtypes (native byte order) whose bincount _bincount_on_host counts.
 _INTEGER_DTYPES = frozenset(d for d, t in _NATIVE.items()
                             if t in ("u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64"))
-# Fewer samples than tally/bincount.hpp's least learned length never take the one-pass plan:
-# plan_bincount's answer for them is the maximum first (or minlength's one pass, the same counts).
-_BINCOUNT_SMALL = 1 << 12
+# A small bincount: fewer samples than the planner's limit (tally/plan.hpp), which is plan_bincount's
+# least learned length, so its one-pass plan never applies.
+_BINCOUNT_SMALL = _tally.host_call_max_samples
 
 
 def _bincount_on_host(x, weights, minlength, strategy):

@@ -7,7 +7,7 @@
 tally's C++ library; use the package `tally`, which gives numpy's semantics.
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Annotated, overload
 
 import numpy
@@ -30,6 +30,10 @@ def remember_bincount_length(length: int) -> None: ...
 def bincount_guess() -> int: ...
 
 def reset_bincount_guess() -> None: ...
+
+host_call_max_cells: int = 4096
+
+host_call_max_samples: int = 4096
 
 def sample_types() -> list: ...
 
@@ -186,13 +190,7 @@ class FlowReader:
 
 def fill_on_stream(axes: Sequence[Axis], columns: Sequence[Annotated[NDArray, dict(writable=False)]], weights: Annotated[NDArray, dict(writable=False)] | None, strategy: str, stream: int, device: int, flow: bool = False) -> object: ...
 
-write_once_max_samples: int = 131072
-
-write_once_max_cells: int = 16384
-
-def count_address(axes: Sequence[Axis], data: int, size: int, type: str, strategy: str, stream: int, out: int, out_type: str) -> None: ...
-
-def fill_address(axes: Sequence[Axis], data: int, size: int, type: str, strategy: str, stream: int, device: int, flow: bool = False, weights: int = 0, weight_type: str = '') -> object: ...
+def fill_once(axes: Sequence[Axis], data: int, size: int, type: str, strategy: str, stream: int, device: int, flow: bool, weights: int, weight_type: str, out_type: str, allocate: Callable[..., object], wrap: Callable[..., object]) -> object: ...
 
 def unary(op: str, x: Annotated[NDArray, dict(writable=False)], out: NDArray, stream: int, strategy: str = 'automatic') -> None: ...
 
