@@ -564,7 +564,9 @@ flow_counts histogram::flow() const {
       stride /= extent[d];
       const std::int64_t k = rest / stride;
       rest %= stride;
-      reason = k == 0 ? detail::bin_underflow : k == extent[d] - 2 ? detail::bin_overflow : k == extent[d] - 1 ? detail::bin_nan : 0;
+      reason = k == 0 ? std::int64_t{detail::bin_underflow} : k == extent[d] - 2 ? std::int64_t{detail::bin_overflow}
+             : k == extent[d] - 1                      ? std::int64_t{detail::bin_nan}
+                                                        : 0;
     }
     if (reason == detail::bin_underflow) out.underflow += n;
     if (reason == detail::bin_overflow) out.overflow += n;
