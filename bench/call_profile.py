@@ -66,7 +66,7 @@ def primitives(x):
     device, kind = x.device, {"dtype": torch.float32, "device": torch.device("cuda", x.device.index)}
     stream = torch._C._cuda_getCurrentRawStream(x.device.index)
     address = f32.data_ptr()
-    axis = tally.axis.regular(16, 0, 1)
+    axis = tally.axis.regular(16, 0, 1)._core  # the extension takes the core axis
     capsule_fill = lambda: _tally.fill_on_stream([axis], [x], None, "automatic", stream, device.index, False)
     return [
         ("torch.empty(16, dtype=, device='cuda:0')", lambda: torch.empty(16, dtype=torch.float32, device=f"cuda:{device.index}")),
@@ -93,7 +93,7 @@ def main():
     args = p.parse_args()
     x = torch.from_numpy(np.random.default_rng(2).random(16)).cuda()
     xi = torch.from_numpy(np.arange(16, dtype=np.int64) % 5).cuda()
-    axis = tally.axis.regular(16, 0, 1)
+    axis = tally.axis.regular(16, 0, 1)._core  # the extension takes the core axis
     stream = torch.cuda.current_stream().cuda_stream
 
     def allocate(n, type_name):  # the package's allocator: a torch array and its address
