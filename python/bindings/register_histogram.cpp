@@ -395,6 +395,90 @@ nb::object extremes(const any_array& a) {
   }
 }
 
+namespace {
+
+/// small_bincount's counts (or float64 sums of weights of type W, added in input order as
+/// numpy's) of `x`'s values, all in [0, length), into a new numpy array; samples of type T.
+template <class T, class W>
+nb::object count_values(const tally::view& x, const tally::view* w, std::int64_t length) {
+  static const nb::handle empty = nb::object(nb::module_::import_("numpy").attr("empty")).release();  // kept for good
+  nb::object out = empty(length, w ? "float64" : "int64");
+  // The new array's memory through the buffer protocol (cheaper than an ndarray cast back).
+  Py_buffer cells;
+  if (PyObject_GetBuffer(out.ptr(), &cells, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
+  const std::unique_ptr<Py_buffer, void (*)(Py_buffer*)> release(&cells, PyBuffer_Release);
+  const char* data = static_cast<const char*>(x.data);
+  const std::int64_t step = x.stride * static_cast<std::int64_t>(sizeof(T));
+  const auto value = [&](std::int64_t i) {
+    T v;
+    std::memcpy(&v, data + i * step, sizeof v);
+    return static_cast<std::int64_t>(v);
+  };
+  if (w) {
+    auto* sums = static_cast<double*>(cells.buf);
+    std::fill(sums, sums + length, 0.0);
+    const char* weights = static_cast<const char*>(w->data);
+    const std::int64_t wstep = w->stride * static_cast<std::int64_t>(sizeof(W));
+    for (std::int64_t i = 0; i < x.size; ++i) {
+      W v;
+      std::memcpy(&v, weights + i * wstep, sizeof v);
+      sums[value(i)] += static_cast<double>(v);
+    }
+  } else {
+    auto* counts = static_cast<std::int64_t*>(cells.buf);
+    std::fill(counts, counts + length, std::int64_t{0});
+    for (std::int64_t i = 0; i < x.size; ++i) ++counts[value(i)];
+  }
+  return out;
+}
+
+template <class T>
+nb::object small_bincount_of(const tally::view& x, const tally::view* w, std::int64_t minlength) {
+  const char* data = static_cast<const char*>(x.data);
+  const auto ends = scan_extremes<T>(data, x.size, x.stride * static_cast<std::int64_t>(sizeof(T)));
+  const T lo = std::get<0>(ends), hi = std::get<1>(ends);
+  if constexpr (std::is_signed_v<T>) {
+    if (lo < 0) return nb::none();  // numpy's ValueError, from the general path
+  }
+  if (static_cast<std::uint64_t>(hi) >= static_cast<std::uint64_t>(tally::host_call_max_cells)) return nb::none();
+  const std::int64_t length = std::max(static_cast<std::int64_t>(hi) + 1, minlength);
+  if (length > tally::host_call_max_cells) return nb::none();
+  if (!w) return count_values<T, double>(x, nullptr, length);
+  return w->type == tally::dtype::f32 ? count_values<T, float>(x, w, length) : count_values<T, double>(x, w, length);
+}
+
+}  // namespace
+
+/// numpy.bincount of a small host call in one extension call: a 1-D array of integers of fewer
+/// than host_call_max_samples values (at least one), float32 or float64 weights of its shape or
+/// None, minlength >= 0. The extremes in one scalar pass, then the counts (int64) or the weights'
+/// sums (float64, in input order: numpy's bits) written into a new numpy array of
+/// max(max + 1, minlength) cells. None where the general path answers: a negative value (numpy's
+/// error), more than host_call_max_cells cells, another type, or a layout the views cannot read.
+nb::object small_bincount(const any_array& x, const std::optional<any_array>& weights, std::int64_t minlength) {
+  tally::view v, w;
+  try {
+    v = view_of(x, !weights.has_value());
+    if (weights) w = view_of(*weights, false);
+  } catch (const not_one_stride&) {
+    return nb::none();
+  }
+  if (v.size == 0 || v.size >= tally::host_call_max_samples || (weights && w.size != v.size)) return nb::none();
+  if (weights && w.type != tally::dtype::f32 && w.type != tally::dtype::f64) return nb::none();
+  const tally::view* wp = weights ? &w : nullptr;
+  switch (v.type) {
+    case tally::dtype::u8: return small_bincount_of<std::uint8_t>(v, wp, minlength);
+    case tally::dtype::i8: return small_bincount_of<std::int8_t>(v, wp, minlength);
+    case tally::dtype::u16: return small_bincount_of<std::uint16_t>(v, wp, minlength);
+    case tally::dtype::i16: return small_bincount_of<std::int16_t>(v, wp, minlength);
+    case tally::dtype::u32: return small_bincount_of<std::uint32_t>(v, wp, minlength);
+    case tally::dtype::i32: return small_bincount_of<std::int32_t>(v, wp, minlength);
+    case tally::dtype::u64: return small_bincount_of<std::uint64_t>(v, wp, minlength);
+    case tally::dtype::i64: return small_bincount_of<std::int64_t>(v, wp, minlength);
+    default: return nb::none();
+  }
+}
+
 void register_histogram(nb::module_& m) {
   nb::class_<py_histogram>(m, "Hist")
       .def(nb::init<std::vector<tally::axis>, bool, const std::string&, const std::string&, bool, bool, int, bool,
@@ -431,6 +515,7 @@ void register_histogram(nb::module_& m) {
   m.def("fill_into", &fill_into, "axis"_a, "column"_a, "weights"_a.none(), "out"_a.noconvert(), "strategy"_a,
         "flow"_a, "sum_block"_a);
   m.def("extremes", &extremes, "a"_a);
+  m.def("small_bincount", &small_bincount, "x"_a, "weights"_a.none(), "minlength"_a);
   m.def("merge", &merge_all, "into"_a, "other"_a);
   m.def("equal", &equal_all, "a"_a, "b"_a);
   m.def("copy", &copy_all, "histograms"_a, nb::rv_policy::take_ownership);

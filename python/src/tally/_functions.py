@@ -28,6 +28,13 @@ def _numpy_protocol(np_function, relevant):
     def wrap(function):
         @functools.wraps(function)
         def call(*args, **kwargs):
+            # Arguments all of types that override nothing and hold nothing (no sequences): no
+            # dispatcher to ask.
+            for v in (*args, *kwargs.values()) if kwargs else args:
+                if type(v) not in _SCALAR_TYPES:
+                    break
+            else:
+                return function(*args, **kwargs)
             if _overridden(relevant(*args, **kwargs)):
                 own = [k for k in _TALLY_KEYWORDS if k in kwargs]
                 if own:
@@ -43,6 +50,8 @@ def _numpy_protocol(np_function, relevant):
 _NDARRAY_FUNCTION = np.ndarray.__array_function__
 # Types of the common arguments, which override nothing: looked up before any attribute.
 _PLAIN_TYPES = frozenset((type(None), np.ndarray, int, float, bool, str, tuple, list))
+# Those of them that hold no other arguments (numpy's dispatchers look into sequences).
+_SCALAR_TYPES = frozenset((type(None), np.ndarray, int, float, bool, str))
 
 
 def _overridden(values):
@@ -1051,31 +1060,18 @@ def bincount(x, /, weights=None, minlength=0, *, strategy="automatic", device=No
 # numpy's integer dtypes (native byte order) whose bincount _bincount_on_host counts.
 _INTEGER_DTYPES = frozenset(d for d, t in _NATIVE.items()
                             if t in ("u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64"))
-# A small bincount: fewer samples than the planner's limit (tally/plan.hpp), which is plan_bincount's
-# least learned length, so its one-pass plan never applies.
-_BINCOUNT_SMALL = _tally.host_call_max_samples
-
 
 def _bincount_on_host(x, weights, minlength, strategy):
-    """bincount of a small 1-D numpy array of integers (and float weights of its shape) over
-    0 .. max(x), the extremes found by the extension in one pass (numpy's ValueError for
-    negative values), the counts written into a new array (fill_into); None where the full path
-    answers: other arrays or weights, many samples, or more than HOST_CELLS_MAX bins."""
-    if x.ndim != 1 or not 0 < x.size < _BINCOUNT_SMALL or x.dtype not in _INTEGER_DTYPES:
+    """bincount of a small 1-D numpy array of integers (and float weights of its shape): one
+    extension call (small_bincount) finds the extremes and writes the counts into a new array;
+    None where the full path answers: other arrays, weights or strategies, and what
+    small_bincount leaves to it (many samples or bins, negative values: numpy's error)."""
+    if x.ndim != 1 or strategy != "automatic" or x.dtype not in _INTEGER_DTYPES:
         return None
     if weights is not None and not (type(weights) is np.ndarray and weights.dtype in _FLOAT_WEIGHTS and
                                     weights.shape == x.shape):
         return None
-    lo, hi = _tally.extremes(x)
-    length = hi + 1 if hi >= minlength else minlength
-    if lo < 0 or length > _call_cache.HOST_CELLS_MAX:  # numpy's errors, or many bins: the full path
-        return None
-    out = np.empty(length, np.int64 if weights is None else np.float64)
-    try:
-        _tally.fill_into(_integer_axis(length), x, weights, out, strategy, False, 0)
-    except _tally.LayoutError:  # weighted samples in reverse order: the full path's copy
-        return None
-    return out
+    return _tally.small_bincount(x, weights, minlength)
 
 
 def _bincount_kept_by_max(kept, x, strategy):
