@@ -28,8 +28,8 @@ DATASETS = {"data": (3000, 2.5, 20.0, 0.0), "ttbar": (2000, 3.0, 25.0, 0.5), "wj
 VARIATIONS = {0: 1.0, 1: 1.05, 2: 0.95}  # nominal, jet energy scale up, down
 
 met_hist = bh.Histogram(
-    bh.axis.StrCategory(["data"], growth=True, metadata="dataset"),
-    bh.axis.IntCategory([0], growth=True, metadata="variation"),
+    bh.axis.StrCategory([], growth=True, metadata="dataset"),  # grown by the fills, as hist users write it
+    bh.axis.IntCategory([], growth=True, metadata="variation"),
     bh.axis.Regular(20, 0.0, 200.0, metadata="MET [GeV]"),
     storage=bh.storage.Weight(),
 )

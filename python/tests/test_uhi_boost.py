@@ -156,8 +156,6 @@ def test_conversions_that_do_not_map_raise():
         tally.Histogram.from_boost(bh.Histogram(bh.axis.Regular(3, 0, 1), storage=bh.storage.Unlimited()))
     with pytest.raises(ValueError, match="growing Regular"):
         tally.Histogram.from_boost(bh.Histogram(bh.axis.Regular(3, 0, 1, growth=True)))
-    with pytest.raises(ValueError, match="without categories"):
-        tally.Histogram.from_boost(bh.Histogram(bh.axis.StrCategory([], growth=True)))
     with pytest.raises(TypeError, match="boost_histogram.Histogram"):
         tally.Histogram.from_boost(np.zeros(3))
     neg = bh.Histogram(bh.axis.Integer(0, 3), storage=bh.storage.Int64())

@@ -116,8 +116,6 @@ def _from_boost_axis(bh, ax, d):
         return tally_axis.Boolean(**deco)
     if isinstance(ax, (bh.axis.IntCategory, bh.axis.StrCategory)):
         cls = tally_axis.StrCategory if isinstance(ax, bh.axis.StrCategory) else tally_axis.IntCategory
-        if len(ax) == 0:
-            raise ValueError(f"from_boost: axis {d} is a category axis without categories, which tally's lack")
         return cls(list(ax), growth=traits.growth, overflow=traits.overflow, **deco)
     if isinstance(ax, bh.axis.Integer):
         return tally_axis.Integer(int(ax.edges[0]), int(ax.edges[-1]), growth=traits.growth,
@@ -213,5 +211,5 @@ def from_boost(cls, bh_hist, flow, **options):
         return h
     dropped = (int(under), int(over), 0) if keep_flow else (0, 0, 0)
     samples = int(cells.sum(dtype=np.uint64)) + dropped[0] + dropped[1]
-    h._hists[0].assign(np.ascontiguousarray(cells, np.uint64).ravel(), dropped, samples)
+    h._hists[0].assign(np.ascontiguousarray(h._kept(cells), np.uint64).ravel(), dropped, samples)
     return h

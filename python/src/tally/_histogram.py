@@ -606,7 +606,7 @@ class Histogram:
             return _moments_of(self._storage, self._cells())["value"]
         if self._flow_bins:
             return self._cells()[0]
-        return self._per_channel([h.values() for h in self._hists])
+        return self._per_channel([self._seen(h.values()) for h in self._hists])
 
     def _extended(self, visible=True):
         """The counts with every axis' flow bins: (underflow, bins..., overflow, NaN) an axis,
@@ -614,9 +614,9 @@ class Histogram:
         axis does not keep (its traits, as boost-histogram's axis would drop those samples) zero."""
         with self._lock:
             if self._flow_bins:
-                out = self._hists[0].values()
+                out = self._seen(self._hists[0].values(), extended=True)
             else:
-                cells, (under, over, nan) = self._hists[0].values(), self._hists[0].flow()
+                cells, (under, over, nan) = self._seen(self._hists[0].values()), self._hists[0].flow()
                 out = np.concatenate([[under], cells, [over, nan]]).astype(np.int64)
         for d, ax in enumerate(self._axes if visible else ()):
             e = np.moveaxis(out, d, 0)
@@ -757,7 +757,7 @@ class Histogram:
             for d, ax in enumerate(self._axes):
                 volume = volume * np.diff(ax.edges).reshape([-1 if k == d else 1 for k in range(cells.ndim)])
             return cells / volume / cells.sum()
-        return self._per_channel([h.density() for h in self._hists])
+        return self._per_channel([self._seen(h.density()) for h in self._hists])
 
     def _per_channel(self, arrays):
         if self._channels is None:
@@ -1225,7 +1225,7 @@ class Histogram:
                 moved[0] += int(np.take(parts[0], range(0, first), axis=d).sum())
                 moved[1] += int(np.take(parts[0], range(end, n), axis=d).sum())
 
-        for ax, entry in zip(axes, entries):
+        for axis_number, (ax, entry) in enumerate(zip(axes, entries)):
             n = ax.bins
             if _is_sum(entry):  # h[sum, :], as boost-histogram's: the axis summed away
                 entry = slice(None, None, sum)
@@ -1241,7 +1241,7 @@ class Histogram:
                 parts = [np.take(p, range(a, b), axis=d).sum(axis=d) for p in parts]
                 continue
             k = _rebin_factor(entry.step)
-            groups = (b - a) // k
+            groups = _groups(entry, a, b, k, axis_number)
             end = a + groups * k  # bins past the last whole group are left out, as boost's
             leave_out(a, end, n)
             parts = [np.take(p, range(a, end), axis=d) for p in parts]
@@ -1305,13 +1305,14 @@ class Histogram:
             ext[_INNER * len(self._axes)] = parts[0]
             return self._assign_extended(ext, samples)
         for part, cells in zip(self._parts(), parts):
-            cells = (np.ascontiguousarray(cells, np.float64) if part.weighted
-                     else np.ascontiguousarray(cells, np.int64).view(np.uint64))
+            cells = self._kept(np.asarray(cells, np.float64 if part.weighted else np.int64))
+            cells = np.ascontiguousarray(cells) if part.weighted else np.ascontiguousarray(cells).view(np.uint64)
             part.assign(cells.ravel(), dropped if part is self._hists[0] else (0, 0, 0), samples)
 
     def _assign_extended(self, ext, samples):
         """The counts of a histogram with flow bins set to `ext`, every axis' flow bins included."""
-        self._hists[0].assign(np.ascontiguousarray(ext, np.int64).view(np.uint64).ravel(), (0, 0, 0), samples)
+        ext = self._kept(np.asarray(ext, np.int64), extended=True)
+        self._hists[0].assign(np.ascontiguousarray(ext).view(np.uint64).ravel(), (0, 0, 0), samples)
 
     def _from_extended(self, axes, ext):
         """A histogram of counts of this one's options over `axes` holding `ext` (the counts with
@@ -1324,7 +1325,7 @@ class Histogram:
         elif not axes:  # 0-D: the total
             out._hists[0].assign(np.array([samples], np.uint64), (0, 0, 0), samples)
         else:
-            out._hists[0].assign(np.ascontiguousarray(ext[1:-2], np.int64).view(np.uint64),
+            out._hists[0].assign(np.ascontiguousarray(out._kept(ext[1:-2]), np.int64).view(np.uint64),
                                  (int(ext[0]), int(ext[-2]), int(ext[-1])), samples)
         return out
 
@@ -1334,7 +1335,7 @@ class Histogram:
         and overflow, ``::sum`` over the flow bins too (``a:b:sum`` over bins a..b-1 only)."""
         ext = self._extended()
         kept, d = [], 0
-        for ax, entry in zip(self._axes, entries):
+        for axis_number, (ax, entry) in enumerate(zip(self._axes, entries)):
             n = ax.bins
             if _is_sum(entry):
                 entry = slice(None, None, sum)
@@ -1353,7 +1354,7 @@ class Histogram:
                 ext = ext.sum(axis=d) if whole else np.take(ext, range(1 + a, 1 + b), axis=d).sum(axis=d)
                 continue
             k = _rebin_factor(entry.step)
-            groups = (b - a) // k
+            groups = _groups(entry, a, b, k, axis_number)
             end = a + groups * k
             e = np.moveaxis(ext, d, 0)
             inner = e[1 + a:1 + end]
@@ -1422,12 +1423,33 @@ class Histogram:
         """The sums (counts) and the storage's moments, read together (a plain histogram's)."""
         with self._lock:
             if self._flow_bins:
-                return [self._hists[0].values()[_INNER * len(self._axes)]]
-            return [h.values().reshape(self._shape) for h in self._hists[:1] + self._moments]
+                return [self._seen(self._hists[0].values(), extended=True)[_INNER * len(self._axes)]]
+            return [self._seen(h.values()).reshape(self._shape) for h in self._hists[:1] + self._moments]
 
     @property
     def _shape(self):
         return tuple(a.bins for a in self._axes)
+
+    # An axis of no bins (a category axis without categories, as boost-histogram's StrCategory([],
+    # growth=True)) has an engine axis of one placeholder bin that no sample reaches: these two move
+    # cells between the engine's layout and this histogram's, leaving that bin out and putting it back.
+    @property
+    def _hollow(self):
+        """The axes of no bins (none in the common case)."""
+        return [d for d, a in enumerate(self._axes) if not a.bins]
+
+    def _seen(self, cells, extended=False):
+        """The engine's cells without the placeholder bins (`extended`: cells with every axis'
+        flow bins, the underflow bin first)."""
+        for d in self._hollow:
+            cells = np.delete(cells, int(extended), axis=d)
+        return cells
+
+    def _kept(self, cells, extended=False):
+        """Cells as the engine keeps them: a zero placeholder bin put in for each axis of no bins."""
+        for d in self._hollow:
+            cells = np.insert(cells, int(extended), 0, axis=d)
+        return cells
 
     # ---- merging, comparing, copying, pickling ----
 
@@ -1531,7 +1553,8 @@ class Histogram:
                     raise TypeError(f"{op}: Weight storage scales by scalars and adds, as boost-histogram's")
                 return NotImplemented
             k = float(other)
-            return self._as_double(f(self.values(), k), op, f(f(self._moments[0].values(), k), k))
+            w, w2 = self._cells()
+            return self._as_double(f(w, k), op, f(f(w2, k), k))
         if isinstance(other, Histogram):
             self._same_axes(other, op)
             a, b = other.values(), self.values()
@@ -1726,7 +1749,7 @@ class Histogram:
         top = max(float(np.max(finite, initial=0)), 0.0)
         bars = ["\u2588" * int(round(40 * (v / top))) if top > 0 and 0 < v < np.inf else ""
                 for v in values.tolist()]
-        width, digits = max(map(len, labels)), max(map(len, numbers))
+        width, digits = max(map(len, labels), default=0), max(map(len, numbers), default=0)
         return "\n".join([repr(self)] + [f"{lab:<{width}} {num:>{digits}} {bar}".rstrip()
                                           for lab, num, bar in zip(labels, numbers, bars)])
 
@@ -2052,6 +2075,16 @@ def _slice_end(entry, ax, default):
     return min(max(i + ax.bins if i < 0 else i, 0), ax.bins)
 
 
+def _groups(entry, a, b, k, axis_number):
+    """The groups of k bins that slice `entry` of bins a..b-1 keeps: at least one, as boost-histogram's
+    axes have bins (IndexError), but the whole of an axis of no bins, ``:``, keeps its none."""
+    groups = (b - a) // k
+    if groups == 0 and entry != slice(None):
+        raise IndexError(f"the slice {entry.start}:{entry.stop} of axis {axis_number} keeps no bins" +
+                         (f" (merged {k} at a time)" if k > 1 else ""))
+    return groups
+
+
 def _rebin_factor(step):
     if step is None:
         return 1
@@ -2070,7 +2103,7 @@ def _svg(h, width=240, height=150):
     def places(axis):
         e = axis.edges
         e = e if np.isfinite(e).all() and e[-1] > e[0] else np.arange(axis.bins + 1, dtype=np.float64)
-        return (e - e[0]) / (e[-1] - e[0])
+        return (e - e[0]) / ((e[-1] - e[0]) or 1.0)  # an axis of no bins: one edge, at 0
     values = np.asarray(h.values(), np.float64)
     values = np.where(np.isfinite(values), values, 0.0)  # inf and NaN cells drawn empty
     top = float(np.max(np.abs(values), initial=0.0)) or 1.0

@@ -168,12 +168,12 @@ class Axis:
     @property
     def size(self) -> int:
         """The number of bins (boost-histogram's name)."""
-        return self._core.bins
+        return self.bins
 
     @property
     def extent(self) -> int:
         """The bins, with the flow bins boost-histogram's axis would keep."""
-        return self._core.bins + self._underflow + self._overflow
+        return self.bins + self._underflow + self._overflow
 
     @property
     def edges(self) -> np.ndarray:
@@ -271,7 +271,7 @@ class Axis:
         return i
 
     def __len__(self):
-        return self._core.bins
+        return self.bins
 
     def __getitem__(self, i):
         return self._core[i]
@@ -384,7 +384,7 @@ def _decorated(cls_name, core, extras):
     kinds = {Regular: "regular", Variable: "variable"}
     if kinds.get(cls, "integer") != core.kind or ("_categories" in extras) != issubclass(cls, _Category):
         raise ValueError(f"tally.axis: cannot restore a {cls_name} over a {core.kind} axis")
-    if issubclass(cls, _Category) and (len(extras["_categories"]) != core.bins or core.lo != 0 or any(
+    if issubclass(cls, _Category) and (core != _category_core(len(extras["_categories"])) or any(
             not isinstance(c, str if cls is StrCategory else int) for c in extras["_categories"])):
         raise ValueError(f"tally.axis: the categories of a {cls_name} do not match its axis")
     out = object.__new__(cls)
@@ -666,9 +666,17 @@ class Integer(Axis):
         return src, self._rebuilt(_tally.Axis.integer(min(lo, int(self.lo)), max(hi, int(self.hi))))
 
 
+def _category_core(n):
+    """The core of a category axis of n categories: their codes 0..n-1. An axis of none (boost-
+    histogram's ``StrCategory([], growth=True)``) has a core of one code no sample gets, as the
+    engine's axes have bins: the histogram keeps that placeholder bin empty and out of sight."""
+    return _tally.Axis.integer(0, max(n, 1))
+
+
 class _Category(Axis):
     """A category axis: bin k holds the samples equal to categories[k]; others are dropped
-    (counted as overflow) or, with growth, appended in the order a fill meets them."""
+    (counted as overflow, the core's code `bins`, or for an axis of no categories the code
+    after its placeholder) or, with growth, appended in the order a fill meets them."""
 
     _bins_as_given = False
     _categories: tuple
@@ -681,6 +689,19 @@ class _Category(Axis):
     @property
     def kind(self) -> str:
         return "category"
+
+    @property
+    def bins(self) -> int:
+        return len(self._categories)
+
+    @property
+    def hi(self) -> float:
+        return float(len(self._categories))
+
+    @property
+    def _missing(self) -> int:
+        """The code of a sample of no category: one past the core's bins (the engine drops it)."""
+        return self._core.bins
 
     @property
     def edges(self) -> np.ndarray:
@@ -697,12 +718,10 @@ class _Category(Axis):
     def __init__(self, categories: typing.Any, *, label: str = "", name: str = "", metadata: typing.Any = None,
                  growth: bool = False, overflow: bool = True) -> None:
         cats = self._checked(categories)
-        if len(cats) == 0:
-            raise ValueError(f"tally.axis.{type(self).__name__}: needs at least one category")
         if len(set(cats)) != len(cats):
             raise ValueError(f"tally.axis.{type(self).__name__}: categories must be distinct")
         self._categories = tuple(cats)
-        super().__init__(_tally.Axis.integer(0, len(cats)), label=label, name=name, metadata=metadata,
+        super().__init__(_category_core(len(cats)), label=label, name=name, metadata=metadata,
                          underflow=False, overflow=overflow and not growth, growth=growth)
 
     @property
@@ -738,7 +757,7 @@ class _Category(Axis):
             "".join(", " + o for o in self._options() if not o.startswith("overflow")) + ")"
 
     def _with_categories(self, cats):
-        out = self._rebuilt(_tally.Axis.integer(0, len(cats)))
+        out = self._rebuilt(_category_core(len(cats)))
         out._categories = tuple(cats)
         return out
 
@@ -760,7 +779,9 @@ class IntCategory(_Category):
     Parameters
     ----------
     categories : sequence of int
-        The categories, distinct, at least one.
+        The categories, distinct; none makes an axis of no bins (boost-histogram's
+        ``IntCategory([], growth=True)``, which the first fill grows; without growth every
+        sample is overflow).
     label, name, metadata : optional
         Keyword only, as for :class:`Regular`.
     growth : bool, optional
@@ -786,25 +807,29 @@ class IntCategory(_Category):
     def _grown(self, src):
         xp = _library(src, "an IntCategory axis")
         x, n = src.obj, len(self._categories)
-        cats = np.asarray(self._categories, np.int64)
-        order = np.argsort(cats, kind="stable")
-        if src.lib == "torch":  # searchsorted takes one dtype: int64, or float64 for float samples
-            dtype = xp.float64 if x.is_floating_point() else xp.int64
-            x = x.to(dtype)
-            ordered, positions = (xp.as_tensor(a, device=x.device) for a in (cats[order].astype(np.float64 if
-                                  dtype == xp.float64 else np.int64), order))
-            pos = xp.searchsorted(ordered, x).clamp_(0, n - 1)
-        else:
-            ordered, positions = xp.asarray(cats[order]), xp.asarray(order)
-            pos = xp.clip(xp.searchsorted(ordered, x), 0, n - 1)
-        found = ordered[pos] == x
+        found = None  # with no categories, no sample is of one
+        if n:
+            cats = np.asarray(self._categories, np.int64)
+            order = np.argsort(cats, kind="stable")
+            if src.lib == "torch":  # searchsorted takes one dtype: int64, or float64 for float samples
+                dtype = xp.float64 if x.is_floating_point() else xp.int64
+                x = x.to(dtype)
+                ordered, positions = (xp.as_tensor(a, device=x.device) for a in (cats[order].astype(np.float64 if
+                                      dtype == xp.float64 else np.int64), order))
+                pos = xp.searchsorted(ordered, x).clamp_(0, n - 1)
+            else:
+                ordered, positions = xp.asarray(cats[order]), xp.asarray(order)
+                pos = xp.clip(xp.searchsorted(ordered, x), 0, n - 1)
+            found = ordered[pos] == x
         if self._growth:
-            missing = to_host(x[~found]).ravel()
+            missing = to_host(x if found is None else x[~found]).ravel()
             if missing.dtype.kind == "f":  # only integers become categories
                 missing = missing[np.isfinite(missing) & (missing == np.floor(missing))]
             if missing.size:
                 grown = self._with_categories(self._categories + tuple(int(v) for v in _first_seen(missing)))
                 return grown._grown(src)[0], grown
+        if found is None:
+            return Source(xp.full_like(x, self._missing, dtype=xp.int64)), None
         codes = xp.where(found, positions[pos], n)  # an array for 0-D samples too (a scalar category)
         return Source(codes), None
 
@@ -829,7 +854,7 @@ class StrCategory(_Category):
     Parameters
     ----------
     categories : str or sequence of str
-        The categories, distinct, at least one.
+        The categories, distinct; none makes an axis of no bins, as for :class:`IntCategory`.
     label, name, metadata, growth, overflow : optional
         Keyword only, as for :class:`IntCategory`.
 
@@ -874,7 +899,8 @@ class StrCategory(_Category):
             if new:
                 grown = self._with_categories(self._categories + tuple(new))
                 lookup = {c: k for k, c in enumerate(grown._categories)}
-        rest_codes = np.array([lookup.get(u, len(lookup)) for u in uniq.tolist()], np.int32)[inverse.ravel()]
+        missing = (grown or self)._missing
+        rest_codes = np.array([lookup.get(u, missing) for u in uniq.tolist()], np.int32)[inverse.ravel()]
         if codes is None:
             codes = rest_codes
         else:
