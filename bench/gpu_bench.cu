@@ -59,12 +59,13 @@ __device__ int bin_for(std::uint64_t i, int bins, spread s) {
 }
 
 /// Samples as T: integers are the bin; floats the bin's centre in [0, 1) (even bins) or
-/// between the given edges (arbitrary bins).
+/// between the given edges (arbitrary bins). Columns of one N-D fill take different salts, so
+/// that their bins are independent.
 template <class T>
-__global__ void generate(T* out, std::size_t n, int bins, spread s, const float* edges) {
+__global__ void generate(T* out, std::size_t n, int bins, spread s, const float* edges, std::uint64_t salt = 0) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    const int k = bin_for(i, bins, s);
+    const int k = bin_for(i + salt, bins, s);
     if constexpr (std::is_floating_point_v<T>) {
       out[i] = edges ? static_cast<T>(0.5f * (edges[k] + edges[k + 1])) : static_cast<T>((k + 0.5) / bins);
     } else {
@@ -297,6 +298,51 @@ void run_exact_weighted(spread s, std::vector<row>& rows) {
   CHECK(cudaFree(weight64));
 }
 
+/// N-D counts through the generic shared kernel, 1 GiB of f32 columns (8 bytes an event): issue
+/// 40's HEP histogram, a dataset (integer axis of 5, one stride-0 i64 column: a broadcast scalar)
+/// x 100 x 50 bins (25,000 cells), without and with flow bins; and 100 x 50 bins over two columns
+/// (5,000 cells). The spread shapes each column's bins independently. No CUB anchor (CUB has no
+/// N-D histogram).
+void run_nd(spread s, std::vector<row>& rows) {
+  const std::size_t n = kBytes / 8;
+  float* pt;
+  float* eta;
+  std::int64_t* dataset;
+  CHECK(cudaMalloc(&pt, n * sizeof(float)));
+  CHECK(cudaMalloc(&eta, n * sizeof(float)));
+  CHECK(cudaMalloc(&dataset, sizeof(std::int64_t)));
+  generate<float><<<1024, 256>>>(pt, n, 100, s, nullptr);
+  generate<float><<<1024, 256>>>(eta, n, 50, s, nullptr, n);
+  generate<std::int64_t><<<1, 1>>>(dataset, 1, 5, spread::hotspot, nullptr);
+  CHECK(cudaGetLastError());
+  const double gb = kBytes / 1e9;
+  const auto ptv = tally::make_view(pt, static_cast<std::int64_t>(n));
+  const auto etav = tally::make_view(eta, static_cast<std::int64_t>(n));
+  tally::view datasetv = tally::make_view(dataset, static_cast<std::int64_t>(n));
+  datasetv.stride = 0;
+  const tally::axis pt_axis = tally::axis::regular(100, 0.0, 1.0), eta_axis = tally::axis::regular(50, 0.0, 1.0);
+  const auto time = [&](const std::string& workload, const std::vector<tally::axis>& axes,
+                        const std::vector<tally::view>& columns) {
+    for (const bool flow_bins : {false, true}) {
+      tally::options o;
+      o.backend = tally::backend::cuda;
+      o.flow_bins = flow_bins;
+      tally::histogram h(axes, o);
+      const double ms = median_ms([&] { h.fill(columns); });
+      record(rows, {workload, name_of(s), flow_bins ? "tally automatic, flow bins" : "tally automatic", ms,
+                    gb / ms * 1e3});
+    }
+    tally::device_histogram dh(axes);
+    const double ms = median_ms([&] { dh.fill(columns); });
+    record(rows, {workload, name_of(s), "tally device_histogram", ms, gb / ms * 1e3});
+  };
+  time("N-D f32, 5x100x50 (stride 0)", {tally::axis::integer(0, 5), pt_axis, eta_axis}, {datasetv, ptv, etav});
+  time("N-D f32, 100x50", {pt_axis, eta_axis}, {ptv, etav});
+  CHECK(cudaFree(pt));
+  CHECK(cudaFree(eta));
+  CHECK(cudaFree(dataset));
+}
+
 /// The fixed cost of one fill of 1 device-resident sample, in microseconds: synchronous
 /// (planning, the launch and the wait; then also the read of the counts, which brings them back),
 /// and stream-ordered (planning and the launch, timed on the stream).
@@ -351,6 +397,7 @@ int main(int argc, char** argv) {
     if (want("f32, 256 edges")) run_case<float>("f32, 256 edges", 256, s, true, rows);
     for (int bins : {256, 4096, 65536, 1 << 20})
       if (want("weighted") || want("i32+f32 w, " + std::to_string(bins) + " ")) run_weighted(bins, s, rows);
+    if (want("N-D")) run_nd(s, rows);
   }
 
   std::printf("device %s, measured read bandwidth %.0f GB/s (CUB DeviceReduce over 1 GiB)\n", prop.name, read_gbs);

@@ -186,10 +186,12 @@ TEST(CudaPlan, SmallFillsLaunchOnlyTheBlocksOneStepNeeds) {
   EXPECT_NE(tally::describe(tally::plan(r)).find("one grid-stride step"), std::string::npos);
   r.sample = tally::dtype::u8;
   EXPECT_EQ(tally::plan(r).grid_blocks, 2);
-  // Generic kernel (strided): one sample per thread and step of 256 threads.
+  // Generic shared kernel (strided): 4 samples per thread and step of 1024 threads.
   r.contiguous = false;
-  r.n = 257;
+  r.n = 4097;
   EXPECT_EQ(tally::plan(r).grid_blocks, 2);
+  r.n = 4096;
+  EXPECT_EQ(tally::plan(r).grid_blocks, 1);
   // Clusters launch whole: 4 blocks for 65536 cells even for one sample.
   auto c = h100_request(65536);
   c.wanted = tally::strategy::cluster;
@@ -287,11 +289,13 @@ TEST(CudaPlan, ByteSamplesCountValuesAndTablesGoToSharedMemory) {
   EXPECT_TRUE(floats.tables_in_shared);
   EXPECT_EQ(floats.shared_bytes, 103 * 4 * 32 + 101 * 8);
 
-  // Strided, N-D or unaligned samples take the generic per-sample kernels.
+  // Strided, N-D or unaligned samples take the generic kernels, which read no staged tables.
   r.contiguous = false;
   const auto generic = tally::plan(r);
   EXPECT_EQ(generic.vector_bytes, 0);
-  EXPECT_EQ(generic.block_threads, 256);
+  EXPECT_EQ(generic.block_threads, 1024);
+  EXPECT_FALSE(generic.tables_in_shared);
+  EXPECT_EQ(generic.shared_bytes, 103 * 4 * 32 + 4);  // and the int of a stride-0 column's bin
   r.wanted = tally::strategy::global_atomic_vec;
   EXPECT_THROW(tally::plan(r), tally::error);
 }
@@ -374,6 +378,59 @@ TEST(CudaPlan, FlowBinsTakeTheGenericKernels) {
   r.wanted = tally::strategy::shared_replicated;
   EXPECT_EQ(tally::plan(r).chosen, tally::strategy::shared_replicated);
   r.weighted = true;
+  EXPECT_THROW(tally::plan(r), tally::error);
+}
+
+TEST(CudaPlan, NdCountsTakeOneBlockOf1024ThreadsWithSeveralSamplesOfEachColumnInFlight) {
+  // The HEP count of issue 40 on an H200 (132 multiprocessors, the H100's shared memory):
+  // StrCategory(5) x Regular(100) x Regular(50), a dataset's 2 x 10^7 events, the category a
+  // stride-0 column. Before: 2 blocks of 256 threads a multiprocessor (1 with flow bins), one
+  // sample per load. Now one block of 1024 threads, 4 samples of each column in flight a thread,
+  // one copy of the 32-bit counters and an int per axis for a stride-0 column's bin.
+  auto r = h100_request(5 * 100 * 50, tally::dtype::i64);
+  r.contiguous = false;
+  r.dims = 3;
+  r.n = 20000000;
+  const auto p = tally::plan(r);
+  EXPECT_EQ(p.chosen, tally::strategy::shared);
+  EXPECT_EQ(p.replicas, 1);
+  EXPECT_EQ(p.shared_bytes, (25000 + 3) * 4 + 3 * 4);
+  EXPECT_EQ(p.block_threads, 1024);
+  EXPECT_EQ(p.grid_blocks, 132);
+  EXPECT_EQ(p.unroll, 4);
+  EXPECT_EQ(p.vector_bytes, 0);
+  EXPECT_FALSE(p.tables_in_shared);
+  EXPECT_NE(tally::describe(p).find("4 of each column in flight per thread"), std::string::npos) << tally::describe(p);
+  EXPECT_NE(tally::describe(p).find("stride 0"), std::string::npos);
+
+  // With boost-histogram's flow bins (each axis bins + 3 cells): one copy still fits a block.
+  r.cells = 8 * 103 * 53;
+  r.flow_bins = true;
+  const auto flow = tally::plan(r);
+  EXPECT_EQ(flow.chosen, tally::strategy::shared);
+  EXPECT_EQ(flow.shared_bytes, (8 * 103 * 53 + 3) * 4 + 3 * 4);
+  EXPECT_EQ(flow.block_threads, 1024);
+  EXPECT_EQ(flow.grid_blocks, 132);
+
+  // 2-D, 5000 cells: 4 interleaved copies in half a multiprocessor.
+  r.cells = 5000;
+  r.dims = 2;
+  r.flow_bins = false;
+  const auto two = tally::plan(r);
+  EXPECT_EQ(two.chosen, tally::strategy::shared_replicated);
+  EXPECT_EQ(two.replicas, 4);
+  EXPECT_EQ(two.shared_bytes, 5003 * 4 * 4 + 2 * 4);
+  EXPECT_EQ(two.block_threads, 1024);
+
+  // One copy and the axes' ints fill a block's 232448 bytes at 58107 cells of 2 axes; beyond,
+  // device memory (one atomic per warp and cell).
+  r.cells = 58107;
+  EXPECT_EQ(tally::plan(r).chosen, tally::strategy::shared);
+  EXPECT_EQ(tally::plan(r).shared_bytes, 232448);
+  r.cells = 58108;
+  EXPECT_EQ(tally::plan(r).chosen, tally::strategy::warp_aggregated);
+  EXPECT_EQ(tally::plan(r).block_threads, 256);
+  r.wanted = tally::strategy::shared;
   EXPECT_THROW(tally::plan(r), tally::error);
 }
 

@@ -53,6 +53,13 @@ constexpr std::pair<backend, std::string_view> kBackends[] = {
 constexpr std::pair<count_type, std::string_view> kCounts[] = {
     {count_type::u64, "u64"}, {count_type::u32, "u32"}};
 
+/// The generic shared kernel's shape (cuda/count_generic.cu's shared_kernel, whose constants are
+/// these): threads a block, samples of each column a thread loads before it bins them, and the
+/// columns whose loads all go out together.
+constexpr int kGenericThreads = 1024;
+constexpr int kGenericLoads = 4;
+constexpr int kGenericAhead = 3;
+
 /// Samples per pass of a partitioned fill of n samples: whole tiles, at most `most` samples (and
 /// the tests' limit).
 std::int64_t partition_chunk(std::int64_t n, std::int64_t most) {
@@ -347,6 +354,7 @@ struct counting_fit {
   int counted = 1;                  // channels counted (one value table each)
   std::int64_t values = 256;        // value counters of the 8-bit tables
   std::int64_t counter_bytes = 0;   // one copy of 32-bit counters and the 3 flow counters
+  std::int64_t axis_bytes = 0;      // the generic kernel's bin of each stride-0 column, after the copies
   int replicas = 32;                // copies that fit the budget
   bool fits = false;                // one copy fits a block
   std::int64_t packed_bytes = 0;    // one copy of 16-bit counters, two a word
@@ -381,8 +389,9 @@ counting_fit fit_of(const plan_request& r, const cuda_room& m) {
   f.counter_bytes = ((f.bytes ? f.values : r.cells) + 3) * 4;  // and 3 flow counters
   // Copies per block: as many (up to one per lane, 32) as leave two blocks per multiprocessor
   // (u8 skewed80 1159 GB/s with one copy, 1537 with 32; elsewhere within 1.5% either way).
-  while (f.replicas > 1 && f.counter_bytes * f.replicas > m.budget) f.replicas /= 2;
-  f.fits = f.counter_bytes <= m.per_block;
+  f.axis_bytes = r.contiguous ? 0 : 4 * std::int64_t{r.dims};
+  while (f.replicas > 1 && f.counter_bytes * f.replicas + f.axis_bytes > m.budget) f.replicas /= 2;
+  f.fits = f.counter_bytes + f.axis_bytes <= m.per_block;
   // Beyond that, one copy of 16-bit counters, two per word, holds twice the slots (a half that
   // wraps hands 2^16 to device memory): one contiguous column of samples wider than 8 bits.
   f.packed_bytes = (r.cells + 3 + 1) / 2 * 4;
@@ -504,7 +513,7 @@ void shape_counting(const plan_request& r, const counting_fit& f, const cuda_roo
   if (p.counter_bits == 16)
     p.reasons.push_back("16-bit counters, two per word: 32-bit ones would need " + std::to_string(f.counter_bytes) +
                         " bytes; a half that wraps adds 2^16 to device memory");
-  p.shared_bytes = in_shared     ? (p.counter_bits == 16 ? f.packed_bytes : f.counter_bytes * p.replicas)
+  p.shared_bytes = in_shared     ? (p.counter_bits == 16 ? f.packed_bytes : f.counter_bytes * p.replicas + f.axis_bytes)
                   : in_cluster  ? f.cluster_share(r.cells, f.cluster_k)
                   : in_registers ? 32 * 4  // the block's sum of its warps' counts
                   : partitioned  ? kPartitionTile * 2 + (f.part_buckets + 1) * 8  // a sorted tile; counts, starts
@@ -512,7 +521,8 @@ void shape_counting(const plan_request& r, const counting_fit& f, const cuda_roo
   p.cluster_blocks = in_cluster ? f.cluster_k : 0;
   // The partitioned sort keeps its tile after the tables at a 16-byte boundary (16-byte copies).
   const std::int64_t staged = partitioned ? (tables + 15) / 16 * 16 : tables;
-  p.tables_in_shared = (in_shared || in_registers || partitioned) && tables > 0 && p.shared_bytes + staged <= m.budget;
+  p.tables_in_shared = typed && (in_shared || in_registers || partitioned) && tables > 0 &&
+                       p.shared_bytes + staged <= m.budget;
   if (p.tables_in_shared) {
     p.shared_bytes += staged;
     p.reasons.push_back("edge tables in shared memory (" + std::to_string(tables) + " bytes)");
@@ -539,20 +549,27 @@ void shape_counting(const plan_request& r, const counting_fit& f, const cuda_roo
   // 16-byte loads, 4 in flight per thread, 512 threads: i32 256 bins 2308 GB/s uniform against
   // 757 for the generic one-sample-per-load kernel.
   p.vector_bytes = typed ? 16 : 0;
-  p.block_threads = typed ? 512 : 256;
+  // The generic shared kernel (N-D, strided or unaligned columns): one block of 1024 threads a
+  // multiprocessor (its 64 registers a thread allow no more), kGenericLoads samples of each
+  // column in flight per thread. One sample per load and 256 threads, as the other generic kernels
+  // still take, kept 2 KiB of a 3-D f32 fill in flight per multiprocessor: 170-180 GB/s on an
+  // H200 (bench/PERFORMANCE.md, "GPU counting in shared memory").
+  const bool generic_shared = in_shared && !typed;
+  p.block_threads = typed ? 512 : generic_shared ? kGenericThreads : 256;
   // partitioned: a thread's share of a tile of kPartitionTile samples, in 16-byte loads.
-  p.unroll = partitioned ? static_cast<int>(kPartitionTile / p.block_threads * size_of(r.sample) / 16)
-             : typed     ? 4
-                         : 1;
+  p.unroll = partitioned      ? static_cast<int>(kPartitionTile / p.block_threads * size_of(r.sample) / 16)
+             : typed          ? 4
+             : generic_shared ? kGenericLoads
+                              : 1;
   // The sort keeps a thread's 16 slots and ranks across its barriers: 64 registers, two blocks.
-  const std::int64_t by_threads = partitioned ? 2 : 2048 / p.block_threads;
+  const std::int64_t by_threads = partitioned ? 2 : generic_shared ? 1 : 2048 / p.block_threads;
   const std::int64_t by_shared = p.shared_bytes > 0 ? m.per_sm / (p.shared_bytes + 1024) : by_threads;
   const std::int64_t blocks_per_sm = std::max<std::int64_t>(1, std::min(by_threads, by_shared));
   // No more blocks than one grid-stride step over the samples needs: every block zeroes and
   // flushes its copy, which is most of a small fill's time (a fill of 1 sample took 12 us on the
   // H100 with the full grid).
   const std::int64_t per_step =
-      p.block_threads * (typed ? p.unroll * p.vector_bytes / static_cast<std::int64_t>(size_of(r.sample)) : 1);
+      p.block_threads * (typed ? p.unroll * p.vector_bytes / static_cast<std::int64_t>(size_of(r.sample)) : p.unroll);
   const std::int64_t needed = std::max<std::int64_t>(1, (r.n + per_step - 1) / per_step);
   const std::int64_t k = in_cluster ? f.cluster_k : 1;  // whole clusters
   const std::int64_t resident = std::max(k, m.sms * blocks_per_sm / k * k);
@@ -562,9 +579,14 @@ void shape_counting(const plan_request& r, const counting_fit& f, const cuda_roo
       "grid " + std::to_string(p.grid_blocks) + " x " + std::to_string(p.block_threads) + ": " +
       (small ? "one grid-stride step over the samples (at most " : "") + std::to_string(blocks_per_sm) +
       " resident blocks per multiprocessor" + (small ? ")" : ", grid-stride") +
-      (typed ? "; 16-byte loads, " + std::to_string(p.unroll) + " in flight per thread (" +
-                   std::to_string(16 * p.unroll) + " KiB per 1024 threads in flight)"
-             : "; one sample per load (strided, N-D or unaligned samples)"));
+      (typed            ? "; 16-byte loads, " + std::to_string(p.unroll) + " in flight per thread (" +
+                                 std::to_string(16 * p.unroll) + " KiB per 1024 threads in flight)"
+       : generic_shared ? "; strided, N-D or unaligned samples: " + std::to_string(p.unroll) +
+                              " samples of each column in flight per thread (those of the first " +
+                              std::to_string(kGenericAhead) + " columns of up to 4-byte samples all at once), "
+                              "each axis' rule chosen once for them; a column of one repeated value (stride 0) "
+                              "binned once per block"
+                        : "; one sample per load (strided, N-D or unaligned samples)"));
 }
 
 /// A CUDA plan: weighted sums, a count_into's one launch, channels one by one, or a count.
@@ -665,6 +687,8 @@ std::string describe(const policy& p) {
     s << "launch     " << p.grid_blocks << " blocks x " << p.block_threads << " threads\n"
       << "loads      " << (p.vector_bytes ? std::to_string(p.vector_bytes) + " bytes, " +
                                                 std::to_string(p.unroll) + " in flight per thread"
+                           : p.unroll > 1 && !p.exact_sums ? "one sample each, " + std::to_string(p.unroll) +
+                                                " of each column in flight per thread"
                                           : std::string("one sample each")) << "\n"
       << "replicas   " << p.replicas << "\n"
       << "shared     " << p.shared_bytes << " bytes per block"

@@ -58,13 +58,18 @@ struct device_axes {
 
 #if defined(__CUDACC__)
 
-/// The T at p, which need not be aligned: one load where it is (a view's usual case), else byte by
-/// byte.
-template <class T> __device__ __forceinline__ T load_unaligned(const char* p) {
-  if (reinterpret_cast<std::uintptr_t>(p) % alignof(T) == 0) return *reinterpret_cast<const T*>(p);
+/// The T at p: one load where `aligned` says p is aligned to T, else byte by byte.
+template <class T> __device__ __forceinline__ T load_as(const char* p, bool aligned) {
+  if (aligned) return *reinterpret_cast<const T*>(p);
   T v;
   memcpy(&v, p, sizeof v);
   return v;
+}
+
+/// The T at p, which need not be aligned: one load where it is (a view's usual case), else byte by
+/// byte.
+template <class T> __device__ __forceinline__ T load_unaligned(const char* p) {
+  return load_as<T>(p, reinterpret_cast<std::uintptr_t>(p) % alignof(T) == 0);
 }
 
 /// Calls f(type_tag<T>{}, binner) with the axis' sample type and its rule: the generic kernels'

@@ -1,6 +1,7 @@
 // The generic kernels, for any sample type, stride, alignment and number of axes, the rule chosen
 // at run time: global_atomic and warp_aggregated (the ladder's first rungs), shared /
-// shared_replicated (one sample a load), and the one-launch counts of small fills.
+// shared_replicated (several samples of each column in flight a thread, each axis' rule chosen once
+// for them), and the one-launch counts of small fills.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -32,19 +33,140 @@ __global__ void global_atomic_kernel(device_axes axes, std::int64_t n, std::int6
   }
 }
 
-/// shared: each block counts into 2^shift interleaved shared-memory copies of all slots
-/// (32-bit; the host bounds a block's samples below 2^32), then adds them to the device counts.
-__global__ void shared_kernel(device_axes axes, std::int64_t n, std::int64_t cells, int shift,
-                              unsigned long long* slots) {
+/// shared_kernel's shape, the planner's for the generic shared strategies (core/planner.cpp has the
+/// same constants): blocks of 1024 threads (64 registers a thread, one block a multiprocessor);
+/// kGenericLoads samples of each column a thread loads before it bins any (more spill registers);
+/// the columns whose samples all load before the first axis bins, their bits kept in registers: the
+/// first kGenericAhead with samples of at most 4 bytes that are not one repeated value (the others
+/// load as their axis bins).
+constexpr int kGenericThreads = 1024;
+constexpr int kGenericLoads = 4;
+constexpr int kGenericAhead = 3;
+
+/// How shared_kernel reads each axis' column, worked out on the host once per launch.
+struct column_reads {
+  int size[kMaxAxes] = {};         // bytes per sample
+  bool aligned[kMaxAxes] = {};     // the column's address and stride are multiples of the size
+  bool repeated[kMaxAxes] = {};    // stride 0: one value, binned once per block
+  int ahead[kMaxAxes] = {};        // the column's place among those loaded ahead; -1: none
+  int ahead_axis[kGenericAhead] = {};  // the axis of each column loaded ahead
+  int ahead_count = 0;
+};
+
+column_reads reads_of(const device_axes& axes) {
+  column_reads r;
+  for (int d = 0; d < axes.count; ++d) {
+    const device_axis& a = axes.axis[d];
+    r.size[d] = static_cast<int>(size_of(a.type));
+    r.aligned[d] = reinterpret_cast<std::uintptr_t>(a.data) % r.size[d] == 0 && a.stride_bytes % r.size[d] == 0;
+    r.repeated[d] = a.stride_bytes == 0;
+    r.ahead[d] = -1;
+    if (!r.repeated[d] && r.size[d] <= 4 && r.ahead_count < kGenericAhead) {
+      r.ahead[d] = r.ahead_count;
+      r.ahead_axis[r.ahead_count++] = d;
+    }
+  }
+  return r;
+}
+
+/// The bits of the sample of `size` (1, 2 or 4) bytes at p, in the low bytes.
+__device__ __forceinline__ unsigned load_bits(const char* p, int size, bool aligned) {
+  switch (size) {
+    case 1: return load_as<std::uint8_t>(p, true);
+    case 2: return load_as<std::uint16_t>(p, aligned);
+    default: return load_as<std::uint32_t>(p, aligned);
+  }
+}
+
+/// shared_kernel's axes and how it reads their columns (one parameter: the kernel then reads both
+/// from parameter space at any index, where a second would be copied to local memory).
+struct generic_args {
+  device_axes axes;
+  column_reads reads;
+};
+
+/// shared and shared_replicated, any axes: each block counts into 2^shift interleaved copies of
+/// all slots in shared memory (32-bit; the host bounds a block's samples below 2^32), then adds
+/// them to the device counts. A thread takes kGenericLoads samples a grid-stride apart (each load
+/// of a warp coalesced): the columns loaded ahead all together, then the axes bin in order, each
+/// axis' rule chosen once for the thread's samples; a column of one repeated value (stride 0) is
+/// binned once per block, into the ints after the copies.
+__global__ void __launch_bounds__(kGenericThreads)
+    shared_kernel(generic_args args, std::int64_t n, std::int64_t cells, int shift, unsigned long long* slots) {
   extern __shared__ unsigned block_slots[];
+  const device_axes& axes = args.axes;
+  const column_reads& reads = args.reads;
   const std::int64_t total = cells + 3;
-  const std::int64_t copies = std::int64_t{1} << shift;
+  int* repeated_bins = reinterpret_cast<int*>(block_slots + (total << shift));
   for (std::int64_t k = threadIdx.x; k < (total << shift); k += blockDim.x) block_slots[k] = 0;
+  for (int d = static_cast<int>(threadIdx.x); n > 0 && d < axes.count; d += static_cast<int>(blockDim.x))
+    if (reads.repeated[d]) repeated_bins[d] = static_cast<int>(axis_index(axes.axis[d], 0));
   __syncthreads();
-  const unsigned copy = threadIdx.x & (copies - 1);
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n; i += stride)
-    atomicAdd(&block_slots[(slot_of(axes, i, cells) << shift) + copy], 1u);
+  unsigned* mine = block_slots + (threadIdx.x & ((1u << shift) - 1));  // this lane's copy
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += kGenericLoads * step) {
+    // Samples i + k x step for k < in (all but the grid's last round).
+    const int in = i + (kGenericLoads - 1) * step < n ? kGenericLoads : static_cast<int>((n - 1 - i) / step) + 1;
+    unsigned bits[kGenericAhead][kGenericLoads] = {};
+#pragma unroll
+    for (int e = 0; e < kGenericAhead; ++e) {
+      if (e >= reads.ahead_count) break;
+      const int d = reads.ahead_axis[e];
+      const char* p = axes.axis[d].data + i * axes.axis[d].stride_bytes;
+      const std::int64_t p_step = step * axes.axis[d].stride_bytes;
+#pragma unroll
+      for (int k = 0; k < kGenericLoads; ++k)
+        if (k < in) bits[e][k] = load_bits(p + k * p_step, reads.size[d], reads.aligned[d]);
+    }
+    // Each sample's cell so far, or the index (< 0) of the first axis that dropped it.
+    int flat[kGenericLoads] = {};
+    for (int d = 0; d < axes.count; ++d) {
+      const device_axis& a = axes.axis[d];
+      int b[kGenericLoads];
+      if (reads.repeated[d]) {
+        const int repeated = repeated_bins[d];
+#pragma unroll
+        for (int k = 0; k < kGenericLoads; ++k) b[k] = repeated;
+      } else {
+        const int e_of = reads.ahead[d];
+        unsigned ahead_bits[kGenericLoads] = {};
+#pragma unroll
+        for (int e = 0; e < kGenericAhead; ++e)
+#pragma unroll
+          for (int k = 0; k < kGenericLoads; ++k)
+            if (e == e_of) ahead_bits[k] = bits[e][k];
+        const bool aligned = reads.aligned[d];
+        with_axis_rule(a, [&](auto tag, const auto& binner) {
+          using T = typename decltype(tag)::type;
+          T v[kGenericLoads];
+#pragma unroll
+          for (int k = 0; k < kGenericLoads; ++k) {
+            v[k] = T{};
+            if constexpr (sizeof(T) <= sizeof(unsigned)) {
+              if (e_of >= 0) {
+                memcpy(&v[k], &ahead_bits[k], sizeof(T));
+                continue;
+              }
+            }
+            if (k < in) v[k] = load_as<T>(a.data + (i + k * step) * a.stride_bytes, aligned);
+          }
+#pragma unroll
+          for (int k = 0; k < kGenericLoads; ++k) b[k] = static_cast<int>(binner(v[k]));
+        });
+      }
+      const int bins = static_cast<int>(a.bins);
+#pragma unroll
+      for (int k = 0; k < kGenericLoads; ++k) {
+        if (axes.flow_bins) flat[k] = flat[k] * (bins + 3) + static_cast<int>(flow_bin_of(b[k], bins));
+        else if (flat[k] >= 0) flat[k] = b[k] < 0 ? b[k] : flat[k] * bins + b[k];
+      }
+    }
+    // atomicAdd(p, 1): the warp's lanes on one counter add once (a hot cell costs no more).
+#pragma unroll
+    for (int k = 0; k < kGenericLoads; ++k)
+      if (k < in) atomicAdd(mine + (static_cast<unsigned>(slot_of_index(flat[k], cells)) << shift), 1u);
+  }
   __syncthreads();
   flush_copies(block_slots, total, shift, slots);
 }
@@ -151,11 +273,18 @@ void count_generic(const device_axes& axes, std::int64_t n, std::int64_t cells, 
                    unsigned long long* slots, const launch_shape& shape) {
   switch (s) {
     case strategy::shared:
-    case strategy::shared_replicated:
+    case strategy::shared_replicated: {
+      // The copies, then each axis' bin where its column repeats one value.
+      const std::size_t needed = static_cast<std::size_t>(((cells + 3) << replica_shift) + axes.count) * 4;
+      if (shape.shared_bytes < needed || shape.block > static_cast<unsigned>(kGenericThreads))
+        throw error("count_generic: a block of " + std::to_string(shape.block) + " threads and " +
+                    std::to_string(shape.shared_bytes) + " bytes of shared memory; the kernel needs at most " +
+                    std::to_string(kGenericThreads) + " threads and " + std::to_string(needed) + " bytes");
       allow_shared(reinterpret_cast<const void*>(shared_kernel), shape.shared_bytes);
-      shared_kernel<<<shape.grid, shape.block, shape.shared_bytes, shape.stream>>>(axes, n, cells,
-                                                                                  replica_shift, slots);
+      shared_kernel<<<shape.grid, shape.block, shape.shared_bytes, shape.stream>>>(
+          generic_args{axes, reads_of(axes)}, n, cells, replica_shift, slots);
       break;
+    }
     case strategy::warp_aggregated:
       global_atomic_kernel<true><<<shape.grid, shape.block, 0, shape.stream>>>(axes, n, cells, slots);
       break;
