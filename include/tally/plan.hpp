@@ -9,31 +9,15 @@
 #include "tally/axis.hpp"
 #include "tally/backend.hpp"
 #include "tally/dtype.hpp"
+#include "tally/strategy.hpp"
 
 namespace tally {
-
-/// Named strategies; automatic lets the planner choose. What each is, where it applies and when
-/// the planner picks it: the registry, tally::strategies() (tally/strategy.hpp).
-enum class strategy : std::uint8_t {
-  automatic,
-  cpu_private,
-  global_atomic,
-  global_atomic_vec,
-  warp_aggregated,
-  shared,
-  shared_replicated,
-  cluster,
-  registers,  // named "register"
-  partitioned
-};
 
 enum class count_type : std::uint8_t { u64, u32 };
 
 std::string_view name_of(backend b);
-std::string_view name_of(strategy s);
 std::string_view name_of(count_type c);
 backend backend_from_name(std::string_view name);
-strategy strategy_from_name(std::string_view name);
 
 /// What the planner looks at.
 struct plan_request {

@@ -30,15 +30,20 @@ tally::dtype dtype_of(const nb::dlpack::dtype& t) {
     int bits;
     tally::dtype type;
   };
-  static constexpr entry table[] = {
-      {code::UInt, 8, tally::dtype::u8},    {code::UInt, 16, tally::dtype::u16},
-      {code::UInt, 32, tally::dtype::u32},  {code::UInt, 64, tally::dtype::u64},
-      {code::Int, 8, tally::dtype::i8},     {code::Int, 16, tally::dtype::i16},
-      {code::Int, 32, tally::dtype::i32},   {code::Int, 64, tally::dtype::i64},
-      {code::Float, 16, tally::dtype::f16}, {code::Float, 32, tally::dtype::f32},
-      {code::Float, 64, tally::dtype::f64}, {code::Bfloat, 16, tally::dtype::bf16},
-      // One byte, 0 or 1: the package decides where numpy allows bool.
-      {code::Bool, 8, tally::dtype::u8}};
+  // DLPack's code and width of each sample type, from the core's table; bool (one byte, 0 or
+  // 1) is read as u8, and the package decides where numpy allows it.
+  static const std::vector<entry> table = [] {
+    std::vector<entry> rows;
+    for (tally::dtype d : tally::sample_types()) {
+      const code c = d == tally::dtype::bf16        ? code::Bfloat
+                     : tally::is_floating(d)        ? code::Float
+                     : tally::is_signed_integer(d)  ? code::Int
+                                                    : code::UInt;
+      rows.push_back({c, static_cast<int>(8 * tally::size_of(d)), d});
+    }
+    rows.push_back({code::Bool, 8, tally::dtype::u8});
+    return rows;
+  }();
   for (const auto& e : table)
     if (t.lanes == 1 && t.code == static_cast<std::uint8_t>(e.c) && t.bits == e.bits) return e.type;
   throw nb::type_error(("tally: unsupported sample type (DLPack code " + std::to_string(t.code) +

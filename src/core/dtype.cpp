@@ -11,21 +11,38 @@
 namespace tally {
 namespace {
 
+enum class number : std::uint8_t { unsigned_integer, signed_integer, floating };
+
 struct dtype_entry {
   dtype type;
   std::size_t size;
+  number kind;
   std::string_view name;
   std::string_view numpy_name;
 };
 
+// The one table of sample types, in the enum's order (the bindings derive DLPack's codes from it).
 constexpr std::array<dtype_entry, 12> kTypes{{
-    {dtype::u8, 1, "u8", "uint8"},       {dtype::i8, 1, "i8", "int8"},
-    {dtype::u16, 2, "u16", "uint16"},    {dtype::i16, 2, "i16", "int16"},
-    {dtype::u32, 4, "u32", "uint32"},    {dtype::i32, 4, "i32", "int32"},
-    {dtype::u64, 8, "u64", "uint64"},    {dtype::i64, 8, "i64", "int64"},
-    {dtype::f16, 2, "f16", "float16"},   {dtype::bf16, 2, "bf16", "bfloat16"},
-    {dtype::f32, 4, "f32", "float32"},   {dtype::f64, 8, "f64", "float64"},
+    {dtype::u8, 1, number::unsigned_integer, "u8", "uint8"},
+    {dtype::i8, 1, number::signed_integer, "i8", "int8"},
+    {dtype::u16, 2, number::unsigned_integer, "u16", "uint16"},
+    {dtype::i16, 2, number::signed_integer, "i16", "int16"},
+    {dtype::u32, 4, number::unsigned_integer, "u32", "uint32"},
+    {dtype::i32, 4, number::signed_integer, "i32", "int32"},
+    {dtype::u64, 8, number::unsigned_integer, "u64", "uint64"},
+    {dtype::i64, 8, number::signed_integer, "i64", "int64"},
+    {dtype::f16, 2, number::floating, "f16", "float16"},
+    {dtype::bf16, 2, number::floating, "bf16", "bfloat16"},
+    {dtype::f32, 4, number::floating, "f32", "float32"},
+    {dtype::f64, 8, number::floating, "f64", "float64"},
 }};
+
+constexpr bool in_enum_order() {
+  for (std::size_t i = 0; i < kTypes.size(); ++i)
+    if (static_cast<std::size_t>(kTypes[i].type) != i) return false;
+  return true;
+}
+static_assert(in_enum_order(), "kTypes: one row per dtype, in the enum's order");
 
 const dtype_entry& entry(dtype t) {
   auto i = static_cast<std::size_t>(t);
@@ -60,12 +77,8 @@ dtype dtype_from_name(std::string_view name) {
   throw error("unknown dtype '" + std::string(name) + "': expected one of " + sample_type_names());
 }
 
-bool is_floating(dtype t) {
-  return t == dtype::f16 || t == dtype::bf16 || t == dtype::f32 || t == dtype::f64;
-}
-bool is_signed_integer(dtype t) {
-  return t == dtype::i8 || t == dtype::i16 || t == dtype::i32 || t == dtype::i64;
-}
+bool is_floating(dtype t) { return entry(t).kind == number::floating; }
+bool is_signed_integer(dtype t) { return entry(t).kind == number::signed_integer; }
 
 double to_double(half h) { return detail::half_bits_to_double(h.bits); }
 double to_double(bfloat16 b) { return detail::bfloat16_bits_to_double(b.bits); }
