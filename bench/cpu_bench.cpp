@@ -75,11 +75,11 @@ void scalar_bincount_i64(benchmark::State& state) {
   report(state, sizeof(std::int64_t));
 }
 
-// Fills of the f32 samples in [0, 1] of spread state.range(1) into `axis` with state.range(2)
+// Fills of the T samples in [0, 1] of spread state.range(1) into `axis` with state.range(2)
 // threads.
-void time_f32_fills(benchmark::State& state, tally::axis axis) {
+template <class T> void time_fills(benchmark::State& state, tally::axis axis) {
   const auto s = static_cast<spread>(state.range(1));
-  const auto& x = samples<float>(s, 1.0);
+  const auto& x = samples<T>(s, 1.0);
   tally::options o;
   o.threads = static_cast<int>(state.range(2));
   tally::histogram h(std::move(axis), o);
@@ -89,12 +89,12 @@ void time_f32_fills(benchmark::State& state, tally::axis axis) {
     benchmark::DoNotOptimize(h.counts_u64());
   }
   state.SetLabel(name_of(s));
-  report(state, sizeof(float));
+  report(state, sizeof(T));
 }
 
 // numpy.histogram(f32, bins=256, range=(0, 1)): a regular axis with f32 edges, numpy-exact.
 void tally_histogram_f32_even(benchmark::State& state) {
-  time_f32_fills(state, tally::axis::regular(state.range(0), 0.0, 1.0, tally::dtype::f32));
+  time_fills<float>(state, tally::axis::regular(state.range(0), 0.0, 1.0, tally::dtype::f32));
 }
 
 // The plain loop a user would write (not numpy-exact at edges): index = (x - lo) * bins.
@@ -129,7 +129,7 @@ std::vector<double> random_edges(std::int64_t bins) {
 
 // numpy.histogram(f32, bins=edges) with arbitrary edges: a variable axis.
 void tally_histogram_f32_edges(benchmark::State& state) {
-  time_f32_fills(state, tally::axis::variable(random_edges(state.range(0))));
+  time_fills<float>(state, tally::axis::variable(random_edges(state.range(0))));
 }
 
 void scalar_histogram_f32_edges(benchmark::State& state) {
@@ -149,6 +149,51 @@ void scalar_histogram_f32_edges(benchmark::State& state) {
   }
   state.SetLabel(name_of(s));
   report(state, sizeof(float));
+}
+
+// numpy.histogram(f64, bins=256, range=(0, 1)) and with arbitrary edges.
+void tally_histogram_f64_even(benchmark::State& state) {
+  time_fills<double>(state, tally::axis::regular(state.range(0), 0.0, 1.0));
+}
+void tally_histogram_f64_edges(benchmark::State& state) {
+  time_fills<double>(state, tally::axis::variable(random_edges(state.range(0))));
+}
+
+// numpy.histogramdd of `dims` f64 columns (uniform in [0, 1), each its own shuffle) over
+// state.range(0) even bins an axis, one thread: kN / dims samples, so that every row reads kN
+// values.
+void tally_histogramdd_f64(benchmark::State& state) {
+  const auto dims = static_cast<std::size_t>(state.range(1));
+  const auto& x = samples<double>(spread::uniform, 1.0);
+  const std::int64_t n = kN / static_cast<std::int64_t>(dims);
+  std::vector<tally::axis> axes;
+  std::vector<tally::view> columns;
+  for (std::size_t d = 0; d < dims; ++d) {
+    axes.push_back(tally::axis::regular(state.range(0), 0.0, 1.0));
+    columns.push_back(tally::make_view(x.data() + static_cast<std::int64_t>(d) * n, n));
+  }
+  tally::options o;
+  o.threads = 1;
+  tally::histogram h(axes, o);
+  for (auto _ : state) {
+    h.reset();
+    h.fill(columns);
+    benchmark::DoNotOptimize(h.counts_u64());
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+  state.SetBytesProcessed(state.iterations() * kN * static_cast<std::int64_t>(sizeof(double)));
+}
+
+// The limit of the rows above: one thread's read of the same f64 bytes (a sum, vectorized).
+void read_f64(benchmark::State& state) {
+  const auto& x = samples<double>(spread::uniform, 1.0);
+  for (auto _ : state) {
+    double sums[8] = {};
+    for (std::size_t i = 0; i < x.size(); i += 8)
+      for (int l = 0; l < 8; ++l) sums[l] += x[i + static_cast<std::size_t>(l)];
+    benchmark::DoNotOptimize(sums);
+  }
+  report(state, sizeof(double));
 }
 
 // Weighted: i64 index + f64 weight, 256 bins, deterministic block-order sums.
@@ -182,6 +227,11 @@ BENCHMARK(tally_histogram_f32_even)->Apply([](auto* b) { args(b, {256}, true); }
 BENCHMARK(scalar_histogram_f32_even)->Apply([](auto* b) { args(b, {256}, false); });
 BENCHMARK(tally_histogram_f32_edges)->Apply([](auto* b) { args(b, {256}, true); });
 BENCHMARK(scalar_histogram_f32_edges)->Apply([](auto* b) { args(b, {256}, false); });
+BENCHMARK(tally_histogram_f64_even)->Apply([](auto* b) { args(b, {256}, true); });
+BENCHMARK(tally_histogram_f64_edges)->Apply([](auto* b) { args(b, {256}, true); });
+BENCHMARK(tally_histogramdd_f64)->Args({64, 2})->Args({16, 3})->ArgNames({"bins", "dims"})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(read_f64)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(tally_weighted_i64_f64)->Apply([](auto* b) { args(b, {256}, true); });
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "reference.hpp"
@@ -313,6 +314,17 @@ inline axis_spec regular_spec(std::int64_t bins, double lo, double hi, dtype edg
   s.hi = hi;
   s.edge_type = edge_type;
   return s;
+}
+
+/// An awkward range for the rule's random tests, round by round: a scale of 2^-40..2^40, a width
+/// of up to 2^10 times it, every fifth range narrow and far from zero (3e-5 of its start).
+inline std::pair<double, double> awkward_range(std::mt19937_64& gen, int round) {
+  std::uniform_int_distribution<int> exponent(-40, 40);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  const double scale = std::ldexp(1.0, exponent(gen));
+  double lo = unit(gen) * scale, hi = lo + std::fabs(unit(gen)) * scale * std::ldexp(1.0, exponent(gen) / 4);
+  if (round % 5 == 0) hi = lo + 3 * std::fabs(lo) * 1e-5;
+  return {lo, hi};
 }
 
 /// `bins` bins over [lo, hi] with randomly jittered interior edges (strictly increasing).

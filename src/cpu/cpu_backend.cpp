@@ -2,6 +2,8 @@
 //
 // Each thread turns a tile of samples into flat cell indices (one typed loop per axis, the
 // bin rule inlined), then counts them into private counters or sums them into a block partial.
+// Contiguous columns take the SIMD kernels of cpu/simd_binning.hpp where the rule has one: a tile
+// of bin codes, the scalar rule settling the lanes the kernel leaves to it.
 #include <omp.h>
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include "core/exact_sum.hpp"
 #include "core/memory.hpp"
 #include "core/rules.hpp"
+#include "cpu/simd_binning.hpp"
 
 namespace tally::detail {
 namespace {
@@ -48,6 +51,24 @@ struct count_sink {
     if (k >= 0) ++counters[(k << replica_shift) + (i & ((1 << replica_shift) - 1))];
     else flow.add(k);
   }
+  /// A tile of codes: sample j of the tile uses copy j mod 2^shift, unrolled so that each
+  /// position's copy and the shift are constants (fewer instructions a sample: bench/PERFORMANCE.md,
+  /// "CPU backend").
+  template <class Code> void add_codes(const Code* codes, std::int64_t n, std::int64_t) {
+    if (replica_shift == 2) add_replicated<2>(codes, n);
+    else add_replicated<0>(codes, n);
+  }
+  template <int Shift, class Code> TALLY_HD_HOT void add_replicated(const Code* codes, std::int64_t n) {
+    constexpr std::int64_t copies = std::int64_t{1} << Shift;
+    const auto add = [this](std::int64_t k, std::int64_t copy) {
+      if (k >= 0) ++counters[(k << Shift) + copy];
+      else flow.add(k);
+    };
+    std::int64_t j = 0;
+    for (; j + copies <= n; j += copies)
+      for (std::int64_t copy = 0; copy < copies; ++copy) add(codes[j + copy], copy);
+    for (; j < n; ++j) add(codes[j], j & (copies - 1));
+  }
 };
 
 /// Counts cells straight into the histogram's 64-bit storage (one thread, one copy): for
@@ -60,28 +81,42 @@ struct direct_sink {
     if (k >= 0) ++counts[k];
     else flow.add(k);
   }
+  template <class Code> TALLY_HD_HOT void add_codes(const Code* codes, std::int64_t n, std::int64_t) {
+    for (std::int64_t j = 0; j < n; ++j) (*this)(codes[j], j);
+  }
 };
 
-/// Weight i of `weights` (f32 or f64) as a double; 1 where there are none.
-TALLY_HD_HOT double weight_at(const view* weights, std::int64_t i) {
-  if (!weights) return 1.0;
-  const char* p = static_cast<const char*>(weights->data) +
-                  i * weights->stride * static_cast<std::int64_t>(size_of(weights->type));
-  if (weights->type == dtype::f32) {
-    float f;
-    std::memcpy(&f, p, sizeof f);
-    return f;
+/// The weights of a fill (f32 or f64) as doubles, 1 where there are none; their address, step and
+/// type are read once, not at every sample.
+struct weight_reader {
+  const char* data = nullptr;  // null: weight 1
+  std::int64_t step = 0;       // bytes
+  bool f32 = false;
+  explicit weight_reader(const view* weights) {
+    if (!weights) return;
+    data = static_cast<const char*>(weights->data);
+    step = weights->stride * static_cast<std::int64_t>(size_of(weights->type));
+    f32 = weights->type == dtype::f32;
   }
-  double d;
-  std::memcpy(&d, p, sizeof d);
-  return d;
-}
+  TALLY_HD_HOT double operator()(std::int64_t i) const {
+    if (!data) return 1.0;
+    const char* p = data + i * step;
+    if (f32) {
+      float f;
+      std::memcpy(&f, p, sizeof f);
+      return f;
+    }
+    double d;
+    std::memcpy(&d, p, sizeof d);
+    return d;
+  }
+};
 
 /// Sums weights into a block partial, in sample order; with `touched`, records each cell's
 /// first touch so that merging and clearing skip the untouched cells.
 struct sum_sink {
   double* partial;
-  const view* weights;  // null: weight 1
+  weight_reader weights;
   char* seen;           // sparse mode only
   std::vector<std::int64_t>* touched;
   local_flow flow;
@@ -94,7 +129,11 @@ struct sum_sink {
       seen[k] = 1;
       touched->push_back(k);
     }
-    partial[k] += weight_at(weights, i);
+    partial[k] += weights(i);
+  }
+  /// A tile of codes (bins or negative codes), of samples first, first + 1, ...
+  template <class Code> void add_codes(const Code* codes, std::int64_t n, std::int64_t first) {
+    for (std::int64_t j = 0; j < n; ++j) (*this)(codes[j], first + j);
   }
 };
 
@@ -103,7 +142,7 @@ struct sum_sink {
 /// the samples among threads gives the same words.
 struct exact_sink {
   std::uint64_t* words;  // cells x kWideCellWords
-  const view* weights;   // null: weight 1
+  weight_reader weights;
   bool shared;
   local_flow flow;
   TALLY_HD_HOT void operator()(std::int64_t k, std::int64_t i) {
@@ -112,7 +151,7 @@ struct exact_sink {
       return;
     }
     std::uint64_t* cell = words + k * kWideCellWords;
-    const double x = weight_at(weights, i);
+    const double x = weights(i);
     const unsigned flag = shared ? add_wide(cell, x, [](std::uint64_t* w, std::uint64_t v) {
       return __atomic_fetch_add(w, v, __ATOMIC_RELAXED);
     }) : add_wide(cell, x, plain_fetch_add{});
@@ -120,6 +159,9 @@ struct exact_sink {
       if (shared) __atomic_fetch_or(cell + kWideWords, std::uint64_t{flag}, __ATOMIC_RELAXED);
       else cell[kWideWords] |= flag;
     }
+  }
+  template <class Code> void add_codes(const Code* codes, std::int64_t n, std::int64_t first) {
+    for (std::int64_t j = 0; j < n; ++j) (*this)(codes[j], first + j);
   }
 };
 
@@ -143,48 +185,31 @@ void for_each_sample(const view& column, std::int64_t begin, std::int64_t end, F
   }
 }
 
-/// 1-D: bins samples [begin, end) and hands each cell straight to the sink. The binner and
-/// the sink are copied to locals so that the compiler keeps them in registers (a counter
-/// store could otherwise alias their fields and force reloads every sample).
+struct axis_indexer;
+
+/// The bin codes of `count` contiguous samples of T at `samples`: the axis' SIMD kernel, then its
+/// scalar rule for the lanes the kernel left unsettled.
+template <class T, class Binner>
+void simd_codes(const axis_indexer& a, const char* samples, std::int64_t count, std::int32_t* codes);
+
+/// 1-D: bins samples [begin, end) and hands each cell straight to the sink (a contiguous column
+/// with a SIMD kernel: a tile of codes at a time). The binner and the sink are copied to locals so
+/// that the compiler keeps them in registers (a counter store could otherwise alias their fields
+/// and force reloads every sample).
 template <class T, class Binner, class Sink>
-void run_1d(const void* binner, const view& column, std::int64_t begin, std::int64_t end,
-            Sink& sink) {
-  const Binner b = *static_cast<const Binner*>(binner);
-  Sink local = sink;
-  for_each_sample<T>(column, begin, end, [&](T v, std::int64_t i) { local(b(v), i); });
-  sink = local;
-}
+void run_1d(const axis_indexer& a, const view& column, std::int64_t begin, std::int64_t end, Sink& sink);
 
 /// N-D: folds this axis' index of samples [begin, begin + count) into flat row-major cells.
 /// A negative entry is a dropped sample and keeps the reason of the first axis that dropped it;
 /// with flow_bins (options::flow_bins) none is: each index goes to its cell of bins + 3.
 template <class T, class Binner>
-void index_tile(const void* binner, const view& column, std::int64_t bins, bool flow_bins, bool first_axis,
-                std::int64_t begin, std::int64_t count, std::int64_t* flat) {
-  const auto& b = *static_cast<const Binner*>(binner);
-  const std::int64_t extent = flow_bins ? bins + 3 : bins;
-  const auto fold = [&](std::int64_t k, std::int64_t j) {
-    if (flow_bins) k = flow_bin_of(k, bins);
-    std::int64_t& f = flat[j];
-    if (first_axis) f = k;
-    else if (f >= 0) f = k < 0 ? k : f * extent + k;
-  };
-  if (column.stride == 0) {  // one value repeated (a broadcast scalar): binned once
-    T v;
-    std::memcpy(&v, column.data, sizeof v);
-    const std::int64_t k = b(v);
-    for (std::int64_t j = 0; j < count; ++j) fold(k, j);
-    return;
-  }
-  for_each_sample<T>(column, begin, begin + count, [&](T v, std::int64_t i) { fold(b(v), i - begin); });
-}
+void index_tile(const axis_indexer& a, const view& column, bool flow_bins, bool first_axis, std::int64_t begin,
+                std::int64_t count, std::int64_t* flat);
 
 template <class Sink>
-using run_fn = void (*)(const void* binner, const view& column, std::int64_t begin,
-                        std::int64_t end, Sink& sink);
-using index_tile_fn = void (*)(const void* binner, const view& column, std::int64_t bins,
-                               bool flow_bins, bool first_axis, std::int64_t begin, std::int64_t count,
-                               std::int64_t* flat);
+using run_fn = void (*)(const axis_indexer& a, const view& column, std::int64_t begin, std::int64_t end, Sink& sink);
+using index_tile_fn = void (*)(const axis_indexer& a, const view& column, bool flow_bins, bool first_axis,
+                               std::int64_t begin, std::int64_t count, std::int64_t* flat);
 
 /// One axis, ready to bin its column: the rule, its edge table and the typed loops.
 struct axis_indexer {
@@ -195,7 +220,11 @@ struct axis_indexer {
   integer_binner integer;
   std::vector<double> edge_table;
   std::vector<std::int64_t> buckets;
+  simd_variable_rule simd_buckets;  // the variable rule's, for its SIMD kernel
   const void* binner = nullptr;
+  /// The SIMD kernel of the rule for contiguous samples (null: none) and the rule it reads.
+  simd_tile_fn simd = nullptr;
+  const void* simd_rule_data = nullptr;
   index_tile_fn index_fn = nullptr;
   run_fn<count_sink> count_fn = nullptr;
   run_fn<direct_sink> direct_fn = nullptr;
@@ -203,7 +232,9 @@ struct axis_indexer {
   run_fn<exact_sink> exact_fn = nullptr;
   std::int64_t bins = 0;
 
-  axis_indexer(const axis& a, dtype sample, bool use_edge_table) : bins(a.bins()) {
+  /// `samples`: how many the fill bins (the variable kernel's table pays for itself on many).
+  axis_indexer(const axis& a, dtype sample, bool use_edge_table, std::int64_t samples)
+      : bins(a.bins()), samples_(samples) {
     switch (rule_kind(a, sample)) {
       case axis_kind::regular:
         if (use_edge_table) {
@@ -251,6 +282,8 @@ struct axis_indexer {
 
   template <class Binner> void bind(const Binner& b, dtype sample) {
     binner = &b;
+    // Codes are i32: an axis of more bins keeps the scalar rule.
+    if (bins <= std::numeric_limits<std::int32_t>::max()) bind_simd(b, sample);
     with_sample_type(sample, [&](auto tag) {
       using T = typename decltype(tag)::type;
       index_fn = &index_tile<T, Binner>;
@@ -260,9 +293,103 @@ struct axis_indexer {
       exact_fn = &run_1d<T, Binner, exact_sink>;
     });
   }
+
+  /// The SIMD kernel of each binner's rule.
+  template <class Regular> void bind_regular_simd(const Regular& b, dtype sample) {
+    if (sample == dtype::f32 && (b.rule.fast32 || b.rule.dyadic_scale32 != 0.0f)) {
+      use_simd(simd_rule::regular32, sample, &b.rule);
+    } else if (sample == dtype::i64 || sample == dtype::u64) {  // the exact range test first
+      use_simd(simd_rule::regular_wide, sample, &b.rule);
+    } else {
+      use_simd(simd_rule::line, sample, static_cast<const line_rule*>(&b.rule));
+    }
+  }
+  void bind_simd(const regular_binner& b, dtype sample) { bind_regular_simd(b, sample); }
+  void bind_simd(const regular_table_binner& b, dtype sample) { bind_regular_simd(b, sample); }
+  void bind_simd(const line_binner<double>& b, dtype sample) { use_simd(simd_rule::line, sample, &b.line); }
+  void bind_simd(const variable_binner& b, dtype sample) {
+    if (b.rule.int_edges && (sample == dtype::i64 || sample == dtype::u64)) return;  // compared as integers
+    // The table costs about 40 ns a bucket to build: a fill of fewer samples than 32 a bucket keeps
+    // the scalar rule, as does an axis of more bins than a quarter of the buckets (most buckets
+    // would hold more than two bins, left to the rule).
+    const std::int64_t buckets = simd_variable_bucket_count(bins);
+    if (!b.rule.buckets || samples_ < 32 * buckets || 4 * bins > buckets || !simd_kernel(simd_rule::variable, sample))
+      return;
+    simd_buckets = make_simd_variable_rule(b.rule, buckets);
+    if (simd_buckets.buckets) use_simd(simd_rule::variable, sample, &simd_buckets);
+  }
+  void bind_simd(const integer_binner& b, dtype sample) { use_simd(simd_rule::integer, sample, &b.rule); }
+  void use_simd(simd_rule rule, dtype sample, const void* data) {
+    simd = simd_kernel(rule, sample);
+    simd_rule_data = data;
+  }
+
+ private:
+  std::int64_t samples_;
 };
 
 constexpr std::int64_t kTile = 2048;
+
+template <class T, class Binner>
+void simd_codes(const axis_indexer& a, const char* samples, std::int64_t count, std::int32_t* codes) {
+  std::int32_t unsettled[kTile];
+  const std::int64_t m = a.simd(a.simd_rule_data, samples, count, codes, unsettled);
+  if (m == 0) return;
+  const Binner b = *static_cast<const Binner*>(a.binner);
+  for (std::int64_t u = 0; u < m; ++u) {
+    const std::int32_t j = unsettled[u];
+    T v;
+    std::memcpy(&v, samples + j * static_cast<std::int64_t>(sizeof(T)), sizeof v);
+    codes[j] = static_cast<std::int32_t>(b(v));
+  }
+}
+
+template <class T, class Binner, class Sink>
+void run_1d(const axis_indexer& a, const view& column, std::int64_t begin, std::int64_t end, Sink& sink) {
+  Sink local = sink;
+  if (a.simd && column.stride == 1) {
+    const char* base = static_cast<const char*>(column.data);
+    std::int32_t codes[kTile];
+    for (std::int64_t i = begin; i < end; i += kTile) {
+      const std::int64_t count = std::min(kTile, end - i);
+      simd_codes<T, Binner>(a, base + i * static_cast<std::int64_t>(sizeof(T)), count, codes);
+      local.add_codes(codes, count, i);
+    }
+  } else {
+    const Binner b = *static_cast<const Binner*>(a.binner);
+    for_each_sample<T>(column, begin, end, [&](T v, std::int64_t i) { local(b(v), i); });
+  }
+  sink = local;
+}
+
+template <class T, class Binner>
+void index_tile(const axis_indexer& a, const view& column, bool flow_bins, bool first_axis, std::int64_t begin,
+                std::int64_t count, std::int64_t* flat) {
+  const auto& b = *static_cast<const Binner*>(a.binner);
+  const std::int64_t bins = a.bins;
+  const std::int64_t extent = flow_bins ? bins + 3 : bins;
+  const auto fold = [&](std::int64_t k, std::int64_t j) {
+    if (flow_bins) k = flow_bin_of(k, bins);
+    std::int64_t& f = flat[j];
+    if (first_axis) f = k;
+    else if (f >= 0) f = k < 0 ? k : f * extent + k;
+  };
+  if (column.stride == 0) {  // one value repeated (a broadcast scalar): binned once
+    T v;
+    std::memcpy(&v, column.data, sizeof v);
+    const std::int64_t k = b(v);
+    for (std::int64_t j = 0; j < count; ++j) fold(k, j);
+    return;
+  }
+  if (a.simd && column.stride == 1) {
+    std::int32_t codes[kTile];
+    simd_codes<T, Binner>(a, static_cast<const char*>(column.data) + begin * static_cast<std::int64_t>(sizeof(T)), count,
+                          codes);
+    for (std::int64_t j = 0; j < count; ++j) fold(codes[j], j);
+    return;
+  }
+  for_each_sample<T>(column, begin, begin + count, [&](T v, std::int64_t i) { fold(b(v), i - begin); });
+}
 /// Fewer samples than this on one thread count straight into the histogram's cells, replicas
 /// or not: the copies' allocation and merge cost more than a hot bin's chain over so few.
 /// Measured (2-core VM, i64 over 16 bins, a histogram made and filled): 64 samples 0.83 ->
@@ -275,24 +402,24 @@ class job_binner {
  public:
   explicit job_binner(const fill_job& job) : columns_(job.columns), flow_bins_(job.plan.flow_bins) {
     for (std::size_t d = 0; d < job.axes->size(); ++d)
-      axes_.emplace_back(new axis_indexer((*job.axes)[d], job.columns[d].type, job.plan.edge_table));
+      axes_.emplace_back(new axis_indexer((*job.axes)[d], job.columns[d].type, job.plan.edge_table, job.n));
   }
 
   template <class Sink> void run(std::int64_t begin, std::int64_t end, Sink& sink) const {
     if (axes_.size() == 1 && !flow_bins_) {
       const auto& a = *axes_.front();
-      if constexpr (std::is_same_v<Sink, count_sink>) a.count_fn(a.binner, columns_[0], begin, end, sink);
-      else if constexpr (std::is_same_v<Sink, direct_sink>) a.direct_fn(a.binner, columns_[0], begin, end, sink);
-      else if constexpr (std::is_same_v<Sink, sum_sink>) a.sum_fn(a.binner, columns_[0], begin, end, sink);
-      else a.exact_fn(a.binner, columns_[0], begin, end, sink);
+      if constexpr (std::is_same_v<Sink, count_sink>) a.count_fn(a, columns_[0], begin, end, sink);
+      else if constexpr (std::is_same_v<Sink, direct_sink>) a.direct_fn(a, columns_[0], begin, end, sink);
+      else if constexpr (std::is_same_v<Sink, sum_sink>) a.sum_fn(a, columns_[0], begin, end, sink);
+      else a.exact_fn(a, columns_[0], begin, end, sink);
       return;
     }
     std::int64_t flat[kTile];
     for (std::int64_t i = begin; i < end; i += kTile) {
       const std::int64_t count = std::min(kTile, end - i);
       for (std::size_t d = 0; d < axes_.size(); ++d)
-        axes_[d]->index_fn(axes_[d]->binner, columns_[d], axes_[d]->bins, flow_bins_, d == 0, i, count, flat);
-      for (std::int64_t j = 0; j < count; ++j) sink(flat[j], i + j);
+        axes_[d]->index_fn(*axes_[d], columns_[d], flow_bins_, d == 0, i, count, flat);
+      sink.add_codes(flat, count, i);
     }
   }
 
@@ -419,7 +546,7 @@ void fill_sums(const fill_job& job) {
     const auto t = static_cast<std::size_t>(omp_get_thread_num());
     auto& partial = partials[t];
     auto& mine = touched[t];
-    sum_sink sink{partial.data(), job.weights, sparse ? seen[t].data() : nullptr, &mine, {}};
+    sum_sink sink{partial.data(), weight_reader(job.weights), sparse ? seen[t].data() : nullptr, &mine, {}};
     const std::int64_t cell_begin = job.cells * static_cast<std::int64_t>(t) / threads;
     const std::int64_t cell_end = job.cells * static_cast<std::int64_t>(t + 1) / threads;
     for (std::int64_t round = 0; round * threads < blocks; ++round) {
@@ -461,7 +588,7 @@ void fill_exact(const fill_job& job) {
   std::vector<local_flow> flows(static_cast<std::size_t>(threads));
   run_threads(threads, [&] {
     const int t = omp_get_thread_num();
-    exact_sink sink{job.exact, job.weights, threads > 1, {}};
+    exact_sink sink{job.exact, weight_reader(job.weights), threads > 1, {}};
     binner.run(job.n * t / threads, job.n * (t + 1) / threads, sink);
     flows[static_cast<std::size_t>(t)] = sink.flow;
   });
@@ -470,7 +597,7 @@ void fill_exact(const fill_job& job) {
 }
 
 bool cpu_usable(std::string& detail) {
-  detail = std::to_string(hardware_threads()) + " hardware threads";
+  detail = std::to_string(hardware_threads()) + " hardware threads, SIMD binning " + simd_target();
   return true;
 }
 
@@ -483,6 +610,23 @@ void cpu_fill(const fill_job& job) {
 }
 
 }  // namespace
+
+cpu_bin_codes cpu_bin_codes_of(const axis& a, const view& column, bool edge_table) {
+  const axis_indexer ix(a, column.type, edge_table, std::numeric_limits<std::int64_t>::max());  // as a large fill
+  cpu_bin_codes out;
+  out.codes.resize(static_cast<std::size_t>(column.size));
+  for (std::int64_t i = 0; i < column.size; i += kTile) {
+    const std::int64_t count = std::min(kTile, column.size - i);
+    ix.index_fn(ix, column, false, true, i, count, out.codes.data() + i);
+    if (ix.simd && column.stride == 1) {
+      std::int32_t codes[kTile], unsettled[kTile];
+      out.simd_settled += count - ix.simd(ix.simd_rule_data,
+                                          static_cast<const char*>(column.data) + i * static_cast<std::int64_t>(size_of(column.type)),
+                                          count, codes, unsettled);
+    }
+  }
+  return out;
+}
 
 const backend_ops& cpu_backend() {
   static const backend_ops ops{backend::cpu, &cpu_usable, &cpu_owns, nullptr, &cpu_fill, nullptr, nullptr};
