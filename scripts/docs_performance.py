@@ -382,6 +382,21 @@ def hep(data, _):
                             + table(["histogram", "row", "target", "against", "value", "goal", "state"], aims))
 
 
+def before_after(data, _):
+    """bench/compare_gpu_runs.py: two builds' gpu_bench rows on one machine, the spread of tally's
+    rows against CUB's (the same code in both: the runs' noise), and tally's rows beyond 3%."""
+    out = [[side, s["rows"], f"{s['median']:.3f}", s["within_3pct"], f"{s['min']:.3f} .. {s['max']:.3f}"]
+           for side, s in data["summary"].items()]
+    beyond = [[r["workload"], r["spread"] or "-", r["who"], num(r["before_ms"] * 1e3), num(r["after_ms"] * 1e3),
+               f"{r['ratio']:.3f}"]
+              for r in sorted(data["rows"], key=lambda r: r["ratio"]) if r["who"] != "cub" and abs(r["ratio"] - 1) > 0.03]
+    intro = (f"`tally_gpu_bench` built at {data['before']} (before) and {data['after']} (after), run one after "
+             "the other in one device call; the ratio is after / before of each row's time.")
+    return data["device"], ([intro, ""] + table(["rows", "count", "median ratio", "within 3%", "range"], out)
+                            + ["", "tally's rows beyond 3%:", ""]
+                            + table(["workload", "spread", "who", "before us", "after us", "ratio"], beyond))
+
+
 # kind -> (title, table); the page lists them in this order.
 KINDS = {
     "cpu": ("CPU backend", cpu),
@@ -401,6 +416,7 @@ KINDS = {
     "h200-seed-002": ("Seed 002 on an H200: LeetCUDA's sigmoid", seed),
     "h200-seed-003": ("Seed 003 on an H200: PMPP chapter 9", seed),
     "h200-seed-004": ("Seed 004 on an H200: the CuPy/PyCUDA patterns", seed_rows),
+    "h200-before-after": ("Issue 39's restructure: the CUDA rows before and after on one H200", before_after),
     "h200-hep": ("A HEP-style fill on an H200 against boost-histogram, hist and cuda-histogram", hep),
 }
 
