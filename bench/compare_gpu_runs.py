@@ -44,8 +44,9 @@ def main():
     result = {"date": args.date, "device": args.device, "before": args.before_rev, "after": args.after_rev,
               "read_gbs": [runs[0].get("read_gbs"), runs[1].get("read_gbs")], "summary": summary(rows), "rows": rows}
     for side, s in result["summary"].items():
-        print(f"{side}: {s['rows']} rows, median after/before {s['median']:.3f}, {s['within_3pct']} within 3%, "
-              f"{s['min']:.3f}..{s['max']:.3f}")
+        if s["rows"]:
+            print(f"{side}: {s['rows']} rows, median after/before {s['median']:.3f}, {s['within_3pct']} within 3%, "
+                  f"{s['min']:.3f}..{s['max']:.3f}")
     for r in sorted(rows, key=lambda r: r["ratio"]):
         if r["who"] != "cub" and abs(r["ratio"] - 1) > 0.03:
             print(f"  {r['ratio']:.3f}  {r['workload']} / {r['spread']} / {r['who']}")

@@ -386,7 +386,7 @@ def before_after(data, _):
     """bench/compare_gpu_runs.py: two builds' gpu_bench rows on one machine, the spread of tally's
     rows against CUB's (the same code in both: the runs' noise), and tally's rows beyond 3%."""
     out = [[side, s["rows"], f"{s['median']:.3f}", s["within_3pct"], f"{s['min']:.3f} .. {s['max']:.3f}"]
-           for side, s in data["summary"].items()]
+           for side, s in data["summary"].items() if s["rows"]]
     beyond = [[r["workload"], r["spread"] or "-", r["who"], num(r["before_ms"] * 1e3), num(r["after_ms"] * 1e3),
                f"{r['ratio']:.3f}"]
               for r in sorted(data["rows"], key=lambda r: r["ratio"]) if r["who"] != "cub" and abs(r["ratio"] - 1) > 0.03]

@@ -76,8 +76,8 @@ nb::object fill_on_stream(std::vector<tally::axis> axes, const std::vector<any_a
 /// (histc's floats), are written by count_into into allocate(bins, out_type)'s array (the
 /// caller's library's memory pool; allocate returns it and its address); other fills fill a
 /// device_histogram whose cells are handed over in place as wrap(cells) (no second buffer, no
-/// conversion). With flow: (values, a FlowReader). The fill checks that the addresses are memory
-/// of `device`.
+/// conversion). With flow: (values, a FlowReader). The addresses must be memory of `device`, the
+/// current device (the fills check them against it).
 nb::object fill_once(std::vector<tally::axis> axes, std::uintptr_t data, std::int64_t size, const std::string& type,
                      const std::string& strategy, std::uintptr_t stream, int device, bool flow, std::uintptr_t weights,
                      const std::string& weight_type, const std::string& out_type, const nb::callable& allocate,
@@ -91,7 +91,8 @@ nb::object fill_once(std::vector<tally::axis> axes, std::uintptr_t data, std::in
       made = allocate(axes.front().bins(), out_type);
       return reinterpret_cast<void*>(nb::cast<std::uintptr_t>(nb::cast<nb::tuple>(made)[1]));
     };
-    // The one launch enqueues in microseconds: the GIL stays held for allocate's call.
+    // Planning and the one launch take microseconds (the first call for a set of axes also uploads
+    // their tables, with a wait): the GIL stays held, so allocate's call needs no switch back.
     if (tally::count_into_if_one_launch(axes, {column}, out, counted, reinterpret_cast<void*>(stream), options))
       return nb::cast<nb::tuple>(made)[0];
     if (counted != tally::dtype::i64) {  // another type than the histogram's cells: converted

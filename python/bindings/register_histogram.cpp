@@ -397,12 +397,18 @@ nb::object extremes(const any_array& a) {
 
 namespace {
 
+/// numpy.empty, looked up once (a reference kept for good) with the GIL held.
+nb::handle numpy_empty() {
+  static nb::handle empty;
+  if (!empty) empty = nb::object(nb::module_::import_("numpy").attr("empty")).release();
+  return empty;
+}
+
 /// small_bincount's counts (or float64 sums of weights of type W, added in input order as
 /// numpy's) of `x`'s values, all in [0, length), into a new numpy array; samples of type T.
 template <class T, class W>
 nb::object count_values(const tally::view& x, const tally::view* w, std::int64_t length) {
-  static const nb::handle empty = nb::object(nb::module_::import_("numpy").attr("empty")).release();  // kept for good
-  nb::object out = empty(length, w ? "float64" : "int64");
+  nb::object out = numpy_empty()(length, w ? "float64" : "int64");
   // The new array's memory through the buffer protocol (cheaper than an ndarray cast back).
   Py_buffer cells;
   if (PyObject_GetBuffer(out.ptr(), &cells, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();

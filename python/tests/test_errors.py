@@ -110,6 +110,7 @@ BAD_CALLS = {
     "histogram_threads_str": (lambda: tally.Histogram(tally.axis.regular(3, 0, 1), threads="x"), TypeError),
     "histogram_strategy_int": (lambda: tally.histogram([1.0, 2.0], strategy=3), TypeError),
     "bincount_minlength_beyond_int64": (lambda: tally.bincount([1], minlength=2**70), OverflowError),
+    "small_bincount_minlength_beyond_int64": (lambda: tally.bincount(np.array([1]), minlength=2**70), OverflowError),
     "histc_bins_beyond_int64": (lambda: tally.histc(np.array([1.0, 2.0]), bins=2**70), OverflowError),
     "histogram_bins_float": (lambda: tally.histogram([1.0], bins=2.5), TypeError),
     "plan_dtype": (lambda: tally.plan(dtype="zz", n=5), ValueError),

@@ -7,6 +7,7 @@
 
 #include <omp.h>
 
+#include "core/generic_shape.hpp"
 #include "core/backend.hpp"
 #include "core/exact_sum.hpp"
 #include "core/partition.hpp"
@@ -53,12 +54,9 @@ constexpr std::pair<backend, std::string_view> kBackends[] = {
 constexpr std::pair<count_type, std::string_view> kCounts[] = {
     {count_type::u64, "u64"}, {count_type::u32, "u32"}};
 
-/// The generic shared kernel's shape (cuda/count_generic.cu's shared_kernel, whose constants are
-/// these): threads a block, samples of each column a thread loads before it bins them, and the
-/// columns whose loads all go out together.
-constexpr int kGenericThreads = 1024;
-constexpr int kGenericLoads = 4;
-constexpr int kGenericAhead = 3;
+using detail::kGenericAhead;
+using detail::kGenericLoads;
+using detail::kGenericThreads;
 
 /// Samples per pass of a partitioned fill of n samples: whole tiles, at most `most` samples (and
 /// the tests' limit).
@@ -443,7 +441,7 @@ void check_asked(const plan_request& r, const counting_fit& f, const cuda_room& 
 }
 
 /// The automatic choice among the counting strategies (their measurements: the registry's
-/// chosen_when, core/strategies.cpp), or the asked-for one.
+/// chosen_when, tally/strategy.hpp), or the asked-for one.
 void choose_counting(const plan_request& r, const counting_fit& f, policy& p) {
   if (r.wanted != strategy::automatic) {
     p.chosen = r.wanted;

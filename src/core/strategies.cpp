@@ -15,6 +15,8 @@ constexpr bool in_enum_order() {
   return true;
 }
 static_assert(in_enum_order(), "kStrategies: one row per strategy, in the enum's order");
+static_assert(std::size(kStrategies) == static_cast<std::size_t>(strategy::partitioned) + 1,
+              "kStrategies: a row for every strategy (partitioned is the enum's last)");
 
 }  // namespace
 

@@ -54,9 +54,11 @@ struct count_sink {
   /// A tile of codes: sample j of the tile uses copy j mod 2^shift, unrolled so that each
   /// position's copy and the shift are constants (fewer instructions a sample: bench/PERFORMANCE.md,
   /// "CPU backend").
-  template <class Code> void add_codes(const Code* codes, std::int64_t n, std::int64_t) {
+  template <class Code> void add_codes(const Code* codes, std::int64_t n, std::int64_t first) {
     if (replica_shift == 2) add_replicated<2>(codes, n);
-    else add_replicated<0>(codes, n);
+    else if (replica_shift == 0) add_replicated<0>(codes, n);
+    else
+      for (std::int64_t j = 0; j < n; ++j) (*this)(codes[j], first + j);
   }
   template <int Shift, class Code> TALLY_HD_HOT void add_replicated(const Code* codes, std::int64_t n) {
     constexpr std::int64_t copies = std::int64_t{1} << Shift;

@@ -5,6 +5,12 @@
 
 // x86-64: AVX-512 and AVX2 (SSE4's two f64 lanes barely beat the scalar rule; each target costs
 // compile time). Elsewhere: the baseline target alone (NEON on 64-bit Arm).
+// Highway's internal asserts (on in builds without NDEBUG or with sanitizers) call hwy::Abort, which
+// lives in libhwy: off, so that no build links Highway.
+#ifndef HWY_IS_DEBUG_BUILD
+#define HWY_IS_DEBUG_BUILD 0
+#endif
+
 #if defined(__x86_64__) || defined(_M_X64)
 #define TALLY_SIMD_X86 1
 #ifndef HWY_DISABLED_TARGETS

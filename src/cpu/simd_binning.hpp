@@ -1,4 +1,4 @@
-// SIMD bin indices for the CPU backend: a tile of contiguous samples to bin codes, 4-16 lanes at a
+// SIMD bin indices for the CPU backend: a tile of contiguous samples to bin codes, 2-16 lanes at a
 // time, with Highway's AVX-512 or AVX2 code picked at run time (the static target elsewhere).
 //
 // A kernel settles only the lanes whose bin the rule's arithmetic decides on its own (an estimate

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "core/generic_shape.hpp"
 #include "cuda/clusters.cuh"
 #include "cuda/kernels.hpp"
 
@@ -33,15 +34,8 @@ __global__ void global_atomic_kernel(device_axes axes, std::int64_t n, std::int6
   }
 }
 
-/// shared_kernel's shape, the planner's for the generic shared strategies (core/planner.cpp has the
-/// same constants): blocks of 1024 threads (64 registers a thread, one block a multiprocessor);
-/// kGenericLoads samples of each column a thread loads before it bins any (more spill registers);
-/// the columns whose samples all load before the first axis bins, their bits kept in registers: the
-/// first kGenericAhead with samples of at most 4 bytes that are not one repeated value (the others
-/// load as their axis bins).
-constexpr int kGenericThreads = 1024;
-constexpr int kGenericLoads = 4;
-constexpr int kGenericAhead = 3;
+// shared_kernel's shape (kGenericThreads, kGenericLoads, kGenericAhead): core/generic_shape.hpp,
+// which the planner sizes the launches by. Columns not loaded ahead load as their axis bins.
 
 /// How shared_kernel reads each axis' column, worked out on the host once per launch.
 struct column_reads {

@@ -170,6 +170,8 @@ def address(lib, a):
 
 
 _allocators = {}  # (library, device index) -> allocate, made once
+_caches.register("allocators", "fill_once's allocate function of each library and device", "(library, device)",
+                 "one a library and device", lambda: len(_allocators), _allocators.clear)
 
 
 def allocator(lib, index):

@@ -451,9 +451,9 @@ _EXTREMES_MAX = _tally.host_call_max_samples
 def _data_ends(a):
     """A key for numpy's a.min() and a.max() (scalars of a's dtype, which the key names), from
     the extension's one pass over the samples: ('data', min, max) as Python numbers; None where
-    numpy's own reduction answers: no samples or more than _EXTREMES_MAX, float16, NaN, or a
+    numpy's own reduction answers: no samples or _EXTREMES_MAX or more, float16, NaN, or a
     float zero (whose sign numpy's reduction picks)."""
-    if a.size > _EXTREMES_MAX:
+    if a.size >= _EXTREMES_MAX:
         return None
     try:
         ends = _tally.extremes(a)
@@ -1066,7 +1066,8 @@ def _bincount_on_host(x, weights, minlength, strategy):
     extension call (small_bincount) finds the extremes and writes the counts into a new array;
     None where the full path answers: other arrays, weights or strategies, and what
     small_bincount leaves to it (many samples or bins, negative values: numpy's error)."""
-    if x.ndim != 1 or strategy != "automatic" or x.dtype not in _INTEGER_DTYPES:
+    if x.ndim != 1 or strategy != "automatic" or x.dtype not in _INTEGER_DTYPES or \
+            minlength > _call_cache.HOST_CELLS_MAX:
         return None
     if weights is not None and not (type(weights) is np.ndarray and weights.dtype in _FLOAT_WEIGHTS and
                                     weights.shape == x.shape):
@@ -1224,7 +1225,7 @@ def _histc_on_host(input, bins, min, max, strategy):
     """histc of a numpy array (of a numeric dtype but bool and float16) over a kept call's axis,
     the counts written into a new array of the result's dtype; (counts or None, the call's key
     or None). The key: the bins, the range (where min == max the samples' extremes, as
-    _data_ends finds them: none for NaN, a float zero, or more than _EXTREMES_MAX samples) and
+    _data_ends finds them: none for NaN, a float zero, or _EXTREMES_MAX samples or more) and
     the dtype. No key for other inputs, more than HOST_CELLS_MAX bins, or an empty input
     with min == max."""
     sample_type = _NATIVE.get(input.dtype, "bool")
@@ -1232,7 +1233,7 @@ def _histc_on_host(input, bins, min, max, strategy):
         return None, None
     lo, hi = float(min), float(max)
     if lo == hi:
-        if input.size > _EXTREMES_MAX:
+        if input.size >= _EXTREMES_MAX:
             return None, None
         try:
             ends = _tally.extremes(input)
