@@ -48,10 +48,10 @@ def _numpy_protocol(np_function, relevant):
 
 
 _NDARRAY_FUNCTION = np.ndarray.__array_function__
-# Types of the common arguments, which override nothing: looked up before any attribute.
-_PLAIN_TYPES = frozenset((type(None), np.ndarray, int, float, bool, str, tuple, list))
-# Those of them that hold no other arguments (numpy's dispatchers look into sequences).
+# Types of the common arguments, which override nothing (looked up before any attribute): those
+# that hold no other arguments, and the sequences (numpy's dispatchers look into them).
 _SCALAR_TYPES = frozenset((type(None), np.ndarray, int, float, bool, str))
+_PLAIN_TYPES = _SCALAR_TYPES | {tuple, list}
 
 
 def _overridden(values):
